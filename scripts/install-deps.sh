@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pev needs when they are missing (DESIGN §7). Nothing is downloaded
+# outside Debian's package registry. Safe to run repeatedly: it only calls apt-get when a package is
+# absent. Set PEV_DEPS_EXTRA="pkg ..." to add packages (e.g. chromium for the report renderer test).
+set -euo pipefail
+
+packages=(
+  build-essential cmake make git pkg-config
+  libboost-dev libmpfr-dev libgmp-dev
+  librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev libtbb-dev
+  gnuplot-nox clang-format python3 python3-numpy
+)
+# shellcheck disable=SC2206
+packages+=(${PEV_DEPS_EXTRA:-})
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+echo "pev: installing missing Debian packages: ${missing[*]}" >&2
+runner=()
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then
+    runner=(sudo)
+  else
+    echo "pev: not root and no sudo; install these packages first: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${runner[@]}" apt-get update -qq
+"${runner[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

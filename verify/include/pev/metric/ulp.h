@@ -1,0 +1,55 @@
+#pragma once
+// Ulp metrics (notes/numerics.md §2), always in the target type's units.
+//
+// - ulp_distance: integer ordinal distance between two encodings of T, counting across zero (the
+//   monotone mapping sends −0 and +0 to the same ordinal). Distance to the correctly rounded value:
+//   0 = correctly rounded, ≤ 1 = faithful.
+// - ulp_error: |ŷ − y| / ulp_T(y) against the exact value y, with ulp_T(y) = 2^(e−p) for
+//   2^(e−1) ≤ |y| < 2^e, floored at T's subnormal ulp. A correctly rounded result scores ≤ 0.5. A
+//   returned ±Inf where y is finite is scored as ±2^emax (the first power of two past the format).
+
+#include <cstdint>
+#include <limits>
+
+#include "pev/core/real.h"
+#include "pev/scalar/traits.h"
+
+namespace pev::metric {
+
+/// Ordinal of an encoding: monotone in the value, −0 and +0 both 0, ±Inf one past ±max finite.
+/// NaN has no ordinal (the result for a NaN encoding lies beyond ±Inf's and means nothing; see
+/// ulp_distance).
+template <class T>
+std::int64_t ordinal(T v);
+
+/// Ordinal distance |ord(a) − ord(b)|; UINT64_MAX if exactly one of them is NaN, 0 if both are.
+template <class T>
+std::uint64_t ulp_distance(T a, T b);
+
+/// ulp_T(y) for a finite real y (y = 0 gives the subnormal ulp); a power of two. Not defined by
+/// §2 for non-finite y: NaN gives NaN, ±Inf gives +Inf.
+template <class T>
+real ulp_of(const real& y);
+
+/// |computed − exact| / ulp_T(exact). NaN computed or exact gives +Inf unless both are NaN (0).
+template <class T>
+real ulp_error(T computed, const real& exact);
+
+extern template std::int64_t ordinal<float>(float);
+extern template std::int64_t ordinal<double>(double);
+extern template std::int64_t ordinal<half>(half);
+extern template std::int64_t ordinal<bfloat16>(bfloat16);
+extern template std::uint64_t ulp_distance<float>(float, float);
+extern template std::uint64_t ulp_distance<double>(double, double);
+extern template std::uint64_t ulp_distance<half>(half, half);
+extern template std::uint64_t ulp_distance<bfloat16>(bfloat16, bfloat16);
+extern template real ulp_of<float>(const real&);
+extern template real ulp_of<double>(const real&);
+extern template real ulp_of<half>(const real&);
+extern template real ulp_of<bfloat16>(const real&);
+extern template real ulp_error<float>(float, const real&);
+extern template real ulp_error<double>(double, const real&);
+extern template real ulp_error<half>(half, const real&);
+extern template real ulp_error<bfloat16>(bfloat16, const real&);
+
+}  // namespace pev::metric

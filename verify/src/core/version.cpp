@@ -1,0 +1,43 @@
+#include "pev/core/version.h"
+
+#include <gnu/libc-version.h>
+#include <xmmintrin.h>
+
+#include <string>
+
+#include "pev/build_info.h"
+
+namespace pev {
+
+const char* version() { return PEV_VERSION_STRING; }
+const char* git_revision() { return PEV_GIT_REVISION; }
+
+std::string compiler() {
+#if defined(__clang__)
+  return "Clang " __clang_version__;
+#elif defined(__GNUC__)
+  return "GCC " __VERSION__;
+#else
+  return "unknown";
+#endif
+}
+
+std::string fp_flags() {
+  std::string flags = "build=" PEV_BUILD_TYPE " cxxflags=[" PEV_CXX_FLAGS "] -ffp-contract=off";
+#if defined(__FMA__)
+  flags += " fma=available";
+#else
+  flags += " fma=unavailable";
+#endif
+#if defined(__FAST_MATH__)
+  flags += " fast-math=on";
+#endif
+  const unsigned csr = _mm_getcsr();
+  flags += (csr & 0x8000) ? " ftz=on" : " ftz=off";
+  flags += (csr & 0x0040) ? " daz=on" : " daz=off";
+  return flags;
+}
+
+std::string libc_version() { return std::string("glibc ") + gnu_get_libc_version(); }
+
+}  // namespace pev
