@@ -1,0 +1,143 @@
+#pragma once
+// pev::spec — the one description of a positional encoding that parsing, the reference, the kernels
+// and certification share (DESIGN §1–2). Plain structs with named fields; parameter names follow
+// Hugging Face `rope_parameters` so that a model's config.json is valid input. Structs are
+// validated when they are built by the parsers (spec/parse.h, spec/config.h); `validate` re-checks
+// a struct built by hand.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "pev/core/error.h"
+
+namespace pev::spec {
+
+/// Sinusoidal absolute encoding (notes/encodings.md §1.1).
+/// interleaved (paper): PE(p, 2i) = sin(p·ω_i), PE(p, 2i+1) = cos(p·ω_i), ω_i = base^(−2i/d_model);
+///   odd d_model: column j uses ω_{⌊j/2⌋} as in HF create_sinusoidal_embeddings.
+/// blocked (fairseq / tensor2tensor): [sin … | cos …], h = ⌊d/2⌋, ω_j = exp(−j·ln(base)/(h −
+/// freq_shift));
+///   freq_shift 1 is fairseq (last frequency exactly 1/base), 0 the paper's frequencies (diffusers
+///   downscale_freq_shift); odd d appends one zero column.
+enum class sinusoidal_layout { interleaved, blocked };
+struct sinusoidal {
+  std::int64_t d_model = 0;
+  double base = 10000.0;
+  sinusoidal_layout layout = sinusoidal_layout::interleaved;
+  double freq_shift = 1.0;  // blocked only
+
+  bool operator==(const sinusoidal&) const = default;
+};
+
+/// Learned absolute table [num_positions, d_model], optionally linearly interpolated to
+/// target_positions (PyTorch interpolate conventions; notes/encodings.md §1.2):
+/// align_corners: new index t ↦ t·(L−1)/(L′−1); otherwise (t+½)·L/L′ − ½, clamped to [0, L−1].
+/// The table comes from a file (`table`) or is generated deterministically from `seed`.
+struct learned {
+  std::int64_t num_positions = 0;
+  std::int64_t d_model = 0;
+  std::int64_t target_positions = 0;  // 0: no interpolation (lookup)
+  bool align_corners = true;
+  std::string table_file;  // npy or safetensors; empty: generated from seed
+  std::uint64_t seed = 0;
+  std::vector<double> table;  // row-major [num_positions, d_model], filled by the parser
+
+  bool operator==(const learned&) const = default;
+};
+
+/// ALiBi (Press et al.; notes/encodings.md §2.1). Slopes for any head count (non-powers of two by
+/// the interleaving rule); bias(h, i, j) = m_h·(j − i) for query i and key j (the causal mask is
+/// separate). max_bias replaces the 8 of 2^(−8h/H) (MPT alibi_bias_max).
+struct alibi {
+  std::int64_t num_heads = 0;
+  double max_bias = 8.0;
+
+  bool operator==(const alibi&) const = default;
+};
+
+/// T5 relative-position buckets (notes/encodings.md §2.2), r = key − query.
+struct t5 {
+  std::int64_t num_buckets = 32;
+  std::int64_t max_distance = 128;
+  bool bidirectional = true;
+
+  bool operator==(const t5&) const = default;
+};
+
+/// Shaw et al. clipped relative distances: clip(r, −k, k) for r = key − query.
+struct shaw {
+  std::int64_t max_relative_position = 0;
+
+  bool operator==(const shaw&) const = default;
+};
+
+enum class rope_type { default_, linear, ntk, dynamic, yarn, llama3, longrope, proportional };
+enum class rope_layout { neox, interleaved };
+
+/// RoPE and its scalings (notes/encodings.md §3–4). Frequencies are per pair i = 0 … pairs()−1.
+struct rope {
+  std::int64_t head_dim = 0;
+  double partial_rotary_factor = 1.0;
+  /// int(head_dim·partial_rotary_factor) (truncation, as HF); for `proportional` it equals head_dim
+  /// and partial_rotary_factor instead sets how many leading pairs rotate.
+  std::int64_t rotary_dim = 0;
+  double rope_theta = 10000.0;
+  rope_layout layout = rope_layout::neox;
+  rope_type type = rope_type::default_;
+
+  double factor = 1.0;      // linear, ntk, dynamic, yarn, llama3, longrope, proportional
+  double freq_scale = 1.0;  // ggml-style frequency scaling θ_i·freq_scale (rope_type default only)
+  std::int64_t max_position_embeddings = 0;           // L; 0 = not given
+  std::int64_t original_max_position_embeddings = 0;  // Lo; 0 = not given
+
+  // yarn
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
+  // As given (a config's null is nullopt). transformers uses get_mscale(f, mscale)/get_mscale(f,
+  // mscale_all_dim) only when both are truthy, so a 0 here selects get_mscale(f) (notes §4.5).
+  std::optional<double> mscale;
+  std::optional<double> mscale_all_dim;
+  // yarn and longrope
+  std::optional<double> attention_factor;
+  // llama3
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  // longrope
+  std::vector<double> short_factor;
+  std::vector<double> long_factor;
+
+  /// Number of frequency pairs: rotary_dim / 2.
+  std::int64_t pairs() const { return rotary_dim / 2; }
+  /// True for rope types whose frequencies depend on the sequence length (dynamic, longrope).
+  bool stateful() const { return type == rope_type::dynamic || type == rope_type::longrope; }
+
+  /// Field-wise equality (exact for doubles: NaN never compares equal).
+  bool operator==(const rope&) const = default;
+};
+
+/// Any encoding.
+using encoding = std::variant<sinusoidal, learned, alibi, t5, shaw, rope>;
+
+/// Names used in SPEC strings, `pev list` and reports.
+const char* family_name(const encoding& e);
+const char* to_string(rope_type t);
+const char* to_string(rope_layout l);
+const char* to_string(sinusoidal_layout l);
+/// Parses a rope_type name ("default", "linear", …); throws pev::error naming `key` otherwise.
+rope_type parse_rope_type(std::string_view name, std::string_view key = "rope_type");
+
+/// Canonical SPEC string of an encoding (every non-default field, in a fixed order). Parsing it
+/// gives back an equal encoding, except that a learned table read from a file is referenced by its
+/// path (and a learned table filled by hand, from neither a file nor `seed`, cannot be written).
+std::string to_spec_string(const encoding& e);
+
+/// Checks the rules pev relies on (positive sizes, even rotary dim, finite positive parameters,
+/// list lengths, …); throws pev::error naming the field and the rule.
+void validate(const encoding& e);
+
+}  // namespace pev::spec

@@ -1,0 +1,37 @@
+#pragma once
+// Internals shared by the spec sources: which rope keys apply to which rope_type, number formatting
+// that round-trips, and the limits validate() enforces (so parsers can quote them).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "pev/spec/spec.h"
+
+namespace pev::spec::detail {
+
+/// Largest accepted L and Lo (exclusive): 2^40 positions is far beyond any model and keeps every
+/// product with a head dimension inside int64 and exactly representable in double.
+inline constexpr std::int64_t max_context = std::int64_t{1} << 40;
+inline constexpr std::int64_t max_head_dim = 65536;
+inline constexpr std::int64_t max_sinusoidal_d_model = std::int64_t{1} << 20;
+inline constexpr std::int64_t max_learned_elements = std::int64_t{1} << 28;
+inline constexpr std::int64_t max_heads = 65536;
+inline constexpr std::int64_t max_t5_buckets = std::int64_t{1} << 20;
+inline constexpr std::int64_t max_shaw = std::int64_t{1} << 31;
+
+/// True when the rope key `key` (a SPEC key, which is also the HF key) has a meaning for rope_type
+/// `t`. Keys shared by every rope_type (head_dim, rope_theta, …) return true for all of them.
+bool rope_key_applies(std::string_view key, rope_type t);
+
+/// The rope_types a rope key applies to, for messages ("yarn, longrope").
+std::string rope_types_of_key(std::string_view key);
+
+/// Shortest decimal text that parses back to exactly `v` (integers without exponent up to 1e16).
+std::string format_number(double v);
+
+/// The rotary dimension transformers computes: int(head_dim·partial_rotary_factor), the product in
+/// double and truncated toward zero as Python's int(); head_dim for `proportional`.
+std::int64_t expected_rotary_dim(std::int64_t head_dim, double partial_rotary_factor, rope_type t);
+
+}  // namespace pev::spec::detail
