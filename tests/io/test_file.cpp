@@ -1,0 +1,226 @@
+// write_file_atomic, read_file and read_positions_file: atomic replacement without leftovers,
+// failures naming the file and the reason, and positions from text (line numbers in every error),
+// npy and safetensors.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "io_test_util.h"
+#include "pev/io/file.h"
+#include "pev/io/npy.h"
+#include "pev/io/safetensors.h"
+
+namespace pev::io {
+namespace {
+
+using test::read_bytes;
+using test::scratch_dir;
+using test::write_bytes;
+
+std::vector<std::string> entries(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(FileAtomic, CreatesAndReplaces) {
+  const auto dir = scratch_dir();
+  const auto file = dir / "out.txt";
+  write_file_atomic(file, "first");
+  EXPECT_EQ(read_bytes(file), "first");
+  write_file_atomic(file, std::string("sec\0ond", 7));
+  EXPECT_EQ(read_bytes(file), std::string("sec\0ond", 7));
+  write_file_atomic(file, "");
+  EXPECT_EQ(read_bytes(file), "");
+  EXPECT_EQ(entries(dir), std::vector<std::string>{"out.txt"});  // no temporaries left
+}
+
+TEST(FileAtomic, WorksWithARelativePathInTheCurrentDirectory) {
+  const auto dir = scratch_dir();
+  struct restore_cwd {
+    std::filesystem::path previous = std::filesystem::current_path();
+    ~restore_cwd() { std::filesystem::current_path(previous); }
+  } restore;
+  std::filesystem::current_path(dir);
+  write_file_atomic("rel.txt", "x");
+  EXPECT_EQ(read_bytes(dir / "rel.txt"), "x");
+  EXPECT_EQ(entries(dir), std::vector<std::string>{"rel.txt"});
+}
+
+TEST(FileAtomic, MissingDirectoryNamesTheFileAndTheReason) {
+  const auto file = scratch_dir() / "no" / "such" / "dir.txt";
+  EXPECT_PEV_ERROR(write_file_atomic(file, "x"),
+                   test::cat({"cannot write '", file.string(), "': No such file or directory"}));
+}
+
+TEST(FileAtomic, FailedRenameRemovesTheTemporary) {
+  const auto dir = scratch_dir();
+  std::filesystem::create_directories(dir / "target" / "occupied");
+  // rename() cannot replace a non-empty directory with a file.
+  EXPECT_PEV_ERROR(write_file_atomic(dir / "target", "x"),
+                   test::cat({"cannot write '", (dir / "target").string(), "': rename"}));
+  EXPECT_EQ(entries(dir), std::vector<std::string>{"target"});
+}
+
+TEST(FileAtomic, UnwritableDirectoryIsAnError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+  const auto dir = scratch_dir() / "ro";
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(
+      dir, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  EXPECT_PEV_ERROR(write_file_atomic(dir / "x.txt", "x"), "Permission denied");
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+}
+
+TEST(FileRead, ReadsWholeFiles) {
+  const auto file = scratch_dir() / "bytes.bin";
+  std::string bytes;
+  for (int i = 0; i < 200000; ++i) bytes += static_cast<char>(i * 7);
+  write_bytes(file, bytes);
+  EXPECT_EQ(read_file(file), bytes);
+}
+
+TEST(FileRead, MissingFileAndDirectoryNameTheReason) {
+  const auto dir = scratch_dir();
+  EXPECT_PEV_ERROR(read_file(dir / "absent"),
+                   test::cat({"cannot read '", (dir / "absent").string(), "': No such file"}));
+  EXPECT_PEV_ERROR(read_file(dir), "Is a directory");
+}
+
+TEST(FileRead, ReadsFromAPipe) {
+  const auto fifo = scratch_dir() / "fifo.npy";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string bytes = npy_bytes(array::from_int32({3}, {4, 5, 6}));
+  std::thread writer([&] {
+    std::ofstream out(fifo, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  });
+  const std::vector<std::int64_t> p = read_positions_file(fifo);
+  writer.join();
+  EXPECT_EQ(p, (std::vector<std::int64_t>{4, 5, 6}));
+}
+
+// ---- positions ----
+
+TEST(PositionsText, SkipsBlankLinesAndComments) {
+  const auto file = scratch_dir() / "positions.txt";
+  write_bytes(file,
+              "# positions to check\n"
+              "0\n"
+              "  1  \n"
+              "\n"
+              "\t-5\t\n"
+              "+7   # after a comment marker\r\n"
+              "   # indented comment\n"
+              "9223372036854775807\n"
+              "-9223372036854775808\n"
+              "65504");  // no final newline
+  EXPECT_EQ(read_positions_file(file),
+            (std::vector<std::int64_t>{0, 1, -5, 7, std::numeric_limits<std::int64_t>::max(),
+                                       std::numeric_limits<std::int64_t>::min(), 65504}));
+}
+
+struct bad_text {
+  const char* name;
+  const char* text;
+  const char* message;
+};
+
+void PrintTo(const bad_text& c, std::ostream* os) { *os << c.name; }
+
+class PositionsTextMalformed : public testing::TestWithParam<bad_text> {};
+
+TEST_P(PositionsTextMalformed, NamesTheFileAndLine) {
+  const auto file = scratch_dir() / "p.txt";
+  write_bytes(file, GetParam().text);
+  EXPECT_PEV_ERROR(read_positions_file(file), test::cat({"positions file '", file.string(), "'"}));
+  EXPECT_PEV_ERROR(read_positions_file(file), GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PositionsTextMalformed,
+    testing::Values(
+        bad_text{"Garbage", "0\n1\nabc\n", "line 3: 'abc' is not an integer"},
+        bad_text{"Float", "# x\n\n1.5\n",
+                 "line 3: '1.5' is not an integer (positions are integers)"},
+        bad_text{"Exponent", "1e3\n", "line 1: '1e3' is not an integer"},
+        bad_text{"TrailingGarbage", "1\n2\n3\n12abc\n", "line 4: '12abc' is not an integer"},
+        bad_text{"TwoPerLine", "1 2\n",
+                 "line 1: '1 2' is not an integer (expected one integer per line)"},
+        bad_text{"Hex", "0x10\n", "line 1: '0x10' is not an integer"},
+        bad_text{"Overflow", "1\n9223372036854775808\n",
+                 "line 2: '9223372036854775808' is outside the int64 range"},
+        bad_text{"Underflow", "-9223372036854775809\n",
+                 "line 1: '-9223372036854775809' is outside the int64 range"},
+        bad_text{"HugeNumber", "123456789012345678901234567890\n", "outside the int64 range"},
+        bad_text{"LoneSign", "-\n", "line 1: '-' is not an integer"},
+        bad_text{"DoubleSign", "--3\n", "line 1: '--3' is not an integer"},
+        bad_text{"CrlfLineNumbers", "1\r\n2\r\nx\r\n", "line 3: 'x'"},
+        bad_text{"Binary", "\x93NUMPY\x01", "line 1: '\\x93NUMPY\\x01' is not an integer"},
+        bad_text{"Empty", "", "holds no positions"},
+        bad_text{"OnlyComments", "# nothing\n\n  \n", "holds no positions"}),
+    [](const testing::TestParamInfo<bad_text>& info) { return info.param.name; });
+
+TEST(PositionsArray, NpyOfInt32AndInt64AnyShape) {
+  const auto dir = scratch_dir();
+  write_npy(dir / "a.npy", array::from_int32({2, 2}, {0, 1, -2, 3}));
+  EXPECT_EQ(read_positions_file(dir / "a.npy"), (std::vector<std::int64_t>{0, 1, -2, 3}));
+  write_npy(dir / "b.NPY", array::from_int64({}, {1}));
+  EXPECT_EQ(read_positions_file(dir / "b.NPY"), std::vector<std::int64_t>{1});
+  write_npy(dir / "c.npy", array::from_floats({1}, {1.0f}));
+  EXPECT_PEV_ERROR(read_positions_file(dir / "c.npy"),
+                   "has dtype F32, expected integers (int32 or int64)");
+  write_npy(dir / "d.npy", array::from_int64({0}, {}));
+  EXPECT_PEV_ERROR(read_positions_file(dir / "d.npy"), "holds no positions");
+  write_bytes(dir / "e.npy", "0\n1\n");
+  EXPECT_PEV_ERROR(read_positions_file(dir / "e.npy"), "not an npy file");
+}
+
+TEST(PositionsArray, SafetensorsPositionsOrTheOnlyTensor) {
+  const auto dir = scratch_dir();
+  tensor_file named;
+  named.add("cos", array::from_floats({1}, {1.0f}));
+  named.add("positions", array::from_int64({3}, {5, 6, 7}));
+  write_safetensors(dir / "a.safetensors", named);
+  EXPECT_EQ(read_positions_file(dir / "a.safetensors"), (std::vector<std::int64_t>{5, 6, 7}));
+
+  tensor_file only;
+  only.add("pos", array::from_int32({2}, {9, 8}));
+  write_safetensors(dir / "b.safetensors", only);
+  EXPECT_EQ(read_positions_file(dir / "b.safetensors"), (std::vector<std::int64_t>{9, 8}));
+
+  tensor_file ambiguous;
+  ambiguous.add("q", array::from_int32({1}, {1}));
+  ambiguous.add("k", array::from_int32({1}, {2}));
+  write_safetensors(dir / "c.safetensors", ambiguous);
+  EXPECT_PEV_ERROR(read_positions_file(dir / "c.safetensors"),
+                   "expected a tensor named 'positions' or a single tensor, found 'q', 'k'");
+
+  tensor_file floats;
+  floats.add("positions", array::from_doubles({1}, {1.0}));
+  write_safetensors(dir / "d.safetensors", floats);
+  EXPECT_PEV_ERROR(read_positions_file(dir / "d.safetensors"),
+                   "tensor 'positions' has dtype F64, expected integers");
+
+  write_safetensors(dir / "e.safetensors", tensor_file{});
+  EXPECT_PEV_ERROR(read_positions_file(dir / "e.safetensors"), "found no tensors");
+}
+
+TEST(PositionsArray, MissingFileNamesIt) {
+  const auto file = scratch_dir() / "absent.txt";
+  EXPECT_PEV_ERROR(read_positions_file(file), test::cat({"cannot read '", file.string(), "'"}));
+}
+
+}  // namespace
+}  // namespace pev::io

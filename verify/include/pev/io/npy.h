@@ -1,0 +1,31 @@
+#pragma once
+// NumPy .npy files (format versions 1.0–3.0), little-endian, C order. bfloat16 has no npy dtype: it
+// is written as '<u2' holding the bf16 encodings (view it with ml_dtypes.bfloat16) and read back
+// only when the caller asks for bf16. Reading is strict: anything else (big-endian, Fortran order,
+// object or structured dtypes, a header or shape inconsistent with the file size) throws pev::error
+// naming the file and the field.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "pev/io/array.h"
+
+namespace pev::io {
+
+/// Writes `a` as `numpy.save` would (format 1.0, or 2.0 when the header needs it), atomically.
+void write_npy(const std::filesystem::path& file, const array& a);
+/// Reads an npy file of dtype '<f8', '<f4', '<f2', '<i4' or '<i8'; '<u2' is refused (see below).
+array read_npy(const std::filesystem::path& file);
+/// As above; with `u2_is_bf16` a '<u2' file is read as bf16 encodings (what write_npy writes for
+/// bf16).
+array read_npy(const std::filesystem::path& file, bool u2_is_bf16);
+
+/// The bytes write_npy writes for `a`.
+std::string npy_bytes(const array& a);
+/// Parses npy bytes held in memory, as read_npy does; `source` names them in messages.
+array parse_npy(std::string_view bytes, std::string_view source, bool u2_is_bf16 = false);
+/// The npy descr of `t`: "<f8", "<f4", "<f2", "<u2" (bf16), "<i4", "<i8".
+std::string_view npy_descr(dtype t);
+
+}  // namespace pev::io

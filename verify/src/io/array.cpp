@@ -1,0 +1,334 @@
+#include "pev/io/array.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "detail.h"
+#include "pev/core/error.h"
+
+namespace pev::io {
+
+namespace detail {
+
+std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+std::optional<std::uint64_t> checked_product(const std::vector<std::int64_t>& shape) {
+  std::uint64_t n = 1;
+  for (std::int64_t d : shape) {
+    auto next = checked_mul(n, static_cast<std::uint64_t>(d));
+    if (!next) return std::nullopt;
+    n = *next;
+  }
+  return n;
+}
+
+std::optional<std::size_t> utf8_error(std::string_view s) {
+  // RFC 3629: no overlong forms, no surrogates (U+D800..U+DFFF), nothing above U+10FFFF.
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // bounds of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (n - i < len) return i;
+    if (p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (std::size_t k = 2; k < len; ++k) {
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
+    }
+    i += len;
+  }
+  return std::nullopt;
+}
+
+std::string printable(std::string_view s, std::size_t max) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (out.size() >= max) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+[[noreturn]] void fail(const std::string& message) { throw pev::error(message); }
+
+// The shape's element count, checked: dimensions non-negative, product within 64 bits.
+std::uint64_t checked_elements(const std::vector<std::int64_t>& shape, std::string_view what) {
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) {
+      fail(fmt::format("{}: shape {} has a negative dimension {} at index {}", what,
+                       shape_string(shape), shape[i], i));
+    }
+  }
+  auto n = detail::checked_product(shape);
+  if (!n) fail(fmt::format("{}: the product of shape {} overflows", what, shape_string(shape)));
+  return *n;
+}
+
+array make(dtype t, std::vector<std::int64_t> shape, std::size_t count, std::string_view what) {
+  const std::uint64_t n = checked_elements(shape, what);
+  if (n != count) {
+    fail(fmt::format("{}: shape {} holds {} elements but {} values were given", what,
+                     shape_string(shape), n, count));
+  }
+  array a;
+  a.type = t;
+  a.shape = std::move(shape);
+  a.data.resize(count * dtype_size(t));
+  return a;
+}
+
+}  // namespace
+
+std::size_t dtype_size(dtype t) {
+  switch (t) {
+    case dtype::f64:
+    case dtype::i64:
+      return 8;
+    case dtype::f32:
+    case dtype::i32:
+      return 4;
+    case dtype::f16:
+    case dtype::bf16:
+      return 2;
+  }
+  return 0;
+}
+
+std::string_view safetensors_name(dtype t) {
+  switch (t) {
+    case dtype::f64:
+      return "F64";
+    case dtype::f32:
+      return "F32";
+    case dtype::f16:
+      return "F16";
+    case dtype::bf16:
+      return "BF16";
+    case dtype::i32:
+      return "I32";
+    case dtype::i64:
+      return "I64";
+  }
+  return "?";
+}
+
+dtype parse_safetensors_dtype(std::string_view name) {
+  for (dtype t : {dtype::f64, dtype::f32, dtype::f16, dtype::bf16, dtype::i32, dtype::i64}) {
+    if (name == safetensors_name(t)) return t;
+  }
+  fail(fmt::format("dtype '{}' is not supported (supported: F64, F32, F16, BF16, I32, I64)",
+                   detail::printable(name)));
+}
+
+std::string shape_string(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+float half_bits_to_float(std::uint16_t bits) {
+  // binary16: 1 sign, 5 exponent (bias 15), 10 fraction bits. Every value is a float: normal
+  // numbers rebias the exponent (127 − 15 = 112), subnormals m·2^−24 are normalized, Inf/NaN keep
+  // their fraction bits (so NaN payloads survive).
+  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+  const std::uint32_t exponent = (bits >> 10) & 0x1Fu;
+  std::uint32_t fraction = bits & 0x3FFu;
+  std::uint32_t out = 0;
+  if (exponent == 0x1F) {
+    out = sign | 0x7F800000u | (fraction << 13);
+  } else if (exponent != 0) {
+    out = sign | ((exponent + 112) << 23) | (fraction << 13);
+  } else if (fraction == 0) {
+    out = sign;
+  } else {
+    // m·2^−24 with 1 ≤ m < 2^10: shift the leading one up to bit 10, i.e. 2^(−14 − shift)·1.f.
+    std::uint32_t shift = 0;
+    while ((fraction & 0x400u) == 0) {
+      fraction <<= 1;
+      ++shift;
+    }
+    out = sign | ((127 - 14 - shift) << 23) | ((fraction & 0x3FFu) << 13);
+  }
+  return std::bit_cast<float>(out);
+}
+
+float bfloat16_bits_to_float(std::uint16_t bits) {
+  // bfloat16 is the top half of a float.
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
+
+std::size_t array::elements() const {
+  const std::uint64_t n = checked_elements(shape, "array");
+  if (n > std::numeric_limits<std::size_t>::max())
+    fail(fmt::format("array: shape {} is too large", shape_string(shape)));
+  return static_cast<std::size_t>(n);
+}
+
+void array::check(std::string_view what) const {
+  const std::uint64_t n = checked_elements(shape, what);
+  const auto bytes = detail::checked_mul(n, dtype_size(type));
+  if (!bytes || *bytes != data.size()) {
+    fail(fmt::format("{}: array of shape {} and dtype {} needs {} bytes but holds {}", what,
+                     shape_string(shape), safetensors_name(type),
+                     bytes ? std::to_string(*bytes) : std::string("more than 2^64"), data.size()));
+  }
+}
+
+std::vector<double> array::to_doubles() const {
+  check("array");
+  const std::size_t n = data.size() / dtype_size(type);
+  const std::byte* p = data.data();
+  std::vector<double> out(n);
+  switch (type) {
+    case dtype::f64:
+      for (std::size_t i = 0; i < n; ++i) {
+        out[i] = std::bit_cast<double>(detail::load_le<std::uint64_t>(p + 8 * i));
+      }
+      break;
+    case dtype::f32:
+      for (std::size_t i = 0; i < n; ++i) {
+        out[i] = std::bit_cast<float>(detail::load_le<std::uint32_t>(p + 4 * i));
+      }
+      break;
+    case dtype::f16:
+      for (std::size_t i = 0; i < n; ++i) {
+        out[i] = half_bits_to_float(detail::load_le<std::uint16_t>(p + 2 * i));
+      }
+      break;
+    case dtype::bf16:
+      for (std::size_t i = 0; i < n; ++i) {
+        out[i] = bfloat16_bits_to_float(detail::load_le<std::uint16_t>(p + 2 * i));
+      }
+      break;
+    case dtype::i32:
+      for (std::size_t i = 0; i < n; ++i) {
+        out[i] = static_cast<std::int32_t>(detail::load_le<std::uint32_t>(p + 4 * i));
+      }
+      break;
+    case dtype::i64:
+      for (std::size_t i = 0; i < n; ++i) {
+        out[i] = static_cast<double>(
+            static_cast<std::int64_t>(detail::load_le<std::uint64_t>(p + 8 * i)));
+      }
+      break;
+  }
+  return out;
+}
+
+std::vector<std::int64_t> array::to_int64() const {
+  if (type != dtype::i32 && type != dtype::i64) {
+    fail(fmt::format(
+        "array of dtype {} holds floating-point values, expected an integer array (I32 or I64)",
+        safetensors_name(type)));
+  }
+  check("array");
+  const std::size_t n = data.size() / dtype_size(type);
+  std::vector<std::int64_t> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] = type == dtype::i32
+                 ? static_cast<std::int32_t>(detail::load_le<std::uint32_t>(data.data() + 4 * i))
+                 : static_cast<std::int64_t>(detail::load_le<std::uint64_t>(data.data() + 8 * i));
+  }
+  return out;
+}
+
+std::vector<std::uint16_t> array::to_bits16() const {
+  if (type != dtype::f16 && type != dtype::bf16) {
+    fail(fmt::format("array of dtype {} has no 16-bit encodings, expected F16 or BF16",
+                     safetensors_name(type)));
+  }
+  check("array");
+  std::vector<std::uint16_t> out(data.size() / 2);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = detail::load_le<std::uint16_t>(data.data() + 2 * i);
+  return out;
+}
+
+array array::from_doubles(std::vector<std::int64_t> shape, const std::vector<double>& v) {
+  array a = make(dtype::f64, std::move(shape), v.size(), "array::from_doubles");
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    detail::store_le(a.data.data() + 8 * i, std::bit_cast<std::uint64_t>(v[i]));
+  }
+  return a;
+}
+
+array array::from_floats(std::vector<std::int64_t> shape, const std::vector<float>& v) {
+  array a = make(dtype::f32, std::move(shape), v.size(), "array::from_floats");
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    detail::store_le(a.data.data() + 4 * i, std::bit_cast<std::uint32_t>(v[i]));
+  }
+  return a;
+}
+
+array array::from_bits16(dtype t, std::vector<std::int64_t> shape,
+                         const std::vector<std::uint16_t>& bits) {
+  if (t != dtype::f16 && t != dtype::bf16) {
+    fail(fmt::format("array::from_bits16: dtype {} is not a 16-bit float, expected F16 or BF16",
+                     safetensors_name(t)));
+  }
+  array a = make(t, std::move(shape), bits.size(), "array::from_bits16");
+  for (std::size_t i = 0; i < bits.size(); ++i) detail::store_le(a.data.data() + 2 * i, bits[i]);
+  return a;
+}
+
+array array::from_int64(std::vector<std::int64_t> shape, const std::vector<std::int64_t>& v) {
+  array a = make(dtype::i64, std::move(shape), v.size(), "array::from_int64");
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    detail::store_le(a.data.data() + 8 * i, static_cast<std::uint64_t>(v[i]));
+  }
+  return a;
+}
+
+array array::from_int32(std::vector<std::int64_t> shape, const std::vector<std::int32_t>& v) {
+  array a = make(dtype::i32, std::move(shape), v.size(), "array::from_int32");
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    detail::store_le(a.data.data() + 4 * i, static_cast<std::uint32_t>(v[i]));
+  }
+  return a;
+}
+
+}  // namespace pev::io

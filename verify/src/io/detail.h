@@ -1,0 +1,103 @@
+#pragma once
+// Internals shared by the io readers and writers: little-endian loads and stores, overflow-checked
+// sizes, a random-access byte source (a file or a buffer), the streaming atomic writer behind
+// write_file_atomic, and text helpers for error messages.
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pev/core/error.h"
+
+namespace pev::io::detail {
+
+/// Throws pev::error with the formatted message.
+template <class... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
+  throw pev::error(fmt::format(format, std::forward<Args>(args)...));
+}
+
+/// Reads an unsigned little-endian integer of sizeof(U) bytes.
+template <class U>
+U load_le(const std::byte* p) {
+  U v = 0;
+  for (std::size_t i = 0; i < sizeof(U); ++i) {
+    v |= static_cast<U>(static_cast<U>(std::to_integer<unsigned char>(p[i])) << (8 * i));
+  }
+  return v;
+}
+
+/// Writes `v` as sizeof(U) little-endian bytes.
+template <class U>
+void store_le(std::byte* p, U v) {
+  for (std::size_t i = 0; i < sizeof(U); ++i) {
+    p[i] = static_cast<std::byte>(static_cast<unsigned char>(v >> (8 * i)));
+  }
+}
+
+/// a·b, or nothing when it does not fit in 64 bits.
+std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b);
+
+/// Product of non-negative dimensions, or nothing on overflow of 64 bits (dims must be ≥ 0).
+std::optional<std::uint64_t> checked_product(const std::vector<std::int64_t>& shape);
+
+/// Offset of the first byte that is not part of a valid UTF-8 sequence, or nothing.
+std::optional<std::size_t> utf8_error(std::string_view s);
+
+/// `s` for a message: printable ASCII kept, everything else as \xNN, cut after `max` characters.
+std::string printable(std::string_view s, std::size_t max = 80);
+
+/// Random-access bytes: a regular file (read with pread, never loaded whole) or a buffer.
+class byte_source {
+ public:
+  virtual ~byte_source() = default;
+  /// Total size in bytes.
+  virtual std::uint64_t size() const = 0;
+  /// Copies `n` bytes at `offset` into `out`; the range must lie within size(). Throws on I/O
+  /// errors.
+  virtual void read(std::uint64_t offset, std::byte* out, std::size_t n) const = 0;
+  /// Reads `n` bytes at `offset` into a string.
+  std::string read_string(std::uint64_t offset, std::size_t n) const;
+};
+
+/// A buffer as a byte_source (the buffer must outlive it).
+std::unique_ptr<byte_source> memory_source(std::string_view bytes);
+
+/// A file as a byte_source; a non-regular file (a pipe) is read whole. Throws pev::error naming the
+/// file when it cannot be opened or is a directory.
+std::unique_ptr<byte_source> file_source(const std::filesystem::path& file);
+
+/// Writes a file by streaming into a temporary file in the same directory, then commit() flushes it
+/// to disk and renames it over the target. Destroyed without commit(), the temporary is removed.
+class atomic_writer {
+ public:
+  explicit atomic_writer(std::filesystem::path target);
+  ~atomic_writer();
+  atomic_writer(const atomic_writer&) = delete;
+  atomic_writer& operator=(const atomic_writer&) = delete;
+
+  /// Appends bytes; throws pev::error naming the target on failure.
+  void write(const void* data, std::size_t n);
+  /// Appends bytes.
+  void write(std::string_view s) { write(s.data(), s.size()); }
+  /// fsync, close, rename over the target (and fsync the directory, best effort).
+  void commit();
+
+ private:
+  [[noreturn]] void fail(std::string_view what, int err);
+  void discard() noexcept;
+
+  std::filesystem::path target_;
+  std::filesystem::path temp_;
+  int fd_ = -1;
+};
+
+}  // namespace pev::io::detail

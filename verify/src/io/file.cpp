@@ -1,0 +1,355 @@
+#include "pev/io/file.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "detail.h"
+#include "pev/core/error.h"
+#include "pev/io/npy.h"
+#include "pev/io/safetensors.h"
+
+namespace pev::io {
+
+namespace detail {
+
+namespace {
+
+// "cannot read 'FILE': REASON".
+std::string cannot(std::string_view verb, const std::filesystem::path& file,
+                   std::string_view reason) {
+  return fmt::format("cannot {} '{}': {}", verb, file.string(), reason);
+}
+
+// read() until `n` bytes or end of file; returns the count read, -1 with errno on error.
+ssize_t read_full(int fd, char* out, std::size_t n) {
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::read(fd, out + done, n - done);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (r == 0) break;
+    done += static_cast<std::size_t>(r);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+class memory_byte_source final : public byte_source {
+ public:
+  explicit memory_byte_source(std::string_view bytes) : bytes_(bytes) {}
+  std::uint64_t size() const override { return bytes_.size(); }
+  void read(std::uint64_t offset, std::byte* out, std::size_t n) const override {
+    if (offset > bytes_.size() || n > bytes_.size() - offset) {
+      throw pev::error("internal: read past the end of a buffer");
+    }
+    if (n) std::memcpy(out, bytes_.data() + offset, n);
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+// Owns what a non-regular file held.
+class owned_byte_source final : public byte_source {
+ public:
+  explicit owned_byte_source(std::string bytes) : bytes_(std::move(bytes)), view_(bytes_) {}
+  std::uint64_t size() const override { return view_.size(); }
+  void read(std::uint64_t offset, std::byte* out, std::size_t n) const override {
+    view_.read(offset, out, n);
+  }
+
+ private:
+  std::string bytes_;
+  memory_byte_source view_;
+};
+
+class file_byte_source final : public byte_source {
+ public:
+  file_byte_source(std::filesystem::path file, int fd, std::uint64_t size)
+      : file_(std::move(file)), fd_(fd), size_(size) {}
+  ~file_byte_source() override { ::close(fd_); }
+  file_byte_source(const file_byte_source&) = delete;
+  file_byte_source& operator=(const file_byte_source&) = delete;
+
+  std::uint64_t size() const override { return size_; }
+  void read(std::uint64_t offset, std::byte* out, std::size_t n) const override {
+    if (offset > size_ || n > size_ - offset) {
+      throw pev::error(fmt::format("internal: read past the end of '{}'", file_.string()));
+    }
+    std::size_t done = 0;
+    while (done < n) {
+      const ssize_t r = ::pread(fd_, reinterpret_cast<char*>(out) + done, n - done,
+                                static_cast<off_t>(offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        throw pev::error(cannot("read", file_, std::strerror(errno)));
+      }
+      if (r == 0) {
+        throw pev::error(cannot("read", file_, "the file shrank while being read"));
+      }
+      done += static_cast<std::size_t>(r);
+    }
+  }
+
+ private:
+  std::filesystem::path file_;
+  int fd_;
+  std::uint64_t size_;
+};
+
+// Opens `file` for reading; throws pev::error naming it. Directories are refused.
+int open_for_reading(const std::filesystem::path& file, struct stat& st) {
+  int fd = -1;
+  do {
+    fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw pev::error(cannot("read", file, std::strerror(errno)));
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw pev::error(cannot("read", file, std::strerror(err)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw pev::error(cannot("read", file, std::strerror(EISDIR)));
+  }
+  return fd;
+}
+
+// Everything a non-regular file (a pipe, a character device) delivers until end of file.
+std::string read_stream(const std::filesystem::path& file, int fd) {
+  std::string out;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t r = read_full(fd, buffer, sizeof buffer);
+    if (r < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw pev::error(cannot("read", file, std::strerror(err)));
+    }
+    out.append(buffer, static_cast<std::size_t>(r));
+    if (static_cast<std::size_t>(r) < sizeof buffer) break;
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+std::string byte_source::read_string(std::uint64_t offset, std::size_t n) const {
+  std::string s(n, '\0');
+  read(offset, reinterpret_cast<std::byte*>(s.data()), n);
+  return s;
+}
+
+std::unique_ptr<byte_source> memory_source(std::string_view bytes) {
+  return std::make_unique<memory_byte_source>(bytes);
+}
+
+std::unique_ptr<byte_source> file_source(const std::filesystem::path& file) {
+  struct stat st {};
+  const int fd = open_for_reading(file, st);
+  if (!S_ISREG(st.st_mode)) return std::make_unique<owned_byte_source>(read_stream(file, fd));
+  return std::make_unique<file_byte_source>(file, fd, static_cast<std::uint64_t>(st.st_size));
+}
+
+// ---- atomic_writer ----
+
+atomic_writer::atomic_writer(std::filesystem::path target) : target_(std::move(target)) {
+  // The temporary lives next to the target so that rename() is atomic (same file system). Its name
+  // is unique across processes (pid), threads (counter) and stale leftovers (clock bits, O_EXCL).
+  static std::atomic<unsigned long> counter{0};
+  const std::filesystem::path dir = target_.parent_path();
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const auto ticks = static_cast<unsigned long long>(
+        std::chrono::steady_clock::now().time_since_epoch().count());
+    const std::string name = fmt::format(".{}.tmp-{}-{}-{:06x}", target_.filename().string(),
+                                         ::getpid(), counter++, ticks & 0xFFFFFFu);
+    temp_ = dir.empty() ? std::filesystem::path(name) : dir / name;
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ >= 0) return;
+    if (errno != EEXIST && errno != EINTR) break;
+  }
+  const int err = errno;
+  temp_.clear();
+  throw pev::error(cannot("write", target_, std::strerror(err)));
+}
+
+atomic_writer::~atomic_writer() { discard(); }
+
+void atomic_writer::discard() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+  temp_.clear();
+}
+
+void atomic_writer::fail(std::string_view what, int err) {
+  discard();
+  throw pev::error(what.empty()
+                       ? cannot("write", target_, std::strerror(err))
+                       : cannot("write", target_, fmt::format("{}: {}", what, std::strerror(err))));
+}
+
+void atomic_writer::write(const void* data, std::size_t n) {
+  if (fd_ < 0) throw pev::error(cannot("write", target_, "the writer is closed"));
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t r = ::write(fd_, p, n);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail("", errno);
+    }
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+}
+
+void atomic_writer::commit() {
+  if (fd_ < 0) throw pev::error(cannot("write", target_, "the writer is closed"));
+  // EINVAL: a file that does not support synchronization; nothing to flush.
+  if (::fsync(fd_) != 0 && errno != EINVAL) fail("fsync", errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("close", errno);
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) fail("rename", errno);
+  temp_.clear();
+  // Make the rename itself durable; a failure here leaves a complete file, so it is not an error.
+  const std::filesystem::path dir = target_.parent_path().empty() ? "." : target_.parent_path();
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace detail
+
+void write_file_atomic(const std::filesystem::path& file, std::string_view bytes) {
+  detail::atomic_writer w(file);
+  w.write(bytes);
+  w.commit();
+}
+
+std::string read_file(const std::filesystem::path& file) {
+  struct stat st {};
+  const int fd = detail::open_for_reading(file, st);
+  return detail::read_stream(file, fd);
+}
+
+namespace {
+
+bool ends_with_ci(const std::string& s, std::string_view suffix) {
+  if (s.size() < suffix.size()) return false;
+  return std::equal(suffix.begin(), suffix.end(),
+                    s.end() - static_cast<std::ptrdiff_t>(suffix.size()), [](char a, char b) {
+                      return std::tolower(static_cast<unsigned char>(a)) ==
+                             std::tolower(static_cast<unsigned char>(b));
+                    });
+}
+
+std::vector<std::int64_t> positions_from_array(const array& a, const std::filesystem::path& file,
+                                               std::string_view what) {
+  if (a.type != dtype::i32 && a.type != dtype::i64) {
+    throw pev::error(
+        fmt::format("positions file '{}': {} has dtype {}, expected integers (int32 or int64)",
+                    file.string(), what, safetensors_name(a.type)));
+  }
+  return a.to_int64();
+}
+
+// One line of a positions text file: a decimal int64, optionally signed.
+std::int64_t parse_position(std::string_view token, const std::filesystem::path& file,
+                            std::size_t line) {
+  const auto where = [&] {
+    return fmt::format("positions file '{}', line {}: '{}'", file.string(), line,
+                       detail::printable(token, 40));
+  };
+  std::string_view digits = token;
+  const bool negative = !digits.empty() && digits.front() == '-';
+  if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) digits.remove_prefix(1);
+  const bool all_digits = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
+    return c >= '0' && c <= '9';
+  });
+  if (!all_digits) {
+    double d = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), d);
+    if (ec != std::errc::invalid_argument && end == token.data() + token.size()) {
+      detail::fail("{} is not an integer (positions are integers)", where());
+    }
+    detail::fail("{} is not an integer (expected one integer per line)", where());
+  }
+  // The magnitude as uint64 covers −2^63, which has no positive int64 counterpart.
+  std::uint64_t magnitude = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
+  constexpr std::uint64_t limit = std::uint64_t{1} << 63;
+  if (ec != std::errc() || end != digits.data() + digits.size() || magnitude > limit ||
+      (!negative && magnitude == limit)) {
+    detail::fail("{} is outside the int64 range", where());
+  }
+  return negative ? static_cast<std::int64_t>(std::uint64_t{0} - magnitude)
+                  : static_cast<std::int64_t>(magnitude);
+}
+
+}  // namespace
+
+std::vector<std::int64_t> read_positions_file(const std::filesystem::path& file) {
+  const std::string name = file.filename().string();
+  std::vector<std::int64_t> positions;
+  if (ends_with_ci(name, ".npy")) {
+    positions = positions_from_array(read_npy(file), file, "the array");
+  } else if (ends_with_ci(name, ".safetensors")) {
+    const tensor_file t = read_safetensors(file);
+    std::string chosen;
+    if (t.tensors.count("positions")) {
+      chosen = "positions";
+    } else if (t.names.size() == 1) {
+      chosen = t.names.front();
+    } else {
+      std::string names;
+      for (const auto& n : t.names) names += fmt::format("{}'{}'", names.empty() ? "" : ", ", n);
+      throw pev::error(fmt::format(
+          "positions file '{}': expected a tensor named 'positions' or a single tensor, found {}",
+          file.string(), names.empty() ? std::string("no tensors") : names));
+    }
+    positions = positions_from_array(t.at(chosen), file, fmt::format("tensor '{}'", chosen));
+  } else {
+    const std::string text = read_file(file);
+    std::size_t line = 0;
+    std::size_t begin = 0;
+    while (begin < text.size()) {
+      std::size_t end = text.find('\n', begin);
+      if (end == std::string::npos) end = text.size();
+      ++line;
+      std::string_view s(text.data() + begin, end - begin);
+      begin = end + 1;
+      if (auto hash = s.find('#'); hash != std::string_view::npos) s = s.substr(0, hash);
+      const auto is_space = [](char c) {
+        return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+      };
+      while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+      while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+      if (s.empty()) continue;
+      positions.push_back(parse_position(s, file, line));
+    }
+  }
+  if (positions.empty())
+    throw pev::error(fmt::format("positions file '{}' holds no positions", file.string()));
+  return positions;
+}
+
+}  // namespace pev::io
