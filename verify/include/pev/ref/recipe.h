@@ -1,0 +1,91 @@
+#pragma once
+// Recipes: the reference's second level (DESIGN §2, notes/numerics.md §4). A recipe names the
+// points where a declared pipeline rounds, and the format it rounds to there; everything between
+// two points is exact. It is data: the reference evaluates one formula per encoding and asks the
+// recipe, at each named point, whether and where to round. `exact` rounds nowhere: it is the
+// mathematical definition.
+//
+// Shipped recipes:
+//   exact — no rounding (R1).
+//   hf    — Hugging Face transformers: host scalars (attention factor, YaRN correction range,
+//   llama3
+//           band edges) in Python double; inv_freq from an fp32 pow with the base rounded to fp32,
+//           fp32 reciprocal and fp32 scaling arithmetic; fp32 positions; fp32 product p·θ; cos/sin
+//           of the rounded angle rounded to fp32 (an ideal libm); fp32 multiplication by the
+//           attention factor (itself rounded to fp32 first, as a CPU scalar operand is). Sinusoidal
+//           interleaved follows DistilBERT/XLM (NumPy float64, angle p / b^(2⌊j/2⌋/d)); blocked
+//           follows fairseq (fp32 exp of fp32 exponents). ALiBi follows BLOOM (fp32 pow of an fp32
+//           base), T5 buckets evaluate the log branch in fp32, learned interpolation in fp32.
+//   ggml  — llama.cpp's CPU rope: θ_0 = float(p), θ_i = fl(θ_{i−1}·ts) with ts = powf(b,
+//   −2/n_dims);
+//           frequency scaling (freq_scale = 1/factor), per-pair factors (llama3 rope_freqs,
+//           LongRoPE lists) and the YaRN angle mix in fp32 without FMA; corr dims with logf;
+//           cos/sin rounded to fp32 then multiplied by the fp32 magnitude scale. RoPE only.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "pev/core/real.h"
+
+namespace pev::ref {
+
+/// A rounding target. `exact` means "no rounding here".
+enum class fmt { exact, fp64, fp32, fp16, bf16 };
+
+const char* to_string(fmt f);
+/// Rounds x once, to nearest even, to the format (identity for `exact`).
+real round(fmt f, const real& x);
+
+enum class frequency_method {
+  power,       // θ_i = 1 / b^(2i/d), then the rope_type's scaling of frequencies
+  recurrence,  // θ_i(p) = θ_{i−1}(p)·b^(−2/d) per position, then angle-level scaling (ggml)
+};
+
+/// Rounding points of a RoPE pipeline.
+struct rope_points {
+  frequency_method method = frequency_method::power;
+  fmt host = fmt::exact;  // scalars computed once on the host (attention factor, ranges, bands)
+  fmt frequency = fmt::exact;  // every operation that produces per-pair frequencies or the ramp
+  fmt position = fmt::exact;   // the position as an arithmetic operand
+  fmt angle = fmt::exact;  // the angle p·θ_i (and every angle-level operation of `recurrence`)
+  fmt trig = fmt::exact;   // cos/sin of the rounded angle
+  fmt scale = fmt::exact;  // the attention factor operand and its product with cos/sin
+};
+
+/// Rounding points of a sinusoidal pipeline.
+struct sinusoidal_points {
+  fmt frequency = fmt::exact;  // exponent, pow/exp, reciprocal
+  fmt position = fmt::exact;
+  fmt angle = fmt::exact;  // p·ω (or p / b^x when `divide`)
+  fmt trig = fmt::exact;
+  bool divide = false;  // angle = p / b^x (NumPy DistilBERT) instead of p·ω
+};
+
+/// Rounding points of ALiBi slopes: the base 2^(−8/P) on the host, then base^h.
+struct alibi_points {
+  fmt host = fmt::exact;
+  fmt power = fmt::exact;
+};
+
+struct recipe {
+  std::string_view name;
+  std::string_view description;
+  std::optional<rope_points> rope;
+  std::optional<sinusoidal_points> sinusoidal_interleaved;
+  std::optional<sinusoidal_points> sinusoidal_blocked;
+  std::optional<alibi_points> alibi;
+  std::optional<fmt> t5;       // format of the log-branch arithmetic
+  std::optional<fmt> learned;  // format of the interpolation arithmetic
+};
+
+const recipe& exact_recipe();
+const recipe& hf_recipe();
+const recipe& ggml_recipe();
+/// Every shipped recipe, exact first.
+std::span<const recipe* const> all_recipes();
+/// The recipe called `name`; throws pev::error listing the names otherwise.
+const recipe& find_recipe(std::string_view name);
+
+}  // namespace pev::ref

@@ -1,0 +1,96 @@
+#pragma once
+// RoPE reference (notes/encodings.md §3–4): per-pair frequencies for every rope_type, the attention
+// factor, the YaRN correction range and ramp, angles, m·cos/m·sin, full-width tables in both
+// layouts and rotated vectors. Positions are 64-bit integers and are exact at any magnitude (the
+// reference needs ≥ 64 bits of precision, which it always has).
+//
+// Accuracy: every computation runs with kGuardBits more than the current precision N, so that
+// angles p·θ_i keep N significant bits for every 64-bit position (θ_i's relative error is
+// multiplied by p): results are accurate to ~2^−N relative at any position.
+//
+// At the `exact` recipe every quantity is the mathematical definition at the current MPFR
+// precision; other recipes round where they say (ref/recipe.h). Stateful types (dynamic, longrope)
+// take the sequence length that selects their frequencies; without one, transformers' init state is
+// used (dynamic: s = L; longrope: short factors).
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "pev/core/real.h"
+#include "pev/ref/recipe.h"
+#include "pev/spec/spec.h"
+
+namespace pev::ref {
+
+/// YaRN correction range: raw = cdim(β) = d·ln(Lo/(2π·β))/(2·ln b); low/high after truncation
+/// (floor, ceil when `truncate`) and clamping to [0, d−1].
+struct yarn_range {
+  real low_raw, high_raw;
+  real low, high;
+};
+
+/// (m·cos θ, m·sin θ) of one pair at one position.
+struct cos_sin {
+  real cos, sin;
+};
+
+/// Extra bits carried by position-dependent computations (positions have up to 63 bits).
+inline constexpr unsigned kGuardBits = 64;
+
+class rope_reference {
+ public:
+  /// Validates the spec and precomputes frequencies and the attention factor.
+  /// Throws pev::error if the recipe has no RoPE pipeline.
+  explicit rope_reference(const spec::rope& s, const recipe& r = exact_recipe(),
+                          std::optional<std::int64_t> seq_len = std::nullopt);
+
+  const spec::rope& spec() const { return spec_; }
+  const recipe& used_recipe() const { return *recipe_; }
+
+  /// Effective per-pair frequencies θ'_i, i = 0 … pairs−1 (after scaling; zero for the NoPE tail of
+  /// `proportional`). For the `recurrence` method these are the position-independent frequencies
+  /// the recurrence approximates (b^(−2i/d)·freq_scale/c_i), evaluated exactly.
+  const std::vector<real>& inv_freq() const { return inv_freq_; }
+  /// Attention factor m that multiplies cos and sin.
+  const real& attention_factor() const { return attention_factor_; }
+
+  /// The recipe's angle of pair i at position p (exact: p·θ'_i).
+  real angle(std::int64_t p, std::int64_t i) const;
+  /// Angles of every pair at position p.
+  std::vector<real> angles(std::int64_t p) const;
+  /// m·cos and m·sin of every pair at position p, rounded where the recipe rounds.
+  std::vector<cos_sin> row(std::int64_t p) const;
+
+  /// Full-width cos and sin for the spec's layout, each of length rotary_dim: neox duplicates
+  /// halves (cos[j] = c_{j mod d/2}), interleaved duplicates pairs (cos[j] = c_{⌊j/2⌋}).
+  void expand(std::span<const cos_sin> row, std::vector<real>& cos_full,
+              std::vector<real>& sin_full) const;
+
+  /// R(p)·x for one head vector x of length head_dim: pairs per the layout, dims ≥ rotary_dim pass
+  /// through; exact arithmetic on the recipe's cos/sin.
+  std::vector<real> rotate(std::int64_t p, std::span<const real> x) const;
+
+ private:
+  spec::rope spec_;
+  const recipe* recipe_;
+  std::optional<std::int64_t> seq_len_;
+  unsigned work_bits_;
+  std::vector<real> inv_freq_;
+  real attention_factor_;
+  // recurrence (ggml) parameters, rounded as the recipe says
+  real base_, theta_scale_, freq_scale_, ext_factor_, mscale_;
+  std::vector<real> freq_factors_;  // empty: none
+  real corr_low_, corr_high_;
+};
+
+/// Exact YaRN correction range (host arithmetic in `host`, exact by default).
+yarn_range yarn_correction_range(const spec::rope& s, fmt host = fmt::exact);
+/// YaRN ramp value of pair j: clamp((j − low)/(high − low), 0, 1) (extrapolation weight = 1 −
+/// ramp).
+std::vector<real> yarn_ramp(const spec::rope& s, fmt arithmetic = fmt::exact);
+/// get_mscale(s, μ) = 1 if s ≤ 1 else 0.1·μ·ln s + 1.
+real yarn_get_mscale(const real& scale, const real& mu, fmt host = fmt::exact);
+
+}  // namespace pev::ref

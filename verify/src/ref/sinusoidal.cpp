@@ -1,0 +1,124 @@
+#include "pev/ref/sinusoidal.h"
+
+#include <cmath>
+#include <string>
+
+#include "pev/core/error.h"
+#include "pev/ref/rope.h"
+
+namespace pev::ref {
+namespace {
+
+real I(std::int64_t v) { return real_from_int(v); }
+
+const sinusoidal_points& points_for(const spec::sinusoidal& s, const recipe& r) {
+  const auto& pts = s.layout == spec::sinusoidal_layout::interleaved ? r.sinusoidal_interleaved
+                                                                     : r.sinusoidal_blocked;
+  if (!pts) throw error("recipe " + std::string(r.name) + " has no sinusoidal pipeline");
+  return *pts;
+}
+
+}  // namespace
+
+std::vector<real> sinusoidal_frequencies(const spec::sinusoidal& s, const recipe& r) {
+  const precision_scope work(precision_bits() + kGuardBits);
+  const sinusoidal_points& pts = points_for(s, r);
+  const auto d = s.d_model;
+  const real b(s.base);
+  std::vector<real> w(static_cast<std::size_t>(d), real(0));
+  if (s.layout == spec::sinusoidal_layout::interleaved) {
+    // ω for column j is b^(−2⌊j/2⌋/d) (HF: np.power(10000, 2 * (j // 2) / dim)).
+    for (std::int64_t j = 0; j < d; ++j) {
+      const real x = round(pts.frequency, I(2 * (j / 2)) / I(d));
+      w[j] = round(pts.frequency, 1 / round(pts.frequency, pow(b, x)));
+    }
+    return w;
+  }
+  // Blocked: ω_j = exp(−j·ln(b)/(h − shift)); the step is a host double cast to the tensor's dtype.
+  const std::int64_t h = d / 2;
+  const real shift(s.freq_shift);
+  const fmt host = pts.frequency == fmt::exact ? fmt::exact : fmt::fp64;
+  const real step = round(pts.frequency, round(host, round(host, log(b)) / (I(h) - shift)));
+  for (std::int64_t j = 0; j < h; ++j) {
+    const real wj = round(pts.frequency, exp(round(pts.frequency, -(I(j) * step))));
+    w[j] = wj;
+    w[j + h] = wj;
+  }
+  return w;
+}
+
+std::vector<real> sinusoidal_row(const spec::sinusoidal& s, std::int64_t p, const recipe& r) {
+  spec::validate(spec::encoding{s});
+  const precision_scope work(precision_bits() + kGuardBits);
+  const sinusoidal_points& pts = points_for(s, r);
+  const auto d = s.d_model;
+  const real pos = round(pts.position, I(p));
+  std::vector<real> row(static_cast<std::size_t>(d), real(0));
+  const bool interleaved = s.layout == spec::sinusoidal_layout::interleaved;
+  if (interleaved && pts.divide) {
+    // pos / b^(2⌊j/2⌋/d) with the power rounded in the recipe's format.
+    const real b(s.base);
+    for (std::int64_t j = 0; j < d; ++j) {
+      const real P = round(pts.frequency, pow(b, round(pts.frequency, I(2 * (j / 2)) / I(d))));
+      const real a = round(pts.angle, pos / P);
+      row[j] = round(pts.trig, (j % 2 == 0) ? sin(a) : cos(a));
+    }
+    return row;
+  }
+  const auto w = sinusoidal_frequencies(s, r);
+  const std::int64_t h = d / 2;
+  for (std::int64_t j = 0; j < d; ++j) {
+    if (!interleaved && j >= 2 * h) continue;  // odd d: zero padding column
+    const real a = round(pts.angle, pos * w[j]);
+    const bool use_sin = interleaved ? (j % 2 == 0) : (j < h);
+    row[j] = round(pts.trig, use_sin ? sin(a) : cos(a));
+  }
+  return row;
+}
+
+std::vector<real> learned_row(const spec::learned& s, std::int64_t t, const recipe& r) {
+  if (!r.learned) throw error("recipe " + std::string(r.name) + " has no learned-table pipeline");
+  const fmt f = *r.learned;
+  const std::int64_t L = s.num_positions;
+  const std::int64_t d = s.d_model;
+  if (static_cast<std::int64_t>(s.table.size()) != L * d) {
+    throw error("learned: the table holds " + std::to_string(s.table.size()) +
+                " values, expected " + std::to_string(L * d) + " (num_positions × d_model)");
+  }
+  const std::int64_t rows = s.target_positions > 0 ? s.target_positions : L;
+  if (t < 0 || t >= rows) {
+    throw error("learned: position " + std::to_string(t) + " is outside the table (0 … " +
+                std::to_string(rows - 1) + ")");
+  }
+  std::vector<real> out(static_cast<std::size_t>(d));
+  if (s.target_positions == 0) {
+    for (std::int64_t c = 0; c < d; ++c) out[c] = real(s.table[t * d + c]);
+    return out;
+  }
+  // PyTorch linear interpolation: source index x of target index t, then a two-point lerp.
+  const std::int64_t Lp = s.target_positions;
+  real x;
+  if (s.align_corners) {
+    const real scale = round(f, round(f, I(L - 1)) / round(f, I(Lp - 1)));
+    x = round(f, scale * I(t));
+  } else {
+    const real scale = round(f, round(f, I(L)) / round(f, I(Lp)));
+    x = round(f, round(f, scale * round(f, I(t) + real("0.5"))) - real("0.5"));
+    if (x < 0) x = 0;
+  }
+  std::int64_t i0 = static_cast<std::int64_t>(floor(x).convert_to<long long>());
+  if (i0 > L - 1) i0 = L - 1;
+  const std::int64_t i1 = i0 + 1 < L ? i0 + 1 : L - 1;
+  real lambda = round(f, x - I(i0));
+  if (lambda < 0) lambda = 0;
+  if (lambda > 1) lambda = 1;
+  const real lambda0 = round(f, 1 - lambda);
+  for (std::int64_t c = 0; c < d; ++c) {
+    const real a(s.table[i0 * d + c]);
+    const real b(s.table[i1 * d + c]);
+    out[c] = round(f, round(f, lambda0 * a) + round(f, lambda * b));
+  }
+  return out;
+}
+
+}  // namespace pev::ref
