@@ -1,0 +1,21 @@
+#pragma once
+// Runs the `pev` binary built by this tree and captures its exit code, stdout and stderr.
+
+#include <string>
+#include <vector>
+
+namespace pev::test {
+
+struct run_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs PEV_BINARY with `args` (no shell: arguments are passed as they are).
+run_result run_pev(const std::vector<std::string>& args);
+
+/// A fresh directory under the test temp dir.
+std::string temp_dir(const std::string& name);
+
+}  // namespace pev::test

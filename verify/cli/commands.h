@@ -1,0 +1,50 @@
+#pragma once
+// Subcommands of the `pev` tool. Each registers its options on the CLI11 app and returns the
+// callback that runs it; callbacks throw pev::error for bad usage or input (exit 2) and return the
+// exit code.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pev/spec/spec.h"
+
+namespace pev::cli {
+
+/// A registered subcommand and what runs it when it was selected.
+struct command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+command add_list(CLI::App& app);
+command add_reference(CLI::App& app);
+
+/// Options shared by commands that evaluate one encoding at a set of positions.
+struct encoding_options {
+  std::string spec_text;
+  std::string config_file;
+  std::string layer_type;
+  std::string positions;
+  std::string positions_file;
+  std::string what;
+  std::string format = "text";
+  std::string out;
+  std::optional<std::int64_t> seq_len;
+  int digits = 0;
+
+  void add_to(CLI::App& cmd);
+  /// The encoding from --spec or --config (learned tables loaded from their file).
+  spec::encoding encoding() const;
+  /// The positions from --positions or --positions-file; `allow_negative` for relative distances.
+  std::vector<std::int64_t> read_positions(bool allow_negative) const;
+};
+
+/// Parses A:B[:STEP] (half-open, STEP > 0) or a single integer N; throws pev::error naming the
+/// flag.
+std::vector<std::int64_t> parse_position_range(const std::string& text, bool allow_negative);
+
+}  // namespace pev::cli

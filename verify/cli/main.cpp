@@ -1,0 +1,66 @@
+// The `pev` tool: positional-encoding verifier (DESIGN §4). Exit codes: 0 verified, 1 checks
+// failed, 2 bad usage or bad input (message on stderr names the file, field or flag).
+
+#include <mpfr.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/version.hpp>
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "pev/core/error.h"
+#include "pev/core/real.h"
+#include "pev/core/version.h"
+
+namespace {
+
+std::string version_text() {
+  return std::string("pev ") + pev::version() + " (git " + pev::git_revision() + ")\n" +
+         "  reference: Boost.Multiprecision " + std::to_string(BOOST_VERSION / 100000) + "." +
+         std::to_string(BOOST_VERSION / 100 % 1000) + " on MPFR " + mpfr_get_version() + ", " +
+         std::to_string(pev::default_precision_bits()) + " bits by default\n" +
+         "  compiler: " + pev::compiler() + "\n  flags: " + pev::fp_flags() +
+         "\n  libc: " + pev::libc_version();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "pev — positional-encoding verifier: checks implementations of transformer positional "
+      "encodings (sinusoidal, learned, ALiBi, T5, RoPE and its scalings) against an "
+      "arbitrary-precision reference.\nExit codes: 0 ok, 1 checks failed, 2 bad usage or input.",
+      "pev"};
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  std::vector<pev::cli::command> commands;
+  commands.push_back(pev::cli::add_list(app));
+  commands.push_back(pev::cli::add_reference(app));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    for (const auto& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
+    return 2;
+  } catch (const pev::error& e) {
+    std::fprintf(stderr, "pev: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "pev: error: out of memory\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pev: error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,180 @@
+#include <charconv>
+#include <limits>
+#include <string>
+
+#include "commands.h"
+#include "pev/core/error.h"
+#include "pev/io/file.h"
+#include "pev/io/npy.h"
+#include "pev/io/safetensors.h"
+#include "pev/spec/config.h"
+#include "pev/spec/parse.h"
+
+namespace pev::cli {
+namespace {
+
+// At most this many positions per request: beyond it the exact reference takes hours and memory
+// grows without bound; sweeps belong to `pev report`.
+constexpr std::int64_t kMaxPositions = std::int64_t(1) << 24;
+
+std::int64_t parse_int(std::string_view s, const std::string& whole) {
+  std::int64_t v = 0;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, v);
+  if (ec == std::errc::result_out_of_range) {
+    throw error("--positions: '" + std::string(s) + "' is outside the 64-bit integer range (in '" +
+                whole + "')");
+  }
+  if (ec != std::errc() || ptr != end || s.empty()) {
+    throw error("--positions: expected A:B[:STEP] or N with integers, got '" + whole + "'");
+  }
+  return v;
+}
+
+void load_learned_table(spec::learned& l) {
+  if (l.table_file.empty()) return;
+  const std::filesystem::path path(l.table_file);
+  io::array a;
+  if (path.extension() == ".npy") {
+    a = io::read_npy(path);
+  } else if (path.extension() == ".safetensors") {
+    const auto tf = io::read_safetensors(path);
+    if (tf.names.size() == 1) {
+      a = tf.tensors.at(tf.names[0]);
+    } else {
+      a = tf.at("table");
+    }
+  } else {
+    throw error("learned: table=" + l.table_file + ": expected a .npy or .safetensors file");
+  }
+  if (a.shape.size() != 2 || a.shape[0] != l.num_positions || a.shape[1] != l.d_model) {
+    std::string shape;
+    for (auto d : a.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    throw error("learned: table=" + l.table_file + " has shape [" + shape + "], expected [" +
+                std::to_string(l.num_positions) + ", " + std::to_string(l.d_model) +
+                "] (num_positions, d_model)");
+  }
+  l.table = a.to_doubles();
+}
+
+}  // namespace
+
+std::vector<std::int64_t> parse_position_range(const std::string& text, bool allow_negative) {
+  std::vector<std::string_view> parts;
+  std::string_view rest(text);
+  for (;;) {
+    const auto colon = rest.find(':');
+    parts.push_back(rest.substr(0, colon));
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  if (parts.size() > 3) throw error("--positions: expected A:B[:STEP], got '" + text + "'");
+  std::vector<std::int64_t> out;
+  if (parts.size() == 1) {
+    out.push_back(parse_int(parts[0], text));
+  } else {
+    const std::int64_t a = parse_int(parts[0], text);
+    const std::int64_t b = parse_int(parts[1], text);
+    const std::int64_t step = parts.size() == 3 ? parse_int(parts[2], text) : 1;
+    if (step <= 0) throw error("--positions: STEP must be positive, got " + std::to_string(step));
+    if (b <= a) {
+      throw error("--positions: the range " + text +
+                  " is empty (A:B is half-open, B must exceed A)");
+    }
+    // Count without overflow: (b − a) can exceed INT64_MAX when a < 0.
+    const unsigned long long span =
+        static_cast<unsigned long long>(b) - static_cast<unsigned long long>(a);
+    const unsigned long long count = (span - 1) / static_cast<unsigned long long>(step) + 1;
+    if (count > static_cast<unsigned long long>(kMaxPositions)) {
+      throw error("--positions: " + text + " has " + std::to_string(count) +
+                  " positions; at most " + std::to_string(kMaxPositions) +
+                  " per request (use a STEP, or split the range)");
+    }
+    out.reserve(count);
+    for (unsigned long long k = 0; k < count; ++k) {
+      out.push_back(static_cast<std::int64_t>(static_cast<unsigned long long>(a) + k * step));
+    }
+  }
+  if (!allow_negative) {
+    for (auto p : out) {
+      if (p < 0) {
+        throw error("--positions: negative position " + std::to_string(p) +
+                    " (positions are ≥ 0; only relative distances for --what buckets may be "
+                    "negative)");
+      }
+    }
+  }
+  return out;
+}
+
+void encoding_options::add_to(CLI::App& cmd) {
+  auto* s = cmd.add_option("--spec", spec_text,
+                           "Encoding as family[:key=value,...], e.g. sinusoidal:d_model=512 or "
+                           "rope:head_dim=128,rope_theta=500000,rope_type=llama3,factor=8,"
+                           "low_freq_factor=1,high_freq_factor=4,"
+                           "original_max_position_embeddings=8192 (see `pev list`)");
+  auto* c = cmd.add_option("--config", config_file,
+                           "A Hugging Face config.json (RoPE); validated as transformers does")
+                ->check(CLI::ExistingFile);
+  s->excludes(c);
+  cmd.add_option("--layer-type", layer_type,
+                 "Layer-type group of a per-layer-type config (default: full_attention)")
+      ->needs(c);
+  auto* p = cmd.add_option("--positions", positions,
+                           "Positions A:B[:STEP] (half-open, 64-bit) or a single N; for --what "
+                           "buckets, relative distances key − query (negative allowed: "
+                           "--positions=-8:9)");
+  auto* pf = cmd.add_option("--positions-file", positions_file,
+                            "Positions from a file: text (one integer per line), .npy or "
+                            ".safetensors (int32/int64)")
+                 ->check(CLI::ExistingFile);
+  p->excludes(pf);
+  cmd.add_option("--format", format, "Output format: text, csv, json, npy, safetensors")
+      ->capture_default_str();
+  cmd.add_option("--out", out, "Output file (default: stdout for text, csv and json)");
+  cmd.add_option("--seq-len", seq_len,
+                 "Sequence length that selects dynamic/longrope frequencies (default: max "
+                 "position + 1, as transformers)");
+  cmd.add_option("--digits", digits,
+                 "Significant digits of printed values (default: shortest round-trip for "
+                 "fp32/fp16/bf16, 17 for fp64, 21 for exact)")
+      ->check(CLI::Range(1, 100));
+}
+
+spec::encoding encoding_options::encoding() const {
+  if (spec_text.empty() && config_file.empty()) {
+    throw error("one of --spec SPEC or --config config.json is required");
+  }
+  if (!config_file.empty()) {
+    spec::config_options o;
+    o.layer_type = layer_type;
+    return spec::parse_config_file(config_file, o);
+  }
+  spec::encoding e = spec::parse_spec(spec_text);
+  if (auto* l = std::get_if<spec::learned>(&e)) load_learned_table(*l);
+  return e;
+}
+
+std::vector<std::int64_t> encoding_options::read_positions(bool allow_negative) const {
+  if (positions.empty() && positions_file.empty()) {
+    throw error("one of --positions A:B[:STEP] or --positions-file FILE is required");
+  }
+  if (!positions.empty()) return parse_position_range(positions, allow_negative);
+  auto v = io::read_positions_file(positions_file);
+  if (v.empty()) throw error("--positions-file " + positions_file + ": no positions");
+  if (static_cast<std::int64_t>(v.size()) > kMaxPositions) {
+    throw error("--positions-file " + positions_file + ": more than " +
+                std::to_string(kMaxPositions) + " positions");
+  }
+  if (!allow_negative) {
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      if (v[k] < 0) {
+        throw error("--positions-file " + positions_file + ": negative position " +
+                    std::to_string(v[k]) + " at index " + std::to_string(k));
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace pev::cli

@@ -1,0 +1,60 @@
+#pragma once
+// What `pev reference` (and later `pev compute`) writes: one main tensor in DESIGN §4's shape, the
+// positions it was evaluated at, and its provenance; written as text, csv, json, npy or
+// safetensors.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pev/core/real.h"
+
+namespace pev::cli {
+
+/// Output dtypes of `--dtype`.
+enum class out_dtype { exact, fp64, fp32, fp16, bf16, int64 };
+out_dtype parse_out_dtype(const std::string& name);
+const char* to_string(out_dtype t);
+
+enum class out_format { text, csv, json, npy, safetensors };
+out_format parse_out_format(const std::string& name);
+
+/// A tensor of reals (rounded to the dtype at write time) or of integers.
+struct tensor {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<real> values;        // when !integer
+  std::vector<std::int64_t> ints;  // when integer
+  bool integer = false;
+  std::size_t size() const { return integer ? ints.size() : values.size(); }
+};
+
+struct output {
+  std::string what;  // table, inv_freq, pe, bias, slopes, buckets, …
+  out_dtype dtype = out_dtype::exact;
+  std::string spec;  // canonical SPEC string
+  std::string recipe;
+  unsigned precision_bits = 0;
+  std::optional<std::vector<std::int64_t>> positions;  // row labels, when rows are positions
+  std::string row_label = "position";                  // csv name of the leading index
+  std::vector<std::string> columns;                    // csv names of one row's values
+  tensor main;                                         // DESIGN §4 shape
+  std::vector<tensor> parts;       // safetensors tensors (e.g. cos and sin); empty: {main}
+  int digits = 0;                  // significant digits for exact text; 0: default
+  std::size_t text_row_width = 0;  // values per text line; 0: all dims after the first
+  /// Long-format csv (one value per line): the name of each dim, and whether its index maps through
+  /// `positions`. Empty: wide csv (row_label, then `columns`).
+  std::vector<std::string> dim_names;
+  std::vector<bool> dim_is_position;
+};
+
+/// Writes `out` to `file` (atomically) or to stdout when `file` is empty (text, csv, json only).
+void write_output(const output& out, out_format format, const std::filesystem::path& file);
+
+/// One value as text in the output dtype (shortest round-trip for fp32/fp16/bf16, 17 significant
+/// digits for fp64, `digits` (default 21) significant digits for exact).
+std::string format_value(const real& v, out_dtype t, int digits = 0);
+
+}  // namespace pev::cli
