@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iostream>
 #include <random>
 #include <sstream>
 
@@ -69,6 +71,9 @@ snapshot rope_values(const spec::rope& s, std::int64_t seq, const std::vector<st
   return out;
 }
 
+// Largest relative deviation seen, as log2, per precision (printed at the end of each test).
+double worst_log2 = -1e9;
+
 void expect_agree(const snapshot& lo, const snapshot& hi, unsigned n, const std::string& what) {
   ASSERT_EQ(lo.values.size(), hi.values.size());
   const real tol = pow(real(2), -static_cast<int>(n - 16));
@@ -79,6 +84,8 @@ void expect_agree(const snapshot& lo, const snapshot& hi, unsigned n, const std:
       ASSERT_EQ(a, 0) << what << " value " << k;
       continue;
     }
+    const real dev = abs(a - b) / abs(b);
+    if (dev > 0) worst_log2 = std::max(worst_log2, static_cast<double>(log2(dev)) + double(n));
     ASSERT_LE(abs(a - b), tol * abs(b))
         << what << " value " << k << ": " << a.str(40) << " vs " << b.str(40);
   }
@@ -106,6 +113,8 @@ TEST(ReferencePrecision, NAndTwoNAgreeOnRandomRopeSpecs) {
       expect_agree(lo, hi, n, "rope:" + text);
     }
   }
+  std::cout << "worst relative deviation between N and 2N: 2^(" << worst_log2
+            << " - N) (bound 2^(16 - N))\n";
 }
 
 TEST(ReferencePrecision, NAndTwoNAgreeOnSinusoidal) {
