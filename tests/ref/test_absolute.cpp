@@ -101,6 +101,11 @@ TEST(LearnedReference, LookupAndInterpolation) {
   s.align_corners = false;
   EXPECT_EQ(ref::learned_row(s, 2)[0], 1);
   EXPECT_EQ(ref::learned_row(s, 0)[0], 0);  // clamped at 0
+  // Half-pixel with a non-dyadic scale: L = 3 → L′ = 7, t = 2: x = (5·3 − 7)/14 = 4/7 exactly.
+  s.target_positions = 7;
+  const auto h = ref::learned_row(s, 2);
+  EXPECT_LT(to_d(abs(h[0] - real(4) / 7)), 1e-45);
+  EXPECT_LT(to_d(abs(h[1] - (real(10) * 3 / 7 + real(20) * 4 / 7))), 1e-40);
 }
 
 }  // namespace

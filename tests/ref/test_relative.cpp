@@ -73,6 +73,20 @@ TEST(T5Reference, CausalAndMonotone) {
   }
 }
 
+TEST(T5Reference, IntegerBoundariesAreExact) {
+  // 32 buckets, max_distance 4096, causal, n = 2048: ln(128)/ln(256)·16 = 14 exactly → bucket 30.
+  spec::t5 s;
+  s.max_distance = 4096;
+  s.bidirectional = false;
+  EXPECT_EQ(ref::t5_bucket(s, -2048), 30);
+  EXPECT_EQ(ref::t5_bucket(s, -2047), 29);
+  // Defaults: n = 16, 32, 64 are boundaries (2, 4, 6 past the exact buckets).
+  const auto d = t5_spec("");
+  EXPECT_EQ(ref::t5_bucket(d, -32), 12);
+  EXPECT_EQ(ref::t5_bucket(d, -64), 14);
+  EXPECT_EQ(ref::t5_bucket(d, -63), 13);
+}
+
 TEST(T5Reference, Float32AndExactAgreeOnTheNotesConfigs) {
   // notes §2.2: fp32 and exact agree at every distance for these (num_buckets, max_distance).
   const std::pair<int, int> configs[] = {{16, 128}, {32, 128}, {64, 256}, {160, 800}, {320, 800}};

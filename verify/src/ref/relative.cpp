@@ -1,5 +1,7 @@
 #include "pev/ref/relative.h"
 
+#include <gmp.h>
+
 #include <bit>
 #include <string>
 
@@ -8,6 +10,31 @@
 namespace pev::ref {
 namespace {
 real I(std::int64_t v) { return real_from_int(v); }
+
+void set_int64(mpz_t z, std::int64_t v) {
+  mpz_set_si(z, static_cast<long>(v));  // long is 64-bit on the supported platforms
+}
+
+// True when trunc(ln(n/e)/ln(md/e)·w) ≥ j, i.e. (n/e)^w ≥ (md/e)^j, i.e. n^w·e^j ≥ md^j·e^w
+// (all positive integers; md > e).
+bool t5_reaches(std::int64_t n, std::int64_t e, std::int64_t md, std::int64_t w, std::int64_t j) {
+  if (j <= 0) return true;
+  mpz_t a, b, t;
+  mpz_inits(a, b, t, nullptr);
+  set_int64(t, n);
+  mpz_pow_ui(a, t, static_cast<unsigned long>(w));
+  set_int64(t, e);
+  mpz_pow_ui(t, t, static_cast<unsigned long>(j));
+  mpz_mul(a, a, t);
+  set_int64(t, md);
+  mpz_pow_ui(b, t, static_cast<unsigned long>(j));
+  set_int64(t, e);
+  mpz_pow_ui(t, t, static_cast<unsigned long>(w));
+  mpz_mul(b, b, t);
+  const bool reaches = mpz_cmp(a, b) >= 0;
+  mpz_clears(a, b, t, nullptr);
+  return reaches;
+}
 }  // namespace
 
 std::vector<real> alibi_slopes(const spec::alibi& s, const recipe& r) {
@@ -65,7 +92,17 @@ std::int64_t t5_bucket(const spec::t5& s, std::int64_t r, const recipe& rec) {
       round(f, round(f, round(f, log(ratio)) / denom) * round(f, I(nb - max_exact)));
   // Saturate before converting: the clamp to nb − 1 makes larger values irrelevant.
   if (scaled >= I(nb)) return ret + nb - 1;
-  std::int64_t large = max_exact + static_cast<std::int64_t>(trunc(scaled).convert_to<long long>());
+  std::int64_t k = static_cast<std::int64_t>(trunc(scaled).convert_to<long long>());
+  if (f == fmt::exact) {
+    // Bucket boundaries are often integers in real arithmetic (n = 16, 32, 64 at the defaults):
+    // there the rounded logarithms cannot decide trunc(), so settle it exactly in integers.
+    const real nearest = round(scaled);
+    if (abs(scaled - nearest) < pow(real(2), -60)) {
+      const auto j = static_cast<std::int64_t>(nearest.convert_to<long long>());
+      k = t5_reaches(n, max_exact, s.max_distance, nb - max_exact, j) ? j : j - 1;
+    }
+  }
+  std::int64_t large = max_exact + k;
   if (large > nb - 1) large = nb - 1;
   return ret + large;
 }

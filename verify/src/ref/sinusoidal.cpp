@@ -97,6 +97,30 @@ std::vector<real> learned_row(const spec::learned& s, std::int64_t t, const reci
   }
   // PyTorch linear interpolation: source index x of target index t, then a two-point lerp.
   const std::int64_t Lp = s.target_positions;
+  if (f == fmt::exact) {
+    // x = num/den exactly (align_corners: t·(L−1)/(L′−1); else ((2t+1)·L − L′)/(2L′), clamped at
+    // 0). Index and remainder in integers, then one division of an exact numerator: the value is
+    // the exact interpolation at the working precision (exact when it is a short dyadic, so ties
+    // survive).
+    __extension__ typedef __int128 i128;
+    const i128 num0 = s.align_corners ? i128(t) * (L - 1) : i128(2 * t + 1) * L - Lp;
+    const i128 den = s.align_corners ? i128(Lp - 1) : i128(2) * Lp;
+    const i128 num = num0 < 0 ? 0 : num0;
+    std::int64_t i0 = static_cast<std::int64_t>(num / den);
+    std::int64_t rem = static_cast<std::int64_t>(num % den);
+    if (i0 >= L - 1) {
+      i0 = L - 1;
+      rem = 0;
+    }
+    const std::int64_t i1 = i0 + 1 < L ? i0 + 1 : L - 1;
+    const real D = I(static_cast<std::int64_t>(den));
+    for (std::int64_t c = 0; c < d; ++c) {
+      const real a(s.table[i0 * d + c]);
+      const real b(s.table[i1 * d + c]);
+      out[c] = (a * (D - I(rem)) + b * I(rem)) / D;
+    }
+    return out;
+  }
   real x;
   if (s.align_corners) {
     const real scale = round(f, round(f, I(L - 1)) / round(f, I(Lp - 1)));
