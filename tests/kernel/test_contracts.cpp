@@ -1,0 +1,1290 @@
+// The accuracy-contract table of pev's production kernels (STYLE §7, §12): one line per
+// (family/config, strategy, dtype, positions, reference, bound), each checked against the MPFR
+// reference. Bounds are the analytic error models of notes/numerics.md §3, evaluated per pair and
+// element by error_model.h (never measured constants); every line prints max ρ = err/B (≤ 1
+// passes), the max ulp distance to the correctly rounded reference value, and the rates of
+// correctly rounded (CR) and faithful values.
+//
+// Reference levels: `exact` is R1 (exact frequencies and angles, one rounding); `hf` and `ggml` are
+// the recipe references R2, against which the hf and ggml kernels must agree up to their libm's
+// error (cosf/sinf ≤ 0.5607 ulp against the ideal libm's ≤ 0.5 ulp, plus the propagated effect of
+// any frequency or magnitude factor whose libm result differs from the correctly rounded one).
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "error_model.h"
+#include "helpers.h"
+#include "pev/kernel/absolute.h"
+#include "pev/kernel/relative.h"
+#include "pev/kernel/rope.h"
+#include "pev/metric/ulp.h"
+#include "pev/ref/relative.h"
+#include "pev/ref/rope.h"
+#include "pev/ref/sinusoidal.h"
+#include "pev/scalar/round.h"
+
+namespace pev {
+namespace {
+
+using kernel::storage;
+using kernel::strategy;
+using test::exact;
+using test::f32;
+using test::f64;
+using test::format;
+using test::half_ulp;
+using test::kBF16;
+using test::kF16;
+using test::kF32;
+using test::kF64;
+using test::tv;
+using test::ulp_at;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Bounds are sums of positive terms evaluated in double; this covers their own roundings.
+constexpr double kSlack = 1 + 0x1p-40;
+
+std::uint64_t seed() {
+  static const std::uint64_t s = test::test_seed(20240611);
+  return s;
+}
+
+double to_d(const real& v) { return v.convert_to<double>(); }
+
+std::string hex(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+const char* format_name(format f) {
+  if (f.p == 24) return "fp32";
+  if (f.p == 11) return "fp16";
+  if (f.p == 8) return "bf16";
+  return "fp64";
+}
+
+// ---------------------------------------------------------------------------------------------
+// One line of the table.
+
+struct line {
+  line(std::string family_, std::string strategy_, std::string dtype_, std::string positions_,
+       std::string reference_, std::string bound_)
+      : family(std::move(family_)),
+        strategy_name(std::move(strategy_)),
+        dtype(std::move(dtype_)),
+        positions(std::move(positions_)),
+        reference(std::move(reference_)),
+        bound(std::move(bound_)) {}
+
+  std::string family, strategy_name, dtype, positions, reference, bound;
+  std::size_t n = 0;
+  double max_rho = 0;
+  std::uint64_t max_ulp = 0;
+  std::size_t cr = 0, faithful = 0;
+  std::string worst = "-";
+  std::uint64_t ulp_limit = std::numeric_limits<std::uint64_t>::max();  // extra contract
+  std::string note;
+
+  void add(double err, double bound, std::uint64_t ulp, const std::function<std::string()>& where) {
+    ++n;
+    const double rho = bound > 0 ? err / (bound * kSlack) : (err == 0 ? 0.0 : kInf);
+    if (ulp == 0) ++cr;
+    if (ulp <= 1) ++faithful;
+    if (ulp > max_ulp) max_ulp = ulp;
+    if (rho > max_rho || (n == 1 && worst == "-")) {
+      max_rho = std::max(max_rho, rho);
+      std::ostringstream os;
+      os << where() << " err " << err << " B " << bound;
+      worst = os.str();
+    }
+  }
+
+  void finish() const {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%-22s %-10s %-5s %-16s %-6s %-24s %8zu  max_rho %-7.4f max_ulp %-4" PRIu64
+                  " CR %8.4f%%  faithful %8.4f%%",
+                  family.c_str(), strategy_name.c_str(), dtype.c_str(), positions.c_str(),
+                  reference.c_str(), bound.c_str(), n, max_rho, max_ulp,
+                  n ? 100.0 * static_cast<double>(cr) / static_cast<double>(n) : 100.0,
+                  n ? 100.0 * static_cast<double>(faithful) / static_cast<double>(n) : 100.0);
+    std::cout << buf << "\n    worst: " << worst << (note.empty() ? "" : "\n    note: ") << note
+              << std::endl;
+    EXPECT_LE(max_rho, 1.0) << family << " " << strategy_name << " " << dtype << " vs " << reference
+                            << ": " << worst;
+    EXPECT_LE(max_ulp, ulp_limit) << family << " " << strategy_name << " " << dtype << " vs "
+                                  << reference << ": " << worst;
+  }
+};
+
+void print_header(const std::string& what) {
+  const std::uint64_t sd = seed();
+  std::cout << "\n== accuracy contracts: " << what << " (seed " << sd << ")\n"
+            << "family/config          strategy   dtype positions        vs     bound            "
+               "        n\n";
+}
+
+// Values rounded once to every output type.
+struct rounded {
+  std::vector<double> y;  // nearest double (for errors)
+  std::vector<float> f32;
+  std::vector<half> f16;
+  std::vector<bfloat16> bf16;
+
+  void push(const real& v) {
+    y.push_back(round_to<double>(v));
+    f32.push_back(round_to<float>(v));
+    f16.push_back(round_to<half>(v));
+    bf16.push_back(round_to<bfloat16>(v));
+  }
+  /// A value that is already an fp32 (a recipe's output): its T value is RN_T of it.
+  void push_f32(float v) {
+    y.push_back(v);
+    f32.push_back(v);
+    f16.push_back(half(v));
+    bf16.push_back(bfloat16(v));
+  }
+  template <class T>
+  const std::vector<T>& get() const {
+    if constexpr (std::is_same_v<T, float>) {
+      return f32;
+    } else if constexpr (std::is_same_v<T, half>) {
+      return f16;
+    } else {
+      return bf16;
+    }
+  }
+};
+
+/// Rounding errors a value gathers after the fp32 (or fp64) pipeline: the storage format of the
+/// table strategies, then the output type (conversions to a wider format are exact).
+double path_bound(double B, double y, storage st, format out, format cur) {
+  if (st == storage::fp16) {
+    B += half_ulp(y + B, kF16);
+    cur = kF16;
+  } else if (st == storage::bf16) {
+    B += half_ulp(y + B, kBF16);
+    cur = kBF16;
+  }
+  const bool wider = out.p == 24 && cur.p <= 24;  // fp32 holds fp16 and bf16 exactly
+  if (!(out.p == cur.p && out.emin == cur.emin) && !wider) B += half_ulp(y + B, out);
+  return B;
+}
+
+/// Checks kernel output `got` against reference values (exact or recipe) element by element.
+template <class T>
+void check_values(line& L, const std::vector<T>& got, const rounded& ref,
+                  const std::function<double(std::size_t)>& bound,
+                  const std::function<std::string(std::size_t)>& where) {
+  const auto& rn = ref.get<T>();
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const double g = test::as_double(got[k]);
+    const double err = std::fabs(g - ref.y[k]);
+    const std::uint64_t ulp = metric::ulp_distance(got[k], rn[k]);
+    L.add(err, bound(k), ulp,
+          [&] { return where(k) + " got " + hex(g) + " ref " + hex(ref.y[k]); });
+  }
+}
+
+/// Faithfulness bound of an `accurate` value: 1 ulp of the output type at the exact value.
+template <class T>
+double one_ulp(double y) {
+  return ulp_at(std::fabs(y), test::format_of<T>());
+}
+
+// ---------------------------------------------------------------------------------------------
+// RoPE models.
+
+/// Exact value and error bound of every fp32 frequency of the hf pipeline, and of its attention
+/// factor (notes/numerics.md §3: f̂_i = f_i(1 + δ_i), |δ_i| ≤ ε_i from the actual operations).
+struct rope_model {
+  std::vector<tv> freq;
+  tv m{1, 0};
+};
+
+tv reciprocal(tv P) { return f32.div(exact(1), P); }
+
+std::vector<tv> powers_model(tv base, std::int64_t d, std::int64_t n) {
+  std::vector<tv> P;
+  for (std::int64_t i = 0; i < n; ++i) {
+    P.push_back(f32.pow(base, test::exponent_f32(2 * i, d), test::kPowF));
+  }
+  return P;
+}
+
+std::vector<tv> reciprocals(const std::vector<tv>& P) {
+  std::vector<tv> v;
+  for (const tv& p : P) v.push_back(reciprocal(p));
+  return v;
+}
+
+/// An fp32 operand from an inexact double: adds the double's own ½ ulp.
+tv as_f32_inexact(double x) {
+  tv t = test::as_f32(x);
+  t.e += half_ulp(std::fabs(x), kF64);
+  return t;
+}
+
+/// llama3's three bands for a computed frequency `inv` (exact θ): the kernel compares its fp32
+/// wavelength with fp32 thresholds; every branch it may take near an edge is bounded against the
+/// exact θ' (the blend is continuous, so a branch flip costs only the distance to the edge).
+struct llama3_bands {
+  double Lo, low, high, f;
+  float low_wl, high_wl;  // the kernel's fp32 thresholds
+};
+
+template <class Low, class Mid, class High>
+tv llama3_branches(tv wl, double exact_value, const llama3_bands& b, Low&& low, Mid&& mid,
+                   High&& high) {
+  double E = 0;
+  auto take = [&](tv v) { E = std::max(E, v.e + std::fabs(v.x - exact_value)); };
+  if (wl.x + wl.e > b.low_wl) take(low());
+  if (wl.x - wl.e <= b.low_wl && wl.x + wl.e >= b.high_wl) take(mid());
+  if (wl.x - wl.e < b.high_wl) take(high());
+  return {exact_value, E};
+}
+
+/// The exact llama3 θ' of a default frequency θ.
+double llama3_exact(double theta, const llama3_bands& b) {
+  const double wl = 2 * std::numbers::pi / theta;
+  if (wl > b.Lo / b.low) return theta / b.f;
+  if (wl < b.Lo / b.high) return theta;
+  const double s = (b.Lo / wl - b.low) / (b.high - b.low);
+  return (1 - s) * theta / b.f + s * theta;
+}
+
+llama3_bands bands_of(const spec::rope& s) {
+  const auto Lo = static_cast<double>(s.original_max_position_embeddings);
+  return {Lo,
+          s.low_freq_factor,
+          s.high_freq_factor,
+          s.factor,
+          static_cast<float>(Lo / s.low_freq_factor),
+          static_cast<float>(Lo / s.high_freq_factor)};
+}
+
+std::int64_t rotating_pairs(const spec::rope& s) {
+  if (s.type != spec::rope_type::proportional) return s.pairs();
+  return static_cast<std::int64_t>(std::floor(s.partial_rotary_factor * double(s.head_dim) / 2.0));
+}
+
+std::int64_t effective_seq(const spec::rope& s, std::optional<std::int64_t> seq) {
+  return std::max(seq.value_or(s.max_position_embeddings), s.max_position_embeddings);
+}
+
+const std::vector<double>& longrope_factors(const spec::rope& s, std::optional<std::int64_t> seq) {
+  const bool long_ = seq && *seq != 0 && *seq > s.original_max_position_embeddings;
+  return long_ ? s.long_factor : s.short_factor;
+}
+
+rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double m_exact) {
+  using spec::rope_type;
+  rope_model out;
+  const std::int64_t d = s.rotary_dim;
+  const std::int64_t pairs = s.pairs();
+  const double b = s.rope_theta;
+  const tv base = test::as_f32(b);
+  switch (s.type) {
+    case rope_type::default_: {
+      out.freq = reciprocals(powers_model(base, d, pairs));
+      if (s.freq_scale != 1.0) {
+        for (tv& v : out.freq) v = f32.mul(v, test::as_f32(s.freq_scale));
+      }
+      break;
+    }
+    case rope_type::linear:
+      for (const tv& v : reciprocals(powers_model(base, d, pairs))) {
+        out.freq.push_back(f32.div(v, test::as_f32(s.factor)));
+      }
+      break;
+    case rope_type::ntk: {
+      const tv e = f64.div(exact(double(d)), exact(double(d - 2)));
+      const tv bp = f64.mul(exact(b), f64.pow(exact(s.factor), e, test::kLibm64));
+      out.freq = reciprocals(powers_model(f32.round(bp), d, pairs));
+      break;
+    }
+    case rope_type::dynamic: {
+      const std::int64_t sq = effective_seq(s, seq);
+      if (sq <= s.max_position_embeddings) {
+        out.freq = reciprocals(powers_model(base, d, pairs));
+        break;
+      }
+      const tv fs = f32.mul(test::as_f32(s.factor), test::as_f32(double(sq)));
+      const tv q = f32.div(fs, test::as_f32(double(s.max_position_embeddings)));
+      const tv fm1 = f32.round(f64.sub(exact(s.factor), exact(1)));
+      const tv alpha = f32.sub(q, fm1);
+      const tv e = f32.round(f64.div(exact(double(d)), exact(double(d - 2))));
+      const tv bp = f32.mul(base, f32.pow(alpha, e, test::kPowF));
+      out.freq = reciprocals(powers_model(bp, d, pairs));
+      break;
+    }
+    case rope_type::yarn: {
+      const auto P = powers_model(base, d, pairs);
+      const auto range = ref::yarn_correction_range(s);
+      double low = to_d(range.low), high = to_d(range.high);
+      // The kernel's host doubles (find_correction_range), to model their fp32 casts.
+      const auto dd = static_cast<double>(d);
+      const double two_log_b = 2.0 * std::log(b);
+      const auto Lo = static_cast<double>(s.original_max_position_embeddings);
+      auto cdim = [&](double beta) {
+        return (dd * std::log(Lo / (beta * 2.0 * std::numbers::pi))) / two_log_b;
+      };
+      double low_d = cdim(s.beta_fast), high_d = cdim(s.beta_slow);
+      if (s.truncate) {
+        low_d = std::floor(low_d);
+        high_d = std::ceil(high_d);
+      }
+      low_d = std::max(low_d, 0.0);
+      high_d = std::min(high_d, dd - 1.0);
+      double host_err = 0;
+      if (!s.truncate) host_err = 32 * 0x1p-53 * (std::fabs(low) + std::fabs(high));
+      if (low == high) {
+        high += 0.001;
+        high_d += 0.001;
+        host_err += 0x1p-40;
+      }
+      const tv lo{low, std::fabs(double(float(low_d)) - low) + host_err};
+      const tv width{high - low,
+                     std::fabs(double(float(high_d - low_d)) - (high - low)) + host_err};
+      for (std::int64_t j = 0; j < pairs; ++j) {
+        const tv ramp = test::clamp01(f32.div(f32.sub(exact(double(j)), lo), width));
+        const tv gamma = f32.sub(exact(1), ramp);
+        const tv extrap = reciprocal(P[j]);
+        const tv interp = f32.div(exact(1), f32.mul(test::as_f32(s.factor), P[j]));
+        out.freq.push_back(
+            f32.add(f32.mul(interp, f32.sub(exact(1), gamma)), f32.mul(extrap, gamma)));
+      }
+      break;
+    }
+    case rope_type::llama3: {
+      const llama3_bands bands = bands_of(s);
+      const tv two_pi = as_f32_inexact(2 * std::numbers::pi);
+      const tv band = test::as_f32(s.high_freq_factor - s.low_freq_factor);
+      for (const tv& inv : reciprocals(powers_model(base, d, pairs))) {
+        const tv wl = f32.div(two_pi, inv);
+        out.freq.push_back(llama3_branches(
+            wl, llama3_exact(inv.x, bands), bands,
+            [&] { return f32.div(inv, test::as_f32(s.factor)); },
+            [&] {
+              const tv sm = f32.div(
+                  f32.sub(f32.div(test::as_f32(bands.Lo), wl), test::as_f32(s.low_freq_factor)),
+                  band);
+              return f32.add(f32.div(f32.mul(f32.sub(exact(1), sm), inv), test::as_f32(s.factor)),
+                             f32.mul(sm, inv));
+            },
+            [&] { return inv; }));
+      }
+      break;
+    }
+    case rope_type::longrope: {
+      const auto& ext = longrope_factors(s, seq);
+      const auto P = powers_model(base, d, pairs);
+      for (std::int64_t j = 0; j < pairs; ++j) {
+        out.freq.push_back(f32.div(exact(1), f32.mul(test::as_f32(ext[j]), P[j])));
+      }
+      break;
+    }
+    case rope_type::proportional: {
+      for (const tv& v : reciprocals(powers_model(base, s.head_dim, rotating_pairs(s)))) {
+        out.freq.push_back(f32.div(v, test::as_f32(s.factor)));
+      }
+      out.freq.resize(static_cast<std::size_t>(pairs), tv{0, 0});
+      break;
+    }
+  }
+  // Attention factor: a host double (≤ 8 double roundings and libm calls, each ≤ 2^−53·m),
+  // cast to fp32.
+  if (s.type == rope_type::yarn || s.type == rope_type::longrope) {
+    out.m = {m_exact, half_ulp(m_exact * (1 + 0x1p-40), kF32) + 8 * 0x1p-53 * m_exact};
+  }
+  return out;
+}
+
+/// ggml: the recurrence θ_i = fl(θ_{i−1}·ts) from fl(p), per-pair factors, freq_scale and the
+/// YaRN mix, all in fp32, with the host scalars of llama.cpp in fp32.
+struct ggml_model {
+  tv ts, freq_scale{1, 0};
+  std::vector<tv> factors;  // empty: none
+  bool yarn = false;
+  double corr_low = 0, corr_width = 0;
+  std::int64_t rotating = 0, pairs = 0;
+  tv m{1, 0};
+
+  std::vector<tv> angles(std::int64_t p) const {
+    std::vector<tv> out(static_cast<std::size_t>(pairs), tv{0, 0});
+    const auto pd = static_cast<double>(p);
+    tv theta{pd, std::fabs(double(float(p)) - pd)};
+    for (std::int64_t i = 0; i < std::min(pairs, rotating); ++i) {
+      const tv extrap = factors.empty() ? theta : f32.div(theta, factors[i]);
+      const tv interp = f32.mul(freq_scale, extrap);
+      tv angle = interp;
+      if (yarn) {
+        const tv y =
+            test::clamp01(f32.div(f32.sub(exact(double(i)), exact(corr_low)), exact(corr_width)));
+        const tv mix = f32.sub(exact(1), y);  // times ext_factor 1: exact
+        angle = f32.add(f32.mul(interp, f32.sub(exact(1), mix)), f32.mul(extrap, mix));
+      }
+      out[i] = angle;
+      theta = f32.mul(theta, ts);
+    }
+    return out;
+  }
+};
+
+// get_mscale in fp32 host arithmetic, as the ggml recipe evaluates it.
+tv ggml_get_mscale(double f, double mu) {
+  if (f <= 1.0) return exact(1);
+  const tv a = f32.round(f64.mul(test::as_f32(0.1, 0.1), exact(mu)));
+  const tv lg = f32.round(f64.log(exact(f), test::kLibm64));
+  return f32.add(f32.mul(a, lg), exact(1));
+}
+
+tv ggml_attention(const spec::rope& s) {
+  using spec::rope_type;
+  if (s.type == rope_type::yarn) {
+    if (s.attention_factor) return test::as_f32(*s.attention_factor);
+    if (s.mscale && *s.mscale != 0 && s.mscale_all_dim && *s.mscale_all_dim != 0) {
+      return f32.div(ggml_get_mscale(s.factor, *s.mscale),
+                     ggml_get_mscale(s.factor, *s.mscale_all_dim));
+    }
+    return ggml_get_mscale(s.factor, 1.0);
+  }
+  if (s.type == rope_type::longrope) {
+    if (s.attention_factor) return test::as_f32(*s.attention_factor);
+    if (s.factor <= 1.0) return exact(1);
+    const tv ratio = f32.div(
+        f32.round(f64.log(exact(s.factor), test::kLibm64)),
+        f32.round(f64.log(exact(double(s.original_max_position_embeddings)), test::kLibm64)));
+    return f32.sqrt(f32.add(exact(1), ratio));
+  }
+  return exact(1);
+}
+
+ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq) {
+  using spec::rope_type;
+  ggml_model g;
+  g.pairs = s.pairs();
+  g.rotating = rotating_pairs(s);
+  const std::int64_t n = s.rotary_dim;
+  const auto nd = static_cast<double>(n);
+  tv base = test::as_f32(s.rope_theta);
+  // −2/n_dims in fp32, with its exact rounding error.
+  const float e2 = -2.0f / static_cast<float>(n);
+  const tv exponent{-2.0 / nd, std::fabs(double(e2) * nd + 2.0) / nd * (1 + 0x1p-50)};
+  const tv e_ntk{nd / (nd - 2.0), std::fabs(double(float(nd / (nd - 2.0))) * (nd - 2.0) - nd) /
+                                      (nd - 2.0) * (1 + 0x1p-50)};
+  switch (s.type) {
+    case rope_type::default_:
+      g.freq_scale = test::as_f32(s.freq_scale);
+      break;
+    case rope_type::linear:
+    case rope_type::proportional:
+      g.freq_scale = as_f32_inexact(1.0 / s.factor);
+      break;
+    case rope_type::ntk: {
+      const tv pw = f32.round(f64.pow(exact(s.factor), e_ntk, test::kLibm64));
+      base = f32.round(f64.mul(exact(s.rope_theta), pw));
+      break;
+    }
+    case rope_type::dynamic: {
+      const std::int64_t sq = effective_seq(s, seq);
+      if (sq > s.max_position_embeddings) {
+        const tv fs = f32.round(f64.mul(exact(s.factor), exact(double(sq))));
+        const tv q = f32.round(f64.div(fs, exact(double(s.max_position_embeddings))));
+        const tv fm1 = test::as_f32(s.factor - 1.0);
+        const tv alpha = f32.round(f64.sub(q, fm1));
+        const tv pw = f32.round(f64.pow(alpha, e_ntk, test::kLibm64));
+        base = f32.round(f64.mul(exact(s.rope_theta), pw));
+      }
+      break;
+    }
+    case rope_type::yarn: {
+      g.freq_scale = as_f32_inexact(1.0 / s.factor);
+      g.yarn = true;
+      const auto range = ref::yarn_correction_range(s);
+      g.corr_low = to_d(range.low);
+      g.corr_width = std::max(to_d(range.high) - g.corr_low, 0.001);
+      const tv lg = f32.round(f64.log(exact(s.factor), test::kLibm64));
+      const tv attn =
+          f32.div(ggml_attention(s), f32.add(exact(1), f32.mul(test::as_f32(0.1, 0.1), lg)));
+      // mscale·(1 + 0.1f·logf(1/freq_scale)), exact value m_HF.
+      const tv inv_fs = f32.div(exact(1), g.freq_scale);
+      g.m = f32.mul(
+          attn, f32.add(exact(1), f32.mul(test::as_f32(0.1, 0.1), f32.log(inv_fs, test::kLogF))));
+      break;
+    }
+    case rope_type::llama3: {
+      const llama3_bands bands = bands_of(s);
+      // The host's fp32 thresholds (RN32 of the exact quotient; the kernel's double-then-float
+      // agrees with them).
+      const tv two_pi{2 * std::numbers::pi,
+                      std::fabs(2.0 * double(float(std::numbers::pi)) - 2 * std::numbers::pi) +
+                          half_ulp(2 * std::numbers::pi, kF64)};
+      const tv band = test::as_f32(s.high_freq_factor - s.low_freq_factor);
+      for (const tv& inv : reciprocals(powers_model(base, n, g.pairs))) {
+        const tv wl = f32.div(two_pi, inv);
+        const double theta_prime = llama3_exact(inv.x, bands);
+        g.factors.push_back(llama3_branches(
+            wl, inv.x / theta_prime, bands, [&] { return test::as_f32(s.factor); },
+            [&] {
+              const tv ratio = f32.round(f64.div(exact(bands.Lo), wl));
+              const tv num = f32.round(f64.sub(ratio, exact(s.low_freq_factor)));
+              const tv t = f32.round(f64.div(num, band));
+              const tv a = f32.round(f64.sub(exact(1), t));
+              const tv over_f = f32.round(f64.div(a, exact(s.factor)));
+              return f32.round(f64.div(exact(1), f32.add(over_f, t)));
+            },
+            [&] { return exact(1); }));
+      }
+      break;
+    }
+    case rope_type::longrope:
+      for (double c : longrope_factors(s, seq)) g.factors.push_back(test::as_f32(c));
+      g.m = ggml_attention(s);
+      break;
+  }
+  g.ts = f32.pow(base, exponent, test::kPowF);
+  return g;
+}
+
+/// Bound on |ĉ − m·cos θ| of an fp32 value m̂·cosf(θ̂) with |θ̂ − θ| ≤ dtheta, |m̂ − m| ≤ m.e,
+/// c = |cos θ| (or |sin θ|).
+double trig_times_m(double dtheta, tv m, double c) {
+  const double bcs = test::trig_f32_bound(c, dtheta, test::kSinCosF);
+  if (m.x == 1.0 && m.e == 0.0) return bcs;  // times exactly 1: no rounding
+  const double mm = m.x + m.e;
+  return mm * bcs + m.e * c + half_ulp(mm * (c + bcs), kF32);
+}
+
+/// The hf pipeline's angle error: |fl(fl(p)·f̂) − p·θ| with |f̂ − θ| ≤ f.e.
+double hf_angle_error(std::int64_t p, tv f) {
+  const auto pd = static_cast<double>(p);
+  const auto ph = static_cast<double>(static_cast<float>(p));
+  return ph * f.e + std::fabs(ph - pd) * f.x + half_ulp(ph * (f.x + f.e), kF32);
+}
+
+// ---------------------------------------------------------------------------------------------
+// RoPE table.
+
+struct rope_case {
+  const char* name;
+  const char* spec;
+  std::optional<std::int64_t> seq_len;
+};
+
+// Phi-3-style LongRoPE factor lists for 16 pairs.
+#define PEV_SHORT16 "[1.0,1.01,1.02,1.03,1.05,1.07,1.1,1.13,1.17,1.21,1.26,1.31,1.37,1.44,1.52,1.6]"
+#define PEV_LONG16 "[1.0,1.1,1.3,1.7,2.4,3.5,5.1,7.4,10.6,14.8,19.9,25.6,31.5,37.0,41.6,45.0]"
+
+const rope_case kRopeCases[] = {
+    {"default", "rope:head_dim=128,rope_theta=10000", std::nullopt},
+    // glibc's powf is not correctly rounded for one of these 56 frequencies: the recipe line
+    // then includes the propagated frequency difference.
+    {"default_b1e6_d112", "rope:head_dim=112,rope_theta=1000000", std::nullopt},
+    {"linear", "rope:head_dim=64,rope_type=linear,factor=4", std::nullopt},
+    {"ntk", "rope:head_dim=64,rope_type=ntk,factor=4", std::nullopt},
+    {"dynamic", "rope:head_dim=64,rope_type=dynamic,factor=10,max_position_embeddings=2048", 16384},
+    {"yarn",
+     "rope:head_dim=64,rope_type=yarn,factor=10,original_max_position_embeddings=2048,"
+     "max_position_embeddings=20480",
+     std::nullopt},
+    {"llama3",
+     "rope:head_dim=128,rope_theta=500000,rope_type=llama3,factor=8,low_freq_factor=1,"
+     "high_freq_factor=4,original_max_position_embeddings=8192",
+     std::nullopt},
+    {"longrope",
+     "rope:head_dim=32,rope_type=longrope,factor=32,original_max_position_embeddings=4096,"
+     "short_factor=" PEV_SHORT16 ",long_factor=" PEV_LONG16,
+     131072},
+    {"proportional", "rope:head_dim=64,rope_type=proportional,partial_rotary_factor=0.5,factor=4",
+     std::nullopt},
+};
+
+class KernelContractsRope : public ::testing::TestWithParam<rope_case> {};
+
+struct rope_data {
+  std::vector<std::int64_t> pos;
+  std::int64_t pairs = 0;
+  rounded cos, sin;
+  std::vector<double> theta;  // exact frequencies
+  double m = 1;
+};
+
+rope_data exact_rope(const spec::rope& s, std::optional<std::int64_t> seq,
+                     const std::vector<std::int64_t>& pos) {
+  rope_data d;
+  d.pos = pos;
+  d.pairs = s.pairs();
+  const ref::rope_reference r(s, ref::exact_recipe(), seq);
+  for (const real& t : r.inv_freq()) d.theta.push_back(to_d(t));
+  d.m = to_d(r.attention_factor());
+  for (std::int64_t p : pos) {
+    for (const auto& cs : r.row(p)) {
+      d.cos.push(cs.cos);
+      d.sin.push(cs.sin);
+    }
+  }
+  return d;
+}
+
+/// A recipe's fp32 values, frequencies and magnitude factor.
+struct recipe_data {
+  rounded cos, sin;
+  std::vector<float> inv_freq;
+  float m = 1;
+};
+
+recipe_data recipe_rope(const spec::rope& s, const ref::recipe& rec,
+                        std::optional<std::int64_t> seq, const std::vector<std::int64_t>& pos) {
+  recipe_data d;
+  const ref::rope_reference r(s, rec, seq);
+  for (const real& t : r.inv_freq()) d.inv_freq.push_back(round_to<float>(t));
+  for (std::int64_t p : pos) {
+    const auto row = r.row(p);
+    for (const auto& cs : row) {
+      d.cos.push_f32(round_to<float>(cs.cos));
+      d.sin.push_f32(round_to<float>(cs.sin));
+    }
+    if (p == 0) d.m = round_to<float>(row[0].cos);  // cos 0 = 1: the fp32 magnitude operand
+  }
+  return d;
+}
+
+template <class T>
+std::pair<std::vector<T>, std::vector<T>> run_rope(const kernel::rope_kernel& k,
+                                                   const std::vector<std::int64_t>& pos) {
+  std::vector<T> c(pos.size() * static_cast<std::size_t>(k.pairs()));
+  std::vector<T> s(c.size());
+  k.table<T>(pos, c, s);
+  return {std::move(c), std::move(s)};
+}
+
+std::string positions_label(const std::vector<std::int64_t>& pos) {
+  std::ostringstream os;
+  os << "[0," << pos.back() << "] n=" << pos.size();
+  return os.str();
+}
+
+template <class T>
+void rope_lines(const rope_case& c, const spec::rope& s, const rope_data& ex,
+                const recipe_data& hf_r, const recipe_data& ggml_r, const rope_model& hm,
+                const ggml_model& gm) {
+  constexpr format out = test::format_of<T>();
+  const std::string dtype = format_name(out);
+  const auto P = static_cast<std::size_t>(ex.pairs);
+  const std::string family = std::string("rope/") + c.name;
+  auto where = [&](std::size_t k, bool is_sin) {
+    std::ostringstream os;
+    os << "p=" << ex.pos[k / P] << " i=" << k % P << (is_sin ? " sin" : " cos");
+    return os.str();
+  };
+  for (strategy st : kernel::all_strategies()) {
+    const kernel::rope_kernel kern(s, st, c.seq_len);
+    const auto [kc, ks] = run_rope<T>(kern, ex.pos);
+    const storage where_stored = kernel::storage_of(st);
+    line L{family, kernel::to_string(st), dtype, positions_label(ex.pos), "exact", ""};
+    std::function<double(std::size_t, bool)> bound;
+    switch (st) {
+      case strategy::hf:
+      case strategy::table_fp16:
+      case strategy::table_bf16:
+        L.bound = "hf model (eps_i)";
+        if (st != strategy::hf)
+          L.bound += std::string(" + ") + (st == strategy::table_fp16 ? "fp16" : "bf16");
+        bound = [&](std::size_t k, bool is_sin) {
+          const std::int64_t p = ex.pos[k / P];
+          const tv& f = hm.freq[k % P];
+          const double y = std::fabs((is_sin ? ex.sin : ex.cos).y[k]);
+          const double c = ex.m > 0 ? y / ex.m : y;
+          const double B = trig_times_m(hf_angle_error(p, f), hm.m, c);
+          return path_bound(B, y, where_stored, out, kF32);
+        };
+        break;
+      case strategy::ggml: {
+        L.bound = "recurrence model";
+        bound = [&](std::size_t k, bool is_sin) {
+          const std::int64_t p = ex.pos[k / P];
+          const tv angle = gm.angles(p)[k % P];
+          const double y = std::fabs((is_sin ? ex.sin : ex.cos).y[k]);
+          const double c = ex.m > 0 ? y / ex.m : y;
+          return path_bound(trig_times_m(angle.e, gm.m, c), y, storage::output, out, kF32);
+        };
+        break;
+      }
+      case strategy::accurate:
+        L.bound = "1 ulp";
+        L.ulp_limit = 1;
+        bound = [&](std::size_t k, bool is_sin) {
+          return one_ulp<T>((is_sin ? ex.sin : ex.cos).y[k]);
+        };
+        // inv_freq() of accurate is the exact frequency rounded once.
+        for (std::size_t i = 0; i < P; ++i) {
+          EXPECT_EQ(kern.inv_freq()[i], static_cast<float>(ex.theta[i]))
+              << family << " accurate inv_freq[" << i << "]";
+        }
+        break;
+    }
+    check_values<T>(
+        L, kc, ex.cos, [&](std::size_t k) { return bound(k, false); },
+        [&](std::size_t k) { return where(k, false); });
+    check_values<T>(
+        L, ks, ex.sin, [&](std::size_t k) { return bound(k, true); },
+        [&](std::size_t k) { return where(k, true); });
+    L.finish();
+
+    // Recipe faithfulness (R2).
+    if (st != strategy::hf && st != strategy::ggml) continue;
+    const recipe_data& rr = st == strategy::hf ? hf_r : ggml_r;
+    line R{family, kernel::to_string(st), dtype, positions_label(ex.pos), kernel::to_string(st),
+           "libm"};
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < P; ++i) differ += kern.inv_freq()[i] != rr.inv_freq[i] ? 1 : 0;
+    const bool same_m = kern.attention_factor() == rr.m;
+    std::ostringstream note;
+    note << differ << "/" << P << " inv_freq differ from the recipe bit-exactly"
+         << (same_m ? "" : "; magnitude factor differs");
+    R.note = note.str();
+    const float mk = kern.attention_factor();
+    const float mr = rr.m;
+    auto faith = [&](std::size_t k2, bool is_sin) {
+      const std::int64_t p = ex.pos[k2 / P];
+      const std::size_t i = k2 % P;
+      double dtheta = 0;
+      if (st == strategy::hf) {
+        const float fk = kern.inv_freq()[i];
+        const float fr = rr.inv_freq[i];
+        if (fk != fr) {
+          const auto ph = static_cast<double>(static_cast<float>(p));
+          dtheta = ph * std::fabs(double(fk) - double(fr)) + half_ulp(ph * std::fabs(fk), kF32) +
+                   half_ulp(ph * std::fabs(fr), kF32);
+        }
+      } else if (differ != 0) {
+        // Both recurrences are within the model's bound of the exact angle.
+        dtheta = 2 * gm.angles(p)[i].e;
+      }
+      const double r = std::fabs((is_sin ? rr.sin : rr.cos).y[k2]);
+      const double c = r / mr;
+      const double bcs =
+          std::min(dtheta, 2.0) +
+          (test::kSinCosF + 0.5) * ulp_at(std::min(c + dtheta + 0x1p-23, 1.0 - 0x1p-25), kF32);
+      double B = mk * bcs + std::fabs(double(mk) - double(mr)) * (c + bcs);
+      if (mk != 1.0f) B += half_ulp(mk * (c + bcs), kF32);
+      if (mr != 1.0f) B += half_ulp(r, kF32);
+      if (out.p != 24) B += half_ulp(r + B, out) + half_ulp(r + B, out);
+      return B;
+    };
+    check_values<T>(
+        R, kc, rr.cos, [&](std::size_t k2) { return faith(k2, false); },
+        [&](std::size_t k2) { return where(k2, false); });
+    check_values<T>(
+        R, ks, rr.sin, [&](std::size_t k2) { return faith(k2, true); },
+        [&](std::size_t k2) { return where(k2, true); });
+    R.finish();
+  }
+}
+
+TEST_P(KernelContractsRope, Table) {
+  const rope_case& c = GetParam();
+  const auto s = test::parse_as<spec::rope>(c.spec);
+  print_header(std::string("rope/") + c.name + " = " + c.spec);
+  const auto pos = test::octave_positions(512, 24, 12, seed());
+  const rope_data ex = exact_rope(s, c.seq_len, pos);
+  const recipe_data hf_r = recipe_rope(s, ref::hf_recipe(), c.seq_len, pos);
+  const recipe_data ggml_r = recipe_rope(s, ref::ggml_recipe(), c.seq_len, pos);
+  const rope_model hm = hf_model(s, c.seq_len, ex.m);
+  const ggml_model gm = make_ggml_model(s, c.seq_len);
+  // The models' exact values are the reference's (a check of the models themselves).
+  for (std::size_t i = 0; i < ex.theta.size(); ++i) {
+    EXPECT_NEAR(hm.freq[i].x, ex.theta[i], 1e-12 * ex.theta[i]) << "hf model, pair " << i;
+    const double g = gm.angles(1 << 20)[i].x / double(1 << 20);
+    EXPECT_NEAR(g, ex.theta[i], 1e-12 * ex.theta[i]) << "ggml model, pair " << i;
+  }
+  EXPECT_NEAR(gm.m.x, ex.m, 1e-12 * ex.m);
+  rope_lines<float>(c, s, ex, hf_r, ggml_r, hm, gm);
+  rope_lines<half>(c, s, ex, hf_r, ggml_r, hm, gm);
+  rope_lines<bfloat16>(c, s, ex, hf_r, ggml_r, hm, gm);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, KernelContractsRope, ::testing::ValuesIn(kRopeCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---------------------------------------------------------------------------------------------
+// Sinusoidal table.
+
+struct sinusoidal_case {
+  const char* name;
+  const char* spec;
+};
+
+const sinusoidal_case kSinusoidalCases[] = {
+    {"interleaved", "sinusoidal:d_model=128"},
+    {"blocked", "sinusoidal:d_model=128,layout=blocked"},
+    {"blocked_odd_shift0", "sinusoidal:d_model=65,layout=blocked,freq_shift=0"},
+};
+
+class KernelContractsSinusoidal : public ::testing::TestWithParam<sinusoidal_case> {};
+
+template <class T>
+void sinusoidal_lines(const sinusoidal_case& c, const spec::sinusoidal& s,
+                      const std::vector<std::int64_t>& pos, const rounded& ex) {
+  constexpr format out = test::format_of<T>();
+  const auto d = static_cast<std::size_t>(s.d_model);
+  const bool interleaved = s.layout == spec::sinusoidal_layout::interleaved;
+  const std::int64_t h = s.d_model / 2;
+  // Pair of a column and whether it holds a sin; −1: the zero padding column.
+  auto pair_of = [&](std::size_t j) -> std::pair<std::int64_t, bool> {
+    const auto jj = static_cast<std::int64_t>(j);
+    if (interleaved) return {jj / 2, jj % 2 == 0};
+    if (jj >= 2 * h) return {-1, false};
+    return {jj < h ? jj : jj - h, jj < h};
+  };
+  // hf angle models per pair.
+  std::vector<tv> omega;  // blocked: fp32 ω_k
+  if (!interleaved) {
+    const tv lg = f64.log(exact(s.base), test::kLibm64);
+    const tv step = f32.round(f64.div(lg, exact(double(h) - s.freq_shift)));
+    for (std::int64_t k = 0; k < h; ++k) {
+      const tv prod = f32.mul(exact(double(k)), step);
+      omega.push_back(f32.exp({-prod.x, prod.e}, test::kExpF));
+    }
+  }
+  for (strategy st : kernel::all_strategies()) {
+    if (st == strategy::ggml) continue;
+    std::vector<T> got(pos.size() * d);
+    kernel::sinusoidal_table<T>(s, st, pos, got);
+    line L{std::string("sinusoidal/") + c.name,
+           kernel::to_string(st),
+           format_name(out),
+           positions_label(pos),
+           "exact",
+           ""};
+    const storage stored = kernel::storage_of(st);
+    std::function<double(std::size_t)> bound;
+    if (st == strategy::accurate) {
+      L.bound = "1 ulp";
+      L.ulp_limit = 1;
+      bound = [&](std::size_t k) { return one_ulp<T>(ex.y[k]); };
+    } else if (interleaved) {
+      L.bound = "fp64 pipeline, cast once";
+      bound = [&](std::size_t k) {
+        const auto [pair, is_sin] = pair_of(k % d);
+        const double y = std::fabs(ex.y[k]);
+        const tv x{2.0 * double(pair) / double(s.d_model),
+                   half_ulp(2.0 * double(pair) / double(s.d_model), kF64)};
+        const tv Pw = f64.pow(exact(s.base), x, test::kLibm64);
+        const tv a = f64.div(exact(double(pos[k / d])), Pw);
+        const double B = std::min(a.e, 2.0) + test::kLibm64 * ulp_at(std::min(y + a.e, 1.0), kF64);
+        return path_bound(B, y, stored, out, kF64);
+      };
+    } else {
+      L.bound = "fp32 exp model";
+      bound = [&](std::size_t k) {
+        const auto [pair, is_sin] = pair_of(k % d);
+        if (pair < 0) return 0.0;
+        const double y = std::fabs(ex.y[k]);
+        const tv a = f32.mul(test::as_f32(double(pos[k / d])), omega[pair]);
+        return path_bound(test::trig_f32_bound(y, a.e, test::kSinCosF), y, stored, out, kF32);
+      };
+    }
+    if (st != strategy::hf && st != strategy::accurate) {
+      L.bound += std::string(" + ") + (st == strategy::table_fp16 ? "fp16" : "bf16");
+    }
+    check_values<T>(L, got, ex, bound, [&](std::size_t k) {
+      return "p=" + std::to_string(pos[k / d]) + " col=" + std::to_string(k % d);
+    });
+    L.finish();
+  }
+}
+
+TEST_P(KernelContractsSinusoidal, Table) {
+  const sinusoidal_case& c = GetParam();
+  const auto s = test::parse_as<spec::sinusoidal>(c.spec);
+  print_header(std::string("sinusoidal/") + c.name + " = " + c.spec);
+  const auto pos = test::octave_positions(512, 24, 12, seed());
+  rounded ex;
+  for (std::int64_t p : pos) {
+    for (const real& v : ref::sinusoidal_row(s, p)) ex.push(v);
+  }
+  sinusoidal_lines<float>(c, s, pos, ex);
+  sinusoidal_lines<half>(c, s, pos, ex);
+  sinusoidal_lines<bfloat16>(c, s, pos, ex);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, KernelContractsSinusoidal, ::testing::ValuesIn(kSinusoidalCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---------------------------------------------------------------------------------------------
+// Learned table.
+
+struct learned_case {
+  const char* name;
+  const char* spec;
+};
+
+const learned_case kLearnedCases[] = {
+    {"lookup", "learned:num_positions=256,d_model=16,seed=3"},
+    {"align_corners", "learned:num_positions=512,d_model=16,target_positions=2048,seed=7"},
+    {"half_pixel",
+     "learned:num_positions=512,d_model=16,target_positions=1536,align_corners=false,seed=11"},
+};
+
+class KernelContractsLearned : public ::testing::TestWithParam<learned_case> {};
+
+template <class T>
+void learned_lines(const learned_case& c, const spec::learned& s,
+                   const std::vector<std::int64_t>& pos, const rounded& ex) {
+  constexpr format out = test::format_of<T>();
+  const auto d = static_cast<std::size_t>(s.d_model);
+  const std::int64_t L_rows = s.num_positions;
+  for (strategy st : kernel::all_strategies()) {
+    if (st == strategy::ggml) continue;
+    std::vector<T> got(pos.size() * d);
+    kernel::learned_table<T>(s, st, pos, got);
+    line L{std::string("learned/") + c.name,
+           kernel::to_string(st),
+           format_name(out),
+           positions_label(pos),
+           "exact",
+           ""};
+    const storage stored = kernel::storage_of(st);
+    std::function<double(std::size_t)> bound;
+    if (st == strategy::accurate) {
+      L.bound = "rounded once";
+      L.ulp_limit = 0;
+      bound = [&](std::size_t k) { return half_ulp(std::fabs(ex.y[k]), out); };
+    } else if (s.target_positions == 0) {
+      L.bound = "lookup, rounded once";
+      bound = [&](std::size_t k) { return path_bound(0.0, std::fabs(ex.y[k]), stored, out, kF64); };
+    } else {
+      L.bound = "fp32 index + 3 roundings";
+      bound = [&](std::size_t k) {
+        const auto t = static_cast<double>(pos[k / d]);
+        const std::size_t col = k % d;
+        const double Lr = static_cast<double>(L_rows);
+        const double Lp = static_cast<double>(s.target_positions);
+        tv x;
+        if (s.align_corners) {
+          x = f32.mul(f32.div(test::as_f32(Lr - 1), test::as_f32(Lp - 1)), exact(t));
+        } else {
+          x = f32.sub(f32.mul(f32.div(test::as_f32(Lr), test::as_f32(Lp)), test::as_f32(t + 0.5)),
+                      exact(0.5));
+          if (x.x < 0) x.x = 0;
+        }
+        // The piecewise-linear interpolant's slope and magnitude around [x − e, x + e].
+        const auto lo = static_cast<std::int64_t>(std::max(0.0, std::floor(x.x - x.e)));
+        const auto hi =
+            std::min<std::int64_t>(L_rows - 1, static_cast<std::int64_t>(std::ceil(x.x + x.e)) + 1);
+        double slope = 0, mag = 0;
+        for (std::int64_t i = lo; i <= hi; ++i) {
+          const double v = s.table[static_cast<std::size_t>(i) * d + col];
+          mag = std::max(mag, std::fabs(v));
+          if (i < hi) {
+            slope =
+                std::max(slope, std::fabs(s.table[static_cast<std::size_t>(i + 1) * d + col] - v));
+          }
+        }
+        // fl(1 − λ) (≤ 2^−25 off, times |a|), fl(λ0·a), fl(λ·b) and their sum.
+        // (The weights sum to 1 + O(2^−25): the values stay below mag·(1 + 2^−22).)
+        const double B = x.e * slope + 0x1p-25 * mag + 3 * half_ulp(mag * (1 + 0x1p-22), kF32);
+        return path_bound(B, std::fabs(ex.y[k]), stored, out, kF32);
+      };
+    }
+    if (st != strategy::hf && st != strategy::accurate) {
+      L.bound += std::string(" + ") + (st == strategy::table_fp16 ? "fp16" : "bf16");
+    }
+    check_values<T>(L, got, ex, bound, [&](std::size_t k) {
+      return "t=" + std::to_string(pos[k / d]) + " col=" + std::to_string(k % d);
+    });
+    L.finish();
+  }
+}
+
+/// The exact interpolated value of row t, column c: the source index is the rational num/den
+/// (align_corners: t·(L−1)/(L′−1); otherwise ((2t + 1)·L − L′)/(2L′), clamped at 0), and the value
+/// (a·(den − rem) + b·rem)/den is formed exactly (one final MPFR division, exact whenever the
+/// quotient is representable, e.g. at rounding ties of the output types).
+real exact_learned(const spec::learned& s, std::int64_t t, std::int64_t c) {
+  const std::int64_t L = s.num_positions;
+  const std::int64_t d = s.d_model;
+  if (s.target_positions == 0) return real(s.table[static_cast<std::size_t>(t * d + c)]);
+  const std::int64_t Lp = s.target_positions;
+  std::int64_t num, den;
+  if (s.align_corners) {
+    num = t * (L - 1);
+    den = Lp - 1;
+  } else {
+    num = std::max<std::int64_t>(0, (2 * t + 1) * L - Lp);
+    den = 2 * Lp;
+  }
+  const std::int64_t i0 = num / den;
+  const std::int64_t rem = num % den;
+  if (i0 >= L - 1) return real(s.table[static_cast<std::size_t>((L - 1) * d + c)]);
+  const real a(s.table[static_cast<std::size_t>(i0 * d + c)]);
+  if (rem == 0) return a;
+  const real b(s.table[static_cast<std::size_t>((i0 + 1) * d + c)]);
+  const precision_scope work(512);
+  return (a * real_from_int(den - rem) + b * real_from_int(rem)) / real_from_int(den);
+}
+
+TEST_P(KernelContractsLearned, Table) {
+  const learned_case& c = GetParam();
+  const auto s = test::parse_as<spec::learned>(c.spec);
+  print_header(std::string("learned/") + c.name + " = " + c.spec);
+  std::vector<std::int64_t> pos;
+  const std::int64_t rows = s.target_positions > 0 ? s.target_positions : s.num_positions;
+  for (std::int64_t t = 0; t < rows; ++t) pos.push_back(t);
+  rounded ex;
+  // ref::learned_row forms the source index with a rounded scale (L−1)/(L′−1) or L/L′, so at
+  // rational points it is off by ~2^−160 and can round exact ties the wrong way: the table is
+  // checked against the exact rational value, and the reference's disagreements are counted.
+  std::size_t ref_ties[3] = {0, 0, 0};
+  for (std::int64_t t : pos) {
+    const auto r = ref::learned_row(s, t);
+    for (std::int64_t col = 0; col < s.d_model; ++col) {
+      const real v = exact_learned(s, t, col);
+      ex.push(v);
+      const real& w = r[static_cast<std::size_t>(col)];
+      ref_ties[0] += round_to<float>(w) != round_to<float>(v) ? 1 : 0;
+      ref_ties[1] += round_to<half>(w) == round_to<half>(v) ? 0 : 1;
+      ref_ties[2] += round_to<bfloat16>(w) == round_to<bfloat16>(v) ? 0 : 1;
+    }
+  }
+  std::cout << "note: ref::learned_row rounds differently from the exact rational value in "
+            << ref_ties[0] << " (fp32), " << ref_ties[1] << " (fp16), " << ref_ties[2]
+            << " (bf16) of " << ex.y.size() << " values\n";
+  learned_lines<float>(c, s, pos, ex);
+  learned_lines<half>(c, s, pos, ex);
+  learned_lines<bfloat16>(c, s, pos, ex);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, KernelContractsLearned, ::testing::ValuesIn(kLearnedCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---------------------------------------------------------------------------------------------
+// ALiBi slopes and bias.
+
+class KernelContractsAlibi : public ::testing::TestWithParam<int> {};
+
+/// BLOOM's fp32 slope model: fl32(2^(−b/P)) in double then powf(base, h).
+std::vector<tv> alibi_model(const spec::alibi& s) {
+  const std::int64_t H = s.num_heads;
+  const auto P = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(H)));
+  std::vector<tv> out;
+  auto base_of = [&](double denom) {
+    return f32.round(f64.pow(exact(2.0), exact(-s.max_bias / denom), test::kLibm64));
+  };
+  const tv base = base_of(double(P));
+  for (std::int64_t h = 1; h <= P; ++h) out.push_back(f32.pow(base, exact(double(h)), test::kPowF));
+  const tv extra = base_of(double(2 * P));
+  for (std::int64_t k = 1; k <= H - P; ++k) {
+    out.push_back(f32.pow(extra, exact(double(2 * k - 1)), test::kPowF));
+  }
+  return out;
+}
+
+template <class T>
+void alibi_lines(const spec::alibi& s, const std::vector<real>& slopes,
+                 const std::vector<std::int64_t>& q, const std::vector<std::int64_t>& kpos) {
+  constexpr format out = test::format_of<T>();
+  const std::string family = "alibi/H=" + std::to_string(s.num_heads);
+  const auto model = alibi_model(s);
+  rounded ex_slopes, ex_bias;
+  for (const real& m : slopes) ex_slopes.push(m);
+  for (const real& m : slopes) {
+    for (std::int64_t a : q) {
+      for (std::int64_t b : kpos) ex_bias.push(ref::alibi_bias(m, a, b));
+    }
+  }
+  for (strategy st : kernel::all_strategies()) {
+    if (st == strategy::ggml) continue;
+    const storage stored = kernel::storage_of(st);
+    std::vector<T> got(slopes.size());
+    kernel::alibi_slopes<T>(s, st, got);
+    line L{family + "/slopes", kernel::to_string(st), format_name(out), "h=1..H", "exact", ""};
+    std::vector<T> bias(slopes.size() * q.size() * kpos.size());
+    kernel::alibi_bias<T>(s, st, q, kpos, bias);
+    line B{family + "/bias", kernel::to_string(st), format_name(out), "|j-i|<2^16", "exact", ""};
+    if (st == strategy::accurate) {
+      L.bound = B.bound = "rounded once";
+      L.ulp_limit = B.ulp_limit = 0;
+      check_values<T>(
+          L, got, ex_slopes,
+          [&](std::size_t k) { return half_ulp(std::fabs(ex_slopes.y[k]), out); },
+          [&](std::size_t k) { return "h=" + std::to_string(k + 1); });
+      check_values<T>(
+          B, bias, ex_bias, [&](std::size_t k) { return half_ulp(std::fabs(ex_bias.y[k]), out); },
+          [&](std::size_t k) { return "element " + std::to_string(k); });
+    } else {
+      L.bound = "fp32 pow model";
+      B.bound = "fp32 pow model + product";
+      if (st != strategy::hf) {
+        const std::string sfx = st == strategy::table_fp16 ? " + fp16" : " + bf16";
+        L.bound += sfx;
+        B.bound += sfx;
+      }
+      check_values<T>(
+          L, got, ex_slopes,
+          [&](std::size_t k) {
+            return path_bound(model[k].e, std::fabs(ex_slopes.y[k]), stored, out, kF32);
+          },
+          [&](std::size_t k) { return "h=" + std::to_string(k + 1); });
+      const std::size_t per_head = q.size() * kpos.size();
+      check_values<T>(
+          B, bias, ex_bias,
+          [&](std::size_t k) {
+            const std::size_t h = k / per_head;
+            const std::size_t a = (k % per_head) / kpos.size();
+            const std::size_t b = k % kpos.size();
+            const tv v = f32.mul(model[h], test::as_f32(double(kpos[b] - q[a])));
+            return path_bound(v.e, std::fabs(ex_bias.y[k]), stored, out, kF32);
+          },
+          [&](std::size_t k) {
+            const std::size_t a = (k % per_head) / kpos.size();
+            const std::size_t b = k % kpos.size();
+            return "h=" + std::to_string(k / per_head + 1) + " i=" + std::to_string(q[a]) +
+                   " j=" + std::to_string(kpos[b]);
+          });
+    }
+    L.finish();
+    B.finish();
+  }
+}
+
+TEST_P(KernelContractsAlibi, Table) {
+  const auto s = test::parse_as<spec::alibi>("alibi:num_heads=" + std::to_string(GetParam()));
+  print_header("alibi/H=" + std::to_string(GetParam()));
+  const auto slopes = ref::alibi_slopes(s);
+  std::vector<std::int64_t> pos;
+  for (std::int64_t p = 0; p < 24; ++p) pos.push_back(p);
+  for (std::int64_t p : {255, 256, 257, 2047, 2048, 2049, 4095, 32768, 65535}) pos.push_back(p);
+  alibi_lines<float>(s, slopes, pos, pos);
+  alibi_lines<half>(s, slopes, pos, pos);
+  alibi_lines<bfloat16>(s, slopes, pos, pos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, KernelContractsAlibi, ::testing::Values(8, 12, 16, 48),
+                         [](const auto& info) { return "H" + std::to_string(info.param); });
+
+// ---------------------------------------------------------------------------------------------
+// T5 buckets and Shaw clipping (integers: the bound is on |Δbucket|).
+
+struct t5_case {
+  int buckets, max_distance;
+  bool bidirectional;
+};
+
+class KernelContractsT5 : public ::testing::TestWithParam<t5_case> {};
+
+TEST_P(KernelContractsT5, Table) {
+  const t5_case& c = GetParam();
+  const auto s = test::parse_as<spec::t5>("t5:num_buckets=" + std::to_string(c.buckets) +
+                                          ",max_distance=" + std::to_string(c.max_distance) +
+                                          ",bidirectional=" + (c.bidirectional ? "true" : "false"));
+  const std::string family = "t5/" + std::to_string(c.buckets) + "," +
+                             std::to_string(c.max_distance) + (c.bidirectional ? ",bi" : ",causal");
+  print_header(family);
+  std::vector<std::int64_t> r;
+  for (std::int64_t v = -4 * c.max_distance; v <= 4 * c.max_distance; ++v) r.push_back(v);
+  for (std::int64_t v : {std::int64_t{1} << 20, std::int64_t{1} << 40, INT64_MAX}) {
+    r.push_back(v);
+    r.push_back(-v);
+  }
+  r.push_back(INT64_MIN);
+  // The exact buckets: ref::t5_bucket, corrected where it truncates an exact integer boundary
+  // downward (its logarithms are rounded; the boundary is verified in integers).
+  std::vector<std::int64_t> want;
+  std::size_t corrected = 0;
+  for (std::int64_t v : r) {
+    std::int64_t b = ref::t5_bucket(s, v);
+    if (test::t5_on_integer_boundary(s, v, b + 1)) {
+      ++b;
+      ++corrected;
+    }
+    want.push_back(b);
+  }
+  std::cout << "note: " << corrected
+            << " reference buckets corrected at exact integer boundaries\n";
+  for (strategy st : kernel::all_strategies()) {
+    if (st == strategy::ggml) {
+      std::vector<std::int64_t> got(r.size());
+      EXPECT_THROW(kernel::t5_buckets(s, st, r, got), error);
+      continue;
+    }
+    std::vector<std::int64_t> got(r.size());
+    kernel::t5_buckets(s, st, r, got);
+    line L{family, kernel::to_string(st), "int64", "|r|<=4*max_dist", "exact", ""};
+    L.bound = st == strategy::accurate ? "exact" : "fp32 log near integer";
+    for (std::size_t k = 0; k < r.size(); ++k) {
+      const double err = std::fabs(double(got[k] - want[k]));
+      double allowed = 0;
+      if (st != strategy::accurate) {
+        // Off by one only where the exact log-branch value is within the fp32 model's error of
+        // an integer (truncation boundary).
+        const std::int64_t nb = c.bidirectional ? c.buckets / 2 : c.buckets;
+        const std::int64_t e = nb / 2;
+        const std::int64_t n = c.bidirectional
+                                   ? (r[k] == INT64_MIN ? INT64_MAX : std::llabs(r[k]))
+                                   : (r[k] < 0 ? (r[k] == INT64_MIN ? INT64_MAX : -r[k]) : 0);
+        if (n >= e) {
+          const tv ratio = f32.div(test::as_f32(double(n)), test::as_f32(double(e)));
+          const tv lg = f32.log(ratio, test::kLogF);
+          const tv denom = f32.round(
+              f64.log(f64.div(exact(double(c.max_distance)), exact(double(e))), test::kLibm64));
+          const tv sc = f32.mul(f32.div(lg, denom), test::as_f32(double(nb - e)));
+          if (std::fabs(sc.x - std::round(sc.x)) <= sc.e) allowed = 1;
+        }
+      }
+      L.add(err, allowed, err == 0 ? 0 : 1, [&] {
+        return "r=" + std::to_string(r[k]) + " got " + std::to_string(got[k]) + " want " +
+               std::to_string(want[k]);
+      });
+    }
+    L.finish();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, KernelContractsT5,
+                         ::testing::Values(t5_case{32, 128, true}, t5_case{32, 128, false},
+                                           t5_case{16, 128, true}, t5_case{64, 256, true},
+                                           t5_case{160, 800, true}, t5_case{320, 800, false},
+                                           t5_case{48, 1000, true}, t5_case{32, 4096, false}),
+                         [](const auto& info) {
+                           return "nb" + std::to_string(info.param.buckets) + "_d" +
+                                  std::to_string(info.param.max_distance) +
+                                  (info.param.bidirectional ? "_bi" : "_causal");
+                         });
+
+TEST(KernelContractsShaw, Table) {
+  print_header("shaw");
+  for (int k : {0, 1, 16, 128}) {
+    const auto s = test::parse_as<spec::shaw>("shaw:max_relative_position=" + std::to_string(k));
+    std::vector<std::int64_t> r;
+    for (std::int64_t v = -300; v <= 300; ++v) r.push_back(v);
+    r.push_back(INT64_MIN);
+    r.push_back(INT64_MAX);
+    std::vector<std::int64_t> got(r.size());
+    kernel::shaw_clip(s, r, got);
+    line L{"shaw/k=" + std::to_string(k), "-", "int64", "|r|<=300,extremes", "exact", "exact"};
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const double err = std::fabs(double(got[i] - ref::shaw_clip(s, r[i])));
+      L.add(err, 0, err == 0 ? 0 : 1, [&] { return "r=" + std::to_string(r[i]); });
+    }
+    L.finish();
+  }
+}
+
+}  // namespace
+}  // namespace pev

@@ -1,0 +1,72 @@
+#pragma once
+// RoPE production kernels: per-pair frequencies, attention factor and cos/sin tables for every
+// rope_type and strategy, with float, half and bfloat16 outputs.
+//
+// A rope_kernel is planned once per (spec, strategy, sequence length) — frequencies and constants
+// are computed at construction — and then evaluates rows for any 64-bit positions, in any order.
+//
+// Contracts (enforced by tests/kernel's accuracy-contract table; θ = p·θ_i, u = 2^−24):
+//   hf, table-*  |ĉ − c| ≤ m·(p·θ_i·(ε_i + u) + e_trig·u) + ½ ulp of the storage type, where ε_i is
+//   the
+//                analytic relative error bound of the fp32 frequency (exponent rounding, powf,
+//                reciprocal, scaling ops) and e_trig the libm bound; faithful to the `hf` recipe
+//                reference up to e_trig·u + the libm's powf error propagated by p. Valid for p <
+//                2^24 (fp32 positions round beyond; the bound then adds θ_i·|p − fl(p)|).
+//   ggml         the `ggml` recipe reference up to the libm's error; vs exact: the recurrence
+//   envelope
+//                m·(p·d/(2e·ln b)·(|δ| + u) + 2u) (notes/numerics.md §3).
+//   accurate     |ĉ − c| ≤ 1 ulp of the output type for every int64 position p < 2^53, correctly
+//   rounded
+//                except with probability ~2^−26 per value.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "pev/kernel/strategy.h"
+#include "pev/scalar/traits.h"
+#include "pev/spec/spec.h"
+
+namespace pev::kernel {
+
+class rope_kernel {
+ public:
+  /// Plans the kernel: validates the spec and computes the per-pair constants. `seq_len` selects
+  /// the frequencies of stateful types (dynamic, longrope) as transformers does; none = init state.
+  rope_kernel(const spec::rope& s, strategy st, std::optional<std::int64_t> seq_len = std::nullopt);
+  ~rope_kernel();
+  rope_kernel(rope_kernel&&) noexcept;
+  rope_kernel& operator=(rope_kernel&&) noexcept;
+
+  const spec::rope& spec() const;
+  strategy used_strategy() const;
+  /// Number of frequency pairs (rotary_dim / 2).
+  std::int64_t pairs() const;
+
+  /// Per-pair frequencies as the strategy uses them, in fp32 (accurate: the exact value rounded
+  /// once).
+  std::span<const float> inv_freq() const;
+  /// Attention factor m as the strategy applies it (fp32).
+  float attention_factor() const;
+
+  /// m·cos and m·sin of every pair at each position: cos and sin are [positions.size(), pairs()]
+  /// row-major. T is float, half or bfloat16; the table strategies round to their storage type
+  /// first.
+  template <class T>
+  void table(std::span<const std::int64_t> positions, std::span<T> cos, std::span<T> sin) const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+extern template void rope_kernel::table<float>(std::span<const std::int64_t>, std::span<float>,
+                                               std::span<float>) const;
+extern template void rope_kernel::table<half>(std::span<const std::int64_t>, std::span<half>,
+                                              std::span<half>) const;
+extern template void rope_kernel::table<bfloat16>(std::span<const std::int64_t>,
+                                                  std::span<bfloat16>, std::span<bfloat16>) const;
+
+}  // namespace pev::kernel

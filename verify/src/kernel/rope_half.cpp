@@ -1,0 +1,10 @@
+// rope_kernel::table for half outputs (one instantiation per translation unit, STYLE §4).
+
+#include "rope_impl.h"
+
+namespace pev::kernel {
+
+template void rope_kernel::table<half>(std::span<const std::int64_t>, std::span<half>,
+                                       std::span<half>) const;
+
+}  // namespace pev::kernel

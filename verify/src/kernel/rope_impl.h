@@ -1,0 +1,141 @@
+#pragma once
+// Internal: the planned state of a rope_kernel and the row evaluation of every strategy. The
+// template body of rope_kernel::table is here; rope_float.cpp, rope_half.cpp and rope_bfloat16.cpp
+// instantiate it once each (STYLE §4).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common.h"
+#include "pev/core/error.h"
+#include "pev/kernel/rope.h"
+#include "turns.h"
+
+namespace pev::kernel {
+namespace detail {
+
+/// Parameters of llama.cpp's ggml_rope_cache_init, as the `ggml` recipe sets them for a spec.
+struct ggml_rope_params {
+  float theta_scale = 1;  // powf(base, −2/n_dims)
+  float freq_scale = 1;
+  float ext_factor = 0;
+  float corr_low = 0, corr_high = 0;
+  float mscale = 1;  // attn_factor·(1 + 0.1·ln(1/freq_scale)) when ext_factor ≠ 0
+  std::vector<float> freq_factors;  // empty: none
+  std::int64_t rotating = 0;        // pairs that rotate (proportional: the rest is NoPE)
+};
+
+}  // namespace detail
+
+struct rope_kernel::impl {
+  spec::rope spec;
+  strategy st = strategy::hf;
+  std::vector<float> inv_freq;  // as the strategy uses them (fp32)
+  float attention_factor = 1;   // hf, table-*: the fp32 operand; ggml: mscale
+  detail::ggml_rope_params ggml;
+  std::vector<detail::turn> turns;  // accurate: frac(θ_i/2π)
+  double m = 1;                     // accurate: the exact attention factor rounded to double
+};
+
+namespace detail {
+
+/// ggml_rope_cache_init's angles for one position: the recurrence θ_i = θ_{i−1}·theta_scale from
+/// float(p), per-pair factors, freq_scale and the YaRN angle mix in fp32 (no FMA). Calls
+/// f(i, angle) for every rotating pair.
+template <class F>
+inline void ggml_angles(const ggml_rope_params& g, std::int64_t pairs, std::int64_t p, F&& f) {
+  float theta = static_cast<float>(p);
+  const float width = std::max(g.corr_high - g.corr_low, 0.001f);
+  const std::int64_t n = std::min(pairs, g.rotating);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float extrap =
+        g.freq_factors.empty() ? theta : theta / g.freq_factors[static_cast<std::size_t>(i)];
+    const float interp = g.freq_scale * extrap;
+    float angle = interp;
+    if (g.ext_factor != 0.0f) {
+      // rope_yarn_ramp: y = (i − low)/max(0.001, high − low), ramp = 1 − clamp(y, 0, 1).
+      float y = (static_cast<float>(i) - g.corr_low) / width;
+      y = std::min(1.0f, std::max(0.0f, y));
+      const float mix = (1.0f - y) * g.ext_factor;
+      angle = interp * (1.0f - mix) + extrap * mix;
+    }
+    f(i, angle);
+    theta = theta * g.theta_scale;
+  }
+}
+
+/// One ggml row: cos/sin of the recurrence's angles times the fp32 mscale; the NoPE tail of
+/// `proportional` has angle 0.
+template <class T>
+inline void ggml_row(const ggml_rope_params& g, std::int64_t pairs, std::int64_t p, T* cos_out,
+                     T* sin_out) {
+  for (std::int64_t i = std::min(pairs, g.rotating); i < pairs; ++i) {
+    cos_out[i] = from_float<T>(1.0f * g.mscale);
+    sin_out[i] = from_float<T>(0.0f * g.mscale);
+  }
+  ggml_angles(g, pairs, p, [&](std::int64_t i, float angle) {
+    cos_out[i] = from_float<T>(std::cos(angle) * g.mscale);
+    sin_out[i] = from_float<T>(std::sin(angle) * g.mscale);
+  });
+}
+
+}  // namespace detail
+
+template <class T>
+void rope_kernel::table(std::span<const std::int64_t> positions, std::span<T> cos,
+                        std::span<T> sin) const {
+  const impl& k = *impl_;
+  const std::int64_t pairs = k.spec.pairs();
+  const auto need = static_cast<std::size_t>(pairs) * positions.size();
+  if (cos.size() != need || sin.size() != need) {
+    throw error(fmt::format(
+        "rope table: cos and sin must hold positions × pairs = {} values each, got {} and {}", need,
+        cos.size(), sin.size()));
+  }
+  const auto P = static_cast<std::int64_t>(pairs);
+  for (std::size_t r = 0; r < positions.size(); ++r) {
+    const std::int64_t p = positions[r];
+    T* c_row = cos.data() + r * static_cast<std::size_t>(P);
+    T* s_row = sin.data() + r * static_cast<std::size_t>(P);
+    switch (k.st) {
+      case strategy::hf:
+      case strategy::table_fp16:
+      case strategy::table_bf16: {
+        // transformers: fp32 position, fp32 product, cos/sin, fp32 attention scaling, cast.
+        const storage where = storage_of(k.st);
+        const float pos = static_cast<float>(p);
+        const float m = k.attention_factor;
+        for (std::int64_t i = 0; i < P; ++i) {
+          const float angle = pos * k.inv_freq[static_cast<std::size_t>(i)];
+          c_row[i] = detail::store_float<T>(std::cos(angle) * m, where);
+          s_row[i] = detail::store_float<T>(std::sin(angle) * m, where);
+        }
+        break;
+      }
+      case strategy::ggml:
+        detail::ggml_row(k.ggml, P, p, c_row, s_row);
+        break;
+      case strategy::accurate: {
+        for (std::int64_t i = 0; i < P; ++i) {
+          const detail::sin_cos sc =
+              detail::sincos_of_turn(detail::turn_times(k.turns[static_cast<std::size_t>(i)], p));
+          if (k.m == 1.0) {
+            c_row[i] = detail::narrow<T>(sc.cos);
+            s_row[i] = detail::narrow<T>(sc.sin);
+          } else {
+            c_row[i] = detail::narrow<T>(sc.cos * k.m);
+            s_row[i] = detail::narrow<T>(sc.sin * k.m);
+          }
+        }
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace pev::kernel
