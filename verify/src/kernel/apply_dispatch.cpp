@@ -1,0 +1,133 @@
+// rope_apply's run-time pieces that do not depend on the dtypes: instruction-set selection and
+// argument validation (apply_impl.h).
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "apply_impl.h"
+#include "pev/core/error.h"
+
+#if PEV_APPLY_X86
+#include <cpuid.h>
+#endif
+
+namespace pev::kernel::detail {
+namespace {
+
+// -1: not forced; otherwise the forced isa's value.
+std::atomic<int> forced{-1};
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+// a·b·c, or an error naming `what` on overflow (shapes come from users).
+std::int64_t checked_volume(std::int64_t a, std::int64_t b, std::int64_t c, const char* what) {
+  std::int64_t ab = 0;
+  std::int64_t abc = 0;
+  if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc)) {
+    fail(std::string("rope_apply: ") + what + " shape overflows");
+  }
+  return abc;
+}
+
+}  // namespace
+
+isa detected_isa() {
+#if PEV_APPLY_X86
+  static const isa best = [] {
+    // __builtin_cpu_supports checks that the OS saves the AVX state; F16C is read from CPUID
+    // (leaf 1, ECX) because not every compiler's builtin knows its name.
+    __builtin_cpu_init();
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    return __builtin_cpu_supports("avx2") && f16c ? isa::avx2 : isa::baseline;
+  }();
+  return best;
+#else
+  return isa::baseline;
+#endif
+}
+
+// PEV_APPLY_ISA=baseline selects the baseline code on any CPU (to compare the two paths; the
+// results are the same bits). Anything else, or unset, selects the best supported one.
+isa default_isa() {
+  static const isa chosen = [] {
+    const char* env = std::getenv("PEV_APPLY_ISA");
+    if (env != nullptr && std::string_view(env) == "baseline") return isa::baseline;
+    return detected_isa();
+  }();
+  return chosen;
+}
+
+isa active_isa() {
+  const int f = forced.load(std::memory_order_relaxed);
+  return f < 0 ? default_isa() : static_cast<isa>(f);
+}
+
+void force_isa(std::optional<isa> i) {
+  if (i && *i == isa::avx2 && detected_isa() != isa::avx2) {
+    fail("rope_apply: this CPU lacks AVX2 and F16C");
+  }
+  forced.store(i ? static_cast<int>(*i) : -1, std::memory_order_relaxed);
+}
+
+void fail(const std::string& message) { throw error(message); }
+
+void check_spec(const spec::rope& s) {
+  if (s.head_dim <= 0) fail("rope_apply: spec head_dim must be positive, got " + str(s.head_dim));
+  if (s.rotary_dim < 2 || s.rotary_dim > s.head_dim || s.rotary_dim % 2 != 0) {
+    fail("rope_apply: spec rotary_dim must be even and in [2, head_dim = " + str(s.head_dim) +
+         "], got " + str(s.rotary_dim));
+  }
+}
+
+void check_table(const spec::rope& s, std::int64_t table_rows, std::int64_t table_pairs,
+                 std::size_t cos_size, std::size_t sin_size, std::span<const std::int64_t> rows) {
+  if (table_pairs != s.pairs()) {
+    fail("rope_apply: table has " + str(table_pairs) +
+         " pairs per row, the spec needs rotary_dim/2 = " + str(s.pairs()));
+  }
+  if (table_rows < 0) fail("rope_apply: table rows must be ≥ 0, got " + str(table_rows));
+  const std::int64_t size = checked_volume(table_rows, table_pairs, 1, "table");
+  if (static_cast<std::int64_t>(cos_size) != size || static_cast<std::int64_t>(sin_size) != size) {
+    fail("rope_apply: table cos and sin must hold rows·pairs = " + str(size) +
+         " values each, got " + std::to_string(cos_size) + " and " + std::to_string(sin_size));
+  }
+  for (std::size_t t = 0; t < rows.size(); ++t) {
+    if (rows[t] < 0 || rows[t] >= table_rows) {
+      fail("rope_apply: token " + std::to_string(t) + " uses table row " + str(rows[t]) +
+           ", outside the table's rows [0, " + str(table_rows) + ")");
+    }
+  }
+}
+
+void check_heads(const spec::rope& s, std::int64_t tokens, std::int64_t heads,
+                 std::int64_t head_dim, std::size_t size, std::int64_t expected_tokens,
+                 const char* name) {
+  const std::string n = std::string("rope_apply: ") + name;
+  if (head_dim != s.head_dim) {
+    fail(n + " has head_dim " + str(head_dim) + ", the spec's head_dim is " + str(s.head_dim));
+  }
+  if (tokens != expected_tokens) {
+    fail(n + " has " + str(tokens) + " tokens, rows has " + str(expected_tokens));
+  }
+  if (heads < 0) fail(n + " heads must be ≥ 0, got " + str(heads));
+  const std::int64_t volume = checked_volume(tokens, heads, head_dim, name);
+  if (static_cast<std::int64_t>(size) != volume) {
+    fail(n + " data must hold tokens·heads·head_dim = " + str(volume) + " values, got " +
+         std::to_string(size));
+  }
+}
+
+bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  const auto a0 = reinterpret_cast<std::uintptr_t>(a);
+  const auto b0 = reinterpret_cast<std::uintptr_t>(b);
+  return a0 < b0 + b_bytes && b0 < a0 + a_bytes;
+}
+
+}  // namespace pev::kernel::detail
