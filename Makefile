@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PEV_WERROR ?= OFF
 
-.PHONY: all deps configure build test format check-format install clean
+.PHONY: all deps configure build test test-exhaustive format check-format install clean
 
 all: build
 
@@ -20,8 +20,15 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# The default run leaves out the `exhaustive` label (multi-minute sweeps); `make test-exhaustive`
+# runs them.
+CTEST_FLAGS ?= -LE exhaustive
+
 test: build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+test-exhaustive: build
+	@ctest --test-dir $(BUILD_DIR) --output-on-failure -L exhaustive
 
 format:
 	@scripts/check-format.sh --fix

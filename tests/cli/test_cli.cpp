@@ -237,3 +237,64 @@ TEST(Cli, PositionsFile) {
 
 }  // namespace
 }  // namespace pev
+
+namespace pev {
+namespace {
+
+TEST(CliCompute, SameShapesAndNamesAsReference) {
+  const std::string dir = test::temp_dir("compute");
+  for (const char* strategy : {"hf", "ggml", "table-fp16", "table-bf16", "accurate"}) {
+    const std::string file = dir + "/" + strategy + ".safetensors";
+    auto r = run_pev(
+        {"compute", "--strategy", strategy, "--spec",
+         "rope:head_dim=64,rope_type=yarn,factor=4,original_max_position_embeddings=4096",
+         "--positions", "0:100:7", "--dtype", "bf16", "--format", "safetensors", "--out", file});
+    ASSERT_EQ(r.exit_code, 0) << strategy << ": " << r.err;
+    const auto tf = io::read_safetensors(file);
+    EXPECT_EQ(tf.at("cos").shape, (std::vector<std::int64_t>{15, 32})) << strategy;
+    EXPECT_EQ(tf.at("sin").type, io::dtype::bf16);
+    EXPECT_EQ(tf.at("positions").to_int64().back(), 98);
+    EXPECT_EQ(tf.metadata.at("recipe"), std::string("strategy:") + strategy);
+  }
+  // accurate equals the correctly rounded reference value for value.
+  auto a = run_pev({"compute", "--strategy", "accurate", "--spec", "rope:head_dim=128",
+                    "--positions", "1000000:1000003", "--format", "csv"});
+  auto e = run_pev({"reference", "--spec", "rope:head_dim=128", "--positions", "1000000:1000003",
+                    "--dtype", "fp32", "--format", "csv"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(a.out, e.out);
+  // Other families and outputs.
+  auto pe = run_pev(
+      {"compute", "--strategy", "hf", "--spec", "sinusoidal:d_model=4", "--positions", "0:4"});
+  ASSERT_EQ(pe.exit_code, 0) << pe.err;
+  EXPECT_NE(pe.out.find("0.84147096"), std::string::npos) << pe.out;
+  auto t5 = run_pev({"compute", "--strategy", "accurate", "--spec", "t5", "--positions=-3:4"});
+  ASSERT_EQ(t5.exit_code, 0) << t5.err;
+  EXPECT_EQ(t5.out, "3\n2\n1\n0\n17\n18\n19\n");
+  auto inv =
+      run_pev({"compute", "--strategy", "hf", "--spec", "rope:head_dim=8", "--what", "inv_freq"});
+  ASSERT_EQ(inv.exit_code, 0) << inv.err;
+  EXPECT_EQ(inv.out, "1\n0.1\n0.01\n0.001\n");
+}
+
+TEST(CliCompute, BadUsage) {
+  auto no_strategy = run_pev({"compute", "--spec", "rope:head_dim=8", "--positions", "0:2"});
+  EXPECT_EQ(no_strategy.exit_code, 2);
+  EXPECT_NE(no_strategy.err.find("--strategy"), std::string::npos);
+  auto unknown =
+      run_pev({"compute", "--strategy", "fast", "--spec", "rope:head_dim=8", "--positions", "0:2"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("accurate"), std::string::npos) << unknown.err;
+  auto ggml = run_pev(
+      {"compute", "--strategy", "ggml", "--spec", "sinusoidal:d_model=8", "--positions", "0:2"});
+  EXPECT_EQ(ggml.exit_code, 2);
+  EXPECT_NE(ggml.err.find("ggml"), std::string::npos);
+  auto exact = run_pev({"compute", "--strategy", "hf", "--spec", "rope:head_dim=8", "--positions",
+                        "0:2", "--dtype", "exact"});
+  EXPECT_EQ(exact.exit_code, 2);
+  EXPECT_NE(exact.err.find("--dtype"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pev

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "output.h"
 #include "pev/spec/spec.h"
 
 namespace pev::cli {
@@ -22,6 +23,7 @@ struct command {
 
 command add_list(CLI::App& app);
 command add_reference(CLI::App& app);
+command add_compute(CLI::App& app);
 
 /// Options shared by commands that evaluate one encoding at a set of positions.
 struct encoding_options {
@@ -41,7 +43,16 @@ struct encoding_options {
   spec::encoding encoding() const;
   /// The positions from --positions or --positions-file; `allow_negative` for relative distances.
   std::vector<std::int64_t> read_positions(bool allow_negative) const;
+  /// The positions a request for `what` of `e` needs (relative distances may be negative; outputs
+  /// without positions read them only when given, and then use {0}).
+  std::vector<std::int64_t> positions_for(const spec::encoding& e, const std::string& what) const;
+  /// An output with the provenance fields filled (what, dtype, spec, digits).
+  output start_output(const spec::encoding& e, out_dtype dtype) const;
 };
+
+/// Sequence length of a stateful rope type: --seq-len, else max(position) + 1 (transformers).
+std::int64_t stateful_seq_len(const std::vector<std::int64_t>& pos,
+                              std::optional<std::int64_t> seq_len);
 
 /// Parses A:B[:STEP] (half-open, STEP > 0) or a single integer N; throws pev::error naming the
 /// flag.

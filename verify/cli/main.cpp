@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   std::vector<pev::cli::command> commands;
   commands.push_back(pev::cli::add_list(app));
   commands.push_back(pev::cli::add_reference(app));
+  commands.push_back(pev::cli::add_compute(app));
 
   try {
     app.parse(argc, argv);

@@ -1,8 +1,10 @@
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <string>
 
 #include "commands.h"
+#include "layout.h"
 #include "pev/core/error.h"
 #include "pev/io/file.h"
 #include "pev/io/npy.h"
@@ -129,6 +131,9 @@ void encoding_options::add_to(CLI::App& cmd) {
                             ".safetensors (int32/int64)")
                  ->check(CLI::ExistingFile);
   p->excludes(pf);
+  cmd.add_option("--what", what,
+                 "table, inv_freq, attention_factor (rope); pe (sinusoidal, learned); bias, slopes "
+                 "(alibi); buckets (t5, shaw). Default: the family's main output");
   cmd.add_option("--format", format, "Output format: text, csv, json, npy, safetensors")
       ->capture_default_str();
   cmd.add_option("--out", out, "Output file (default: stdout for text, csv and json)");
@@ -175,6 +180,36 @@ std::vector<std::int64_t> encoding_options::read_positions(bool allow_negative) 
     }
   }
   return v;
+}
+
+std::vector<std::int64_t> encoding_options::positions_for(const spec::encoding& e,
+                                                          const std::string& what) const {
+  const bool relative =
+      std::holds_alternative<spec::t5>(e) || std::holds_alternative<spec::shaw>(e);
+  if (what_needs_positions(what) || !positions.empty() || !positions_file.empty()) {
+    return read_positions(relative);
+  }
+  return {0};
+}
+
+output encoding_options::start_output(const spec::encoding& e, out_dtype dtype) const {
+  output out;
+  out.what = what.empty() ? default_what(e) : what;
+  out.dtype = dtype;
+  out.spec = spec::to_spec_string(e);
+  out.digits = digits;
+  parse_out_format(format);  // reject a bad --format before any work
+  return out;
+}
+
+std::int64_t stateful_seq_len(const std::vector<std::int64_t>& pos,
+                              std::optional<std::int64_t> seq_len) {
+  if (seq_len) {
+    if (*seq_len < 1) throw error("--seq-len must be at least 1, got " + std::to_string(*seq_len));
+    return *seq_len;
+  }
+  const std::int64_t max_pos = pos.empty() ? 0 : *std::max_element(pos.begin(), pos.end());
+  return max_pos == INT64_MAX ? max_pos : max_pos + 1;
 }
 
 }  // namespace pev::cli

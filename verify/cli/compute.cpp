@@ -1,0 +1,144 @@
+// `pev compute --strategy NAME`: a built-in kernel's output in the shapes of `pev reference`
+// (DESIGN §4), so that strategies can be dumped and compared with the reference file against file.
+
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "layout.h"
+#include "output.h"
+#include "pev/core/error.h"
+#include "pev/kernel/absolute.h"
+#include "pev/kernel/relative.h"
+#include "pev/kernel/rope.h"
+#include "pev/kernel/strategy.h"
+#include "pev/scalar/round.h"
+#include "pev/spec/spec.h"
+
+namespace pev::cli {
+namespace {
+
+template <class T>
+void append(output& out, const std::vector<T>& v) {
+  for (const T& x : v) out.main.values.push_back(to_real(x));
+}
+
+template <class T>
+void fill_rope(output& out, const spec::rope& s, kernel::strategy st,
+               const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
+  const kernel::rope_kernel k(
+      s, st, s.stateful() ? std::optional(stateful_seq_len(pos, seq_len)) : std::nullopt);
+  if (out.what == "inv_freq") {
+    shape_vector(out, "inv_freq", s.pairs(), "pair");
+    for (float f : k.inv_freq()) out.main.values.push_back(to_real(round_to<T>(to_real(f))));
+    return;
+  }
+  if (out.what == "attention_factor") {
+    shape_scalar(out, "attention_factor");
+    out.main.values = {to_real(k.attention_factor())};
+    return;
+  }
+  if (out.what != "table") what_mismatch(out.what, s, "table, inv_freq, attention_factor");
+  shape_table(out, s.pairs(), pos);
+  const auto n = static_cast<std::size_t>(s.pairs());
+  std::vector<T> c(n), sn(n);
+  progress bar(pos.size(), "compute");
+  for (std::size_t p = 0; p < pos.size(); ++p) {
+    k.table<T>(std::span(&pos[p], 1), c, sn);
+    for (std::size_t i = 0; i < n; ++i) {
+      out.main.values.push_back(to_real(c[i]));
+      out.main.values.push_back(to_real(sn[i]));
+    }
+    bar.step(p + 1);
+  }
+  split_table(out);
+}
+
+template <class T>
+void fill(output& out, const spec::encoding& e, kernel::strategy st,
+          const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
+  if (const auto* s = std::get_if<spec::rope>(&e)) return fill_rope<T>(out, *s, st, pos, seq_len);
+  if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
+    if (out.what != "pe") what_mismatch(out.what, e, "pe");
+    shape_pe(out, s->d_model, pos);
+    std::vector<T> v(pos.size() * static_cast<std::size_t>(s->d_model));
+    kernel::sinusoidal_table<T>(*s, st, pos, v);
+    return append(out, v);
+  }
+  if (const auto* s = std::get_if<spec::learned>(&e)) {
+    if (out.what != "pe") what_mismatch(out.what, e, "pe");
+    shape_pe(out, s->d_model, pos);
+    std::vector<T> v(pos.size() * static_cast<std::size_t>(s->d_model));
+    kernel::learned_table<T>(*s, st, pos, v);
+    return append(out, v);
+  }
+  if (const auto* s = std::get_if<spec::alibi>(&e)) {
+    if (out.what == "slopes") {
+      shape_vector(out, "slopes", s->num_heads, "head");
+      std::vector<T> v(static_cast<std::size_t>(s->num_heads));
+      kernel::alibi_slopes<T>(*s, st, v);
+      return append(out, v);
+    }
+    if (out.what != "bias") what_mismatch(out.what, e, "bias, slopes");
+    shape_bias(out, s->num_heads, pos);
+    std::vector<T> v(static_cast<std::size_t>(s->num_heads) * pos.size() * pos.size());
+    kernel::alibi_bias<T>(*s, st, pos, pos, v);
+    return append(out, v);
+  }
+  if (out.what != "buckets") what_mismatch(out.what, e, "buckets");
+  out.dtype = out_dtype::int64;
+  shape_buckets(out, pos);
+  out.main.ints.resize(pos.size());
+  if (const auto* s = std::get_if<spec::t5>(&e)) {
+    kernel::t5_buckets(*s, st, pos, out.main.ints);
+  } else {
+    kernel::shaw_clip(std::get<spec::shaw>(e), pos, out.main.ints);
+  }
+}
+
+}  // namespace
+
+command add_compute(CLI::App& app) {
+  struct state {
+    encoding_options o;
+    std::string strategy;
+    std::string dtype = "fp32";
+  };
+  auto st = std::make_shared<state>();
+  CLI::App* cmd = app.add_subcommand(
+      "compute",
+      "A built-in kernel's output, in the shapes of `pev reference` (same --what, formats and "
+      "tensor names), so it can be compared with the reference.\nStrategies: hf (transformers' "
+      "fp32 recipe), ggml (llama.cpp's fp32 recurrence, RoPE only), table-fp16, table-bf16 (fp32 "
+      "math, cache stored in the 16-bit type), accurate (error independent of position).");
+  cmd->add_option("--strategy", st->strategy, "hf, ggml, table-fp16, table-bf16 or accurate")
+      ->required();
+  st->o.add_to(*cmd);
+  cmd->add_option("--dtype", st->dtype, "Output dtype: fp32, fp16 or bf16")->capture_default_str();
+  return {cmd, [st]() -> int {
+            const kernel::strategy strat = kernel::parse_strategy(st->strategy);
+            const out_dtype dtype = parse_out_dtype(st->dtype);
+            if (dtype == out_dtype::exact || dtype == out_dtype::fp64) {
+              throw error("--dtype: kernels produce fp32, fp16 or bf16, got '" + st->dtype + "'");
+            }
+            const spec::encoding e = st->o.encoding();
+            output out = st->o.start_output(e, dtype);
+            out.recipe = std::string("strategy:") + kernel::to_string(strat);
+            const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
+            switch (dtype) {
+              case out_dtype::fp16:
+                fill<half>(out, e, strat, pos, st->o.seq_len);
+                break;
+              case out_dtype::bf16:
+                fill<bfloat16>(out, e, strat, pos, st->o.seq_len);
+                break;
+              default:
+                fill<float>(out, e, strat, pos, st->o.seq_len);
+                break;
+            }
+            write_output(out, parse_out_format(st->o.format), st->o.out);
+            return 0;
+          }};
+}
+
+}  // namespace pev::cli
