@@ -11,19 +11,12 @@
 #include <variant>
 #include <vector>
 
+#include "common/seed.h"
 #include "error_model.h"
 #include "pev/scalar/traits.h"
 #include "pev/spec/parse.h"
 
 namespace pev::test {
-
-/// Seed of a randomised test: PEV_SEED if set, else `fallback`; printed so a run can be replayed.
-inline std::uint64_t test_seed(std::uint64_t fallback) {
-  const char* env = std::getenv("PEV_SEED");
-  const std::uint64_t seed = env ? std::strtoull(env, nullptr, 0) : fallback;
-  std::cout << "seed: " << seed << " (replay with PEV_SEED=" << seed << ")\n";
-  return seed;
-}
 
 /// An unsigned integer from the environment, or `fallback`.
 inline std::uint64_t env_count(const char* name, std::uint64_t fallback) {

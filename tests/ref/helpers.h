@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/seed.h"
 #include "pev/core/real.h"
 #include "pev/spec/parse.h"
 
@@ -20,14 +21,5 @@ inline double to_d(const real& v) { return v.convert_to<double>(); }
 
 /// Relative difference |a − b| / |b| as a double.
 inline double rel(const real& a, const real& b) { return to_d(abs(a - b) / abs(b)); }
-
-/// Seed of a randomised test: PEV_SEED if set, else `fallback`; printed so a failure can be
-/// replayed.
-inline std::uint64_t test_seed(std::uint64_t fallback) {
-  const char* env = std::getenv("PEV_SEED");
-  const std::uint64_t seed = env ? std::strtoull(env, nullptr, 0) : fallback;
-  std::cout << "seed: " << seed << " (replay with PEV_SEED=" << seed << ")\n";
-  return seed;
-}
 
 }  // namespace pev::test

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/seed.h"
 #include "pev/ref/fast.h"
 #include "pev/scalar/round.h"
 #include "pev/scalar/traits.h"
@@ -79,14 +80,6 @@ inline spec::sinusoidal sinusoidal_spec(const std::string& body) {
 inline std::int64_t env_int(const char* name, std::int64_t fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::strtoll(v, nullptr, 0) : fallback;
-}
-
-/// Seed of a randomised test: PEV_SEED if set, else `fallback`; printed for replay.
-inline std::uint64_t test_seed(std::uint64_t fallback) {
-  const char* env = std::getenv("PEV_SEED");
-  const std::uint64_t seed = env && *env ? std::strtoull(env, nullptr, 0) : fallback;
-  std::cout << "seed: " << seed << " (replay with PEV_SEED=" << seed << ")\n";
-  return seed;
 }
 
 template <class T>
