@@ -15,6 +15,10 @@
 //           ⌈N/pairs⌉ positions, each with all its pairs (a pair is a RoPE pair or a sinusoidal
 //           frequency, i.e. a sin/cos column pair). With PEV_SURVEY_RANDOM_UNIT=positions it counts
 //           positions, each with all pairs (10^7 positions: pairs× the random set's work, hours).
+//           With PEV_SURVEY_RANDOM_UNIT=disjoint it also counts positions with all their pairs, but
+//           each configuration takes the next unused slice of the sequence, so the union over the
+//           78 configurations holds 78·N distinct draws (N = 128206 gives ≥ 10^7 random positions,
+//           each checked with all pairs in one configuration, in about a minute per 10^9 values).
 // PEV_SURVEY_QUICK=1 makes the defaults small (every p < 1024, 10^5 cases); explicit variables
 // still win. PEV_SEED sets the seed, PEV_SURVEY_THREADS the threads (default: all cores).
 //
@@ -93,13 +97,18 @@ struct survey_settings {
   std::uint64_t sweep = 0;   // every p < sweep
   std::uint64_t random = 0;  // (p, pair) cases per configuration, or positions
   bool random_positions = false;
-  unsigned bits = 31;  // random p < 2^bits
+  bool random_disjoint = false;  // each configuration its own slice of the sequence
+  unsigned bits = 31;            // random p < 2^bits
   std::uint64_t seed = 0;
   unsigned threads = 1;
 };
 
 std::string random_description(const survey_settings& s) {
   const std::string bound = " random p < 2^" + std::to_string(s.bits);
+  if (s.random_disjoint) {
+    return std::to_string(s.random) + bound +
+           " per config, each with all pairs, every config its own slice of the sequence";
+  }
   if (s.random_positions) return std::to_string(s.random) + bound + ", each with all pairs";
   return std::to_string(s.random) + " (p, pair) cases per config: the first ceil(" +
          std::to_string(s.random) + "/pairs) of the" + bound + ", each with all its pairs";
@@ -113,10 +122,12 @@ const survey_settings& settings() {
     r.random = test::env_count("PEV_SURVEY_RANDOM", r.quick ? 100000 : 10000000);
     const char* unit = std::getenv("PEV_SURVEY_RANDOM_UNIT");
     const std::string_view u = unit ? unit : "cases";
-    if (u != "cases" && u != "positions") {
-      ADD_FAILURE() << "PEV_SURVEY_RANDOM_UNIT must be `cases` or `positions`, not " << u;
+    if (u != "cases" && u != "positions" && u != "disjoint") {
+      ADD_FAILURE() << "PEV_SURVEY_RANDOM_UNIT must be `cases`, `positions` or `disjoint`, not "
+                    << u;
     }
-    r.random_positions = u == "positions";
+    r.random_positions = u == "positions" || u == "disjoint";
+    r.random_disjoint = u == "disjoint";
     r.bits = static_cast<unsigned>(
         std::clamp<std::uint64_t>(test::env_count("PEV_SURVEY_RANDOM_BITS", 31), 1, 62));
     r.seed = test::test_seed(99);
@@ -142,13 +153,17 @@ const std::vector<std::int64_t>& sweep_positions() {
   return p;
 }
 
-// The first n positions of the seeded random sequence (every configuration uses a prefix).
+// n positions of the seeded random sequence: its first n (every configuration uses a prefix),
+// or with the `disjoint` unit the next n not given to an earlier configuration.
 std::span<const std::int64_t> random_positions(std::size_t n) {
   static std::vector<std::int64_t> pool;
   static test::splitmix rng(settings().seed);
+  static std::size_t used = 0;
+  const std::size_t first = settings().random_disjoint ? used : 0;
+  used = first + n;
   const unsigned shift = 64 - settings().bits;
-  while (pool.size() < n) pool.push_back(static_cast<std::int64_t>(rng.next() >> shift));
-  return std::span<const std::int64_t>(pool).first(n);
+  while (pool.size() < first + n) pool.push_back(static_cast<std::int64_t>(rng.next() >> shift));
+  return std::span<const std::int64_t>(pool).subspan(first, n);
 }
 
 // Random positions of a configuration with `pairs` pairs per row.

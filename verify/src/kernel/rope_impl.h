@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
+#include "apply_convert.h"
 #include "common.h"
 #include "pev/core/error.h"
 #include "pev/kernel/rope.h"
@@ -98,6 +100,12 @@ void rope_kernel::table(std::span<const std::int64_t> positions, std::span<T> co
         cos.size(), sin.size()));
   }
   const auto P = static_cast<std::int64_t>(pairs);
+  // accurate, 16-bit outputs: one row of round-to-odd binary32 values (see below).
+  std::vector<float> odd_cos, odd_sin;
+  if (k.st == strategy::accurate && !std::is_same_v<T, float>) {
+    odd_cos.resize(static_cast<std::size_t>(P));
+    odd_sin.resize(static_cast<std::size_t>(P));
+  }
   for (std::size_t r = 0; r < positions.size(); ++r) {
     const std::int64_t p = positions[r];
     T* c_row = cos.data() + r * static_cast<std::size_t>(P);
@@ -121,15 +129,39 @@ void rope_kernel::table(std::span<const std::int64_t> positions, std::span<T> co
         detail::ggml_row(k.ggml, P, p, c_row, s_row);
         break;
       case strategy::accurate: {
+        // The row is evaluated in a call-free loop into binary32 (RN for float; round-to-odd for
+        // the 16-bit types, which is what narrow<T> does) and then converted: a conversion call
+        // inside the loop clobbers every vector register and halves the throughput.
+        float* c_out = odd_cos.data();
+        float* s_out = odd_sin.data();
+        if constexpr (std::is_same_v<T, float>) {
+          c_out = c_row;
+          s_out = s_row;
+        }
         for (std::int64_t i = 0; i < P; ++i) {
           const detail::sin_cos sc =
               detail::sincos_of_turn(detail::turn_times(k.turns[static_cast<std::size_t>(i)], p));
-          if (k.m == 1.0) {
-            c_row[i] = detail::narrow<T>(sc.cos);
-            s_row[i] = detail::narrow<T>(sc.sin);
+          const double c = k.m == 1.0 ? sc.cos : sc.cos * k.m;
+          const double sn = k.m == 1.0 ? sc.sin : sc.sin * k.m;
+          if constexpr (std::is_same_v<T, float>) {
+            c_out[i] = static_cast<float>(c);
+            s_out[i] = static_cast<float>(sn);
           } else {
-            c_row[i] = detail::narrow<T>(sc.cos * k.m);
-            s_row[i] = detail::narrow<T>(sc.sin * k.m);
+            c_out[i] = detail::round_to_odd_float(c);
+            s_out[i] = detail::round_to_odd_float(sn);
+          }
+        }
+        if constexpr (!std::is_same_v<T, float>) {
+          // The inlined branch-free encoders (bit for bit T(float)), vectorisable.
+          using tr = scalar_traits<T>;
+          for (std::int64_t i = 0; i < P; ++i) {
+            if constexpr (std::is_same_v<T, half>) {
+              c_row[i] = tr::from_bits(detail::float_to_half_bits(c_out[i]));
+              s_row[i] = tr::from_bits(detail::float_to_half_bits(s_out[i]));
+            } else {
+              c_row[i] = tr::from_bits(detail::float_to_bf16_bits(c_out[i]));
+              s_row[i] = tr::from_bits(detail::float_to_bf16_bits(s_out[i]));
+            }
           }
         }
         break;
