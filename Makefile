@@ -6,8 +6,10 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PEV_WERROR ?= OFF
+PEV_SANITIZE ?= OFF
+FUZZ_SECONDS ?= 600
 
-.PHONY: all deps configure build test test-exhaustive format check-format install clean
+.PHONY: all deps configure build test test-exhaustive test-sanitize fuzz format check-format install clean
 
 all: build
 
@@ -15,7 +17,8 @@ deps:
 	@scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DPEV_WERROR=$(PEV_WERROR) $(CMAKE_FLAGS)
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DPEV_WERROR=$(PEV_WERROR) \
+	  -DPEV_SANITIZE=$(PEV_SANITIZE) $(CMAKE_FLAGS)
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
@@ -29,6 +32,17 @@ test: build
 
 test-exhaustive: build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -L exhaustive
+
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (its own build directory;
+# benchmarks are not built; the find_package consumer check, which links an uninstrumented project
+# against the installed libraries, is left to the normal build). CI runs it after `make test`.
+test-sanitize:
+	@$(MAKE) --no-print-directory test PEV_SANITIZE=ON BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo \
+	  CMAKE_FLAGS="-DPEV_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS)" CTEST_FLAGS="-LE 'exhaustive|install'"
+
+# libFuzzer targets (clang, ASan + UBSan), FUZZ_SECONDS per target (default 600: the long run).
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
 
 format:
 	@scripts/check-format.sh --fix

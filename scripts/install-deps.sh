@@ -10,6 +10,7 @@ packages=(
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libtbb-dev
   gnuplot-nox clang-format python3 python3-numpy
+  clang libclang-rt-14-dev
 )
 # shellcheck disable=SC2206
 packages+=(${PEV_DEPS_EXTRA:-})

@@ -44,8 +44,10 @@ struct py_value {
   std::string str;   // string value
   std::int64_t integer = 0;
   bool boolean = false;
-  std::vector<py_value> items;                         // tuple, list
-  std::vector<std::pair<py_value, py_value>> entries;  // dict, in source order
+  std::vector<py_value> items;  // tuple, list
+  // dict, in source order: keys[k] maps to values[k]. (Two vectors of the type being defined, not
+  // a vector of pair<py_value, py_value>: the pair would need the type complete.)
+  std::vector<py_value> keys, values;
 };
 
 const char* kind_name(py_value::kind k) {
@@ -201,7 +203,8 @@ class literal_parser {
       py_value key = parse_value(depth + 1);
       expect(':');
       py_value value = parse_value(depth + 1);
-      v.entries.emplace_back(std::move(key), std::move(value));
+      v.keys.push_back(std::move(key));
+      v.values.push_back(std::move(value));
       skip_space();
       if (peek() == ',') {
         ++pos_;
@@ -364,7 +367,9 @@ npy_header interpret_header(const py_value& d, std::string_view source, bool u2_
   const py_value* descr = nullptr;
   const py_value* fortran = nullptr;
   const py_value* shape = nullptr;
-  for (const auto& [key, value] : d.entries) {
+  for (std::size_t k = 0; k < d.keys.size(); ++k) {
+    const py_value& key = d.keys[k];
+    const py_value& value = d.values[k];
     if (key.k != py_value::kind::string) {
       fail(
           "{}: header key {} is not a string; expected exactly 'descr', 'fortran_order' and "

@@ -188,8 +188,9 @@ rope parse_config_text(std::string_view json_text, std::string_view source,
   json root;
   try {
     root = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::parse_error& e) {
-    // nlohmann's message says "parse error at line L, column C: …" after a bracketed id.
+  } catch (const json::exception& e) {
+    // A syntax error (parse_error) or a number beyond double's range (out_of_range 406, e.g.
+    // 2e308). nlohmann's message says "parse error at line L, column C: …" after a bracketed id.
     std::string what = e.what();
     if (const auto pos = what.find("] ");
         what.rfind("[json.exception", 0) == 0 && pos != what.npos) {

@@ -16,6 +16,10 @@ inline constexpr std::int64_t max_context = std::int64_t{1} << 40;
 inline constexpr std::int64_t max_head_dim = 65536;
 inline constexpr std::int64_t max_sinusoidal_d_model = std::int64_t{1} << 20;
 inline constexpr std::int64_t max_learned_elements = std::int64_t{1} << 28;
+/// A table generated from `seed` (a synthetic test table) holds at most 2^24 values (128 MiB as
+/// double, well under a second to fill): a short SPEC string must not make pev allocate gigabytes.
+/// Larger tables come from a file, whose size bounds them.
+inline constexpr std::int64_t max_generated_learned_elements = std::int64_t{1} << 24;
 inline constexpr std::int64_t max_heads = 65536;
 inline constexpr std::int64_t max_t5_buckets = std::int64_t{1} << 20;
 inline constexpr std::int64_t max_shaw = std::int64_t{1} << 31;

@@ -533,9 +533,11 @@ encoding parse_spec(std::string_view text, const warning_sink& warn) {
 std::vector<double> learned_table_from_seed(std::uint64_t seed, std::int64_t num_positions,
                                             std::int64_t d_model) {
   if (num_positions < 0 || d_model < 0 ||
-      (d_model > 0 && num_positions > detail::max_learned_elements / d_model)) {
-    throw error(fmt::format("learned: cannot generate a {}x{} table (at most 2^28 values)",
-                            num_positions, d_model));
+      (d_model > 0 && num_positions > detail::max_generated_learned_elements / d_model)) {
+    throw error(
+        fmt::format("learned: cannot generate a {}x{} table from a seed (at most 2^24 values; give "
+                    "a larger table as a file with table=FILE)",
+                    num_positions, d_model));
   }
   std::vector<double> table(static_cast<std::size_t>(num_positions * d_model));
   std::uint64_t state = seed;

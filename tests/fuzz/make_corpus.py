@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""Writes the seed corpora of pev's fuzz targets (tests/fuzz/corpus/*). Run once; the output is
+committed. Needs python3-numpy (scripts/install-deps.sh). Seeds are small on purpose: valid files of
+every dtype and version the readers accept, and malformed ones near each rule they enforce, so the
+fuzzer starts next to every branch. The config target also reads tests/spec/configs and
+tests/spec/invalid_configs."""
+import io
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+here = os.path.dirname(os.path.abspath(__file__))
+out = os.path.join(here, "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(out, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+# ---- npy ------------------------------------------------------------------------------------
+def npy(arr, version=None):
+    b = io.BytesIO()
+    if version is None:
+        np.save(b, arr, allow_pickle=False)
+    else:
+        np.lib.format.write_array(b, arr, version=version, allow_pickle=False)
+    return b.getvalue()
+
+
+rng = np.random.default_rng(1)
+put("npy", "f32_2x3", npy(rng.standard_normal((2, 3)).astype("<f4")))
+put("npy", "f64_4", npy(rng.standard_normal(4)))
+put("npy", "f16_3x2", npy(rng.standard_normal((3, 2)).astype("<f2")))
+put("npy", "u2_bf16_bits", npy(np.array([0x3F80, 0x4000, 0x7FC0, 0x0001], dtype="<u2")))
+put("npy", "i32", npy(np.arange(5, dtype="<i4")))
+put("npy", "i64", npy(np.arange(-3, 3, dtype="<i8")))
+put("npy", "scalar", npy(np.float32(1.5)))
+put("npy", "empty_0x4", npy(np.zeros((0, 4), dtype="<f4")))
+put("npy", "v2", npy(np.arange(3, dtype="<f4"), version=(2, 0)))
+put("npy", "v3", npy(np.arange(3, dtype="<f4"), version=(3, 0)))
+put("npy", "fortran", npy(np.asfortranarray(np.arange(6, dtype="<f4").reshape(2, 3))))
+put("npy", "big_endian", npy(np.arange(3, dtype=">f4")))
+put("npy", "u1", npy(np.arange(3, dtype="u1")))
+good = npy(np.arange(8, dtype="<f4"))
+put("npy", "truncated_data", good[:-5])
+put("npy", "truncated_header", good[:20])
+put("npy", "bad_magic", b"\x93NUMPZ" + good[6:])
+hdr = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000, 1000000), }"
+hdr += b" " * (63 - (10 + len(hdr)) % 64) + b"\n"
+put("npy", "huge_shape", b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr)
+hdr = b"{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }"
+hdr += b" " * (63 - (10 + len(hdr)) % 64) + b"\n"
+put("npy", "negative_shape", b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr)
+put("npy", "header_len_beyond_file", b"\x93NUMPY\x01\x00\xff\xff{'descr'")
+
+
+# ---- safetensors ------------------------------------------------------------------------------
+def st(tensors, metadata=None, header_override=None):
+    header, blobs, off = {}, [], 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    h = header_override if header_override is not None else json.dumps(header).encode()
+    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+
+
+f32 = np.arange(6, dtype="<f4").tobytes()
+put("safetensors", "f32", st({"cos": ("F32", [2, 3], f32)}))
+put("safetensors", "cos_sin_meta", st({"cos": ("F32", [2, 3], f32), "sin": ("F32", [2, 3], f32)},
+                                      {"spec": "rope:head_dim=6", "layout": "neox"}))
+put("safetensors", "f16_bf16", st({"a": ("F16", [2], b"\x00\x3c\x00\x40"),
+                                   "b": ("BF16", [2], b"\x80\x3f\x00\x40")}))
+put("safetensors", "ints", st({"positions": ("I64", [3], np.arange(3, dtype="<i8").tobytes()),
+                               "ids": ("I32", [2], np.arange(2, dtype="<i4").tobytes())}))
+put("safetensors", "scalar", st({"m": ("F32", [], b"\x00\x00\x80\x3f")}))
+put("safetensors", "empty", st({}))
+put("safetensors", "unknown_dtype", st({"x": ("F8_E4M3", [2], b"\x01\x02")}))
+good = st({"cos": ("F32", [2, 3], f32)})
+put("safetensors", "truncated", good[:-7])
+put("safetensors", "header_len_beyond_file", struct.pack("<Q", 1 << 40) + good[8:])
+put("safetensors", "offsets_out_of_range",
+    st({}, header_override=b'{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,4096]}}') + b"\0" * 8)
+put("safetensors", "offsets_overlap",
+    st({}, header_override=b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
+                           b'"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}') + b"\0" * 4)
+put("safetensors", "shape_overflow",
+    st({}, header_override=b'{"a":{"dtype":"F32","shape":[4294967296,4294967296,16],'
+                           b'"data_offsets":[0,4]}}') + b"\0" * 4)
+put("safetensors", "deep_json", struct.pack("<Q", 400) + b"[" * 200 + b"]" * 200)
+put("safetensors", "not_utf8", st({}, header_override=b'{"\xff\xfe":{}}'))
+
+# ---- SPEC strings -----------------------------------------------------------------------------
+specs = [
+    "sinusoidal:d_model=4",
+    "sinusoidal:d_model=513,layout=blocked,freq_shift=0,base=10000",
+    "learned:num_positions=8,d_model=4,target_positions=16,align_corners=false,seed=3",
+    "alibi:num_heads=12,max_bias=8",
+    "t5:num_buckets=32,max_distance=128,bidirectional=false",
+    "shaw:max_relative_position=16",
+    "rope:head_dim=128,rope_theta=500000",
+    "rope:head_dim=64,layout=interleaved,partial_rotary_factor=0.5,freq_scale=0.25",
+    "rope:head_dim=128,rope_type=linear,factor=8",
+    "rope:head_dim=128,rope_type=ntk,factor=4",
+    "rope:head_dim=128,rope_type=dynamic,factor=2,max_position_embeddings=4096",
+    "rope:head_dim=128,rope_theta=1000000,rope_type=yarn,factor=4,"
+    "original_max_position_embeddings=32768,beta_fast=32,beta_slow=1,truncate=false,"
+    "mscale=1,mscale_all_dim=1,attention_factor=1.2",
+    "rope:head_dim=128,rope_type=llama3,factor=8,low_freq_factor=1,high_freq_factor=4,"
+    "original_max_position_embeddings=8192",
+    "rope:head_dim=8,rope_type=longrope,original_max_position_embeddings=4096,"
+    "max_position_embeddings=131072,short_factor=[1,1.5,2,2.5],long_factor=[1,2,3,4]",
+    "rope:head_dim=256,rope_type=proportional,factor=8,partial_rotary_factor=0.25",
+    "rope:head_dim=1000000000",
+    "rope:head_dim=128,factor=1e308,rope_type=linear",
+    "rope:head_dim=128,rope_theta=nan",
+    "rope:head_dim=128,,rope_theta=1e4",
+    "rope:head_dim=128,short_factor=[1,[2]]",
+]
+for i, s in enumerate(specs):
+    put("spec", f"spec_{i:02d}", s)
+tsv = os.path.join(here, "..", "spec", "invalid_specs.tsv")
+with open(tsv) as f:
+    n = 0
+    for line in f:
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) >= 2 and parts[0] == "spec":
+            put("spec", f"invalid_{n:02d}", parts[1])
+            n += 1
+print("corpus written under", out, file=sys.stderr)
