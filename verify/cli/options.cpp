@@ -43,8 +43,14 @@ void load_learned_table(spec::learned& l) {
     const auto tf = io::read_safetensors(path);
     if (tf.names.size() == 1) {
       a = tf.tensors.at(tf.names[0]);
+    } else if (const auto it = tf.tensors.find("table"); it != tf.tensors.end()) {
+      a = it->second;
     } else {
-      a = tf.at("table");
+      std::string names;
+      for (const auto& n : tf.names) names += (names.empty() ? "'" : ", '") + n + "'";
+      throw error("learned: table=" + l.table_file +
+                  ": expected a tensor named 'table' or a single tensor, found " +
+                  (names.empty() ? std::string("no tensors") : names));
     }
   } else {
     throw error("learned: table=" + l.table_file + ": expected a .npy or .safetensors file");

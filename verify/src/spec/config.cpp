@@ -186,8 +186,18 @@ rope parse_config_text(std::string_view json_text, std::string_view source,
                        const config_options& options, const warning_sink& warn) {
   const reader in(source, warn);
   json root;
+  // Nesting is limited while parsing: nlohmann's parser is iterative, but building and walking a
+  // value nested 10^5 deep recurses once per level and overflows the stack (a crash found by
+  // fuzzing). No config.json nests more than a few levels.
+  constexpr int max_depth = 64;
+  const json::parser_callback_t limit_depth = [&](int depth, json::parse_event_t, json&) {
+    if (depth > max_depth) {
+      in.fail(fmt::format("invalid JSON: nested more than {} levels deep", max_depth));
+    }
+    return true;
+  };
   try {
-    root = json::parse(json_text.begin(), json_text.end());
+    root = json::parse(json_text.begin(), json_text.end(), limit_depth);
   } catch (const json::exception& e) {
     // A syntax error (parse_error) or a number beyond double's range (out_of_range 406, e.g.
     // 2e308). nlohmann's message says "parse error at line L, column C: …" after a bracketed id.

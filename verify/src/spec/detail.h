@@ -21,6 +21,16 @@ inline constexpr std::int64_t max_learned_elements = std::int64_t{1} << 28;
 /// Larger tables come from a file, whose size bounds them.
 inline constexpr std::int64_t max_generated_learned_elements = std::int64_t{1} << 24;
 inline constexpr std::int64_t max_heads = 65536;
+
+/// An error message quoting user input, cut to 400 characters (a 100 kB SPEC must not produce a
+/// 100 kB message); the cut is marked with how much was dropped.
+inline std::string clip_message(std::string m) {
+  constexpr std::size_t max = 400;
+  if (m.size() <= max) return m;
+  const std::size_t dropped = m.size() - max;
+  m.resize(max);
+  return m + "… (" + std::to_string(dropped) + " more characters)";
+}
 inline constexpr std::int64_t max_t5_buckets = std::int64_t{1} << 20;
 inline constexpr std::int64_t max_shaw = std::int64_t{1} << 31;
 

@@ -35,7 +35,7 @@ class items {
       : family_(std::move(family)), map_(std::move(map)) {}
 
   [[noreturn]] void fail(std::string_view message) const {
-    throw error(fmt::format("{}: {}", family_, message));
+    throw error(detail::clip_message(fmt::format("{}: {}", family_, message)));
   }
 
   bool has(std::string_view key) const { return map_.find(key) != map_.end(); }
@@ -182,14 +182,14 @@ std::pair<std::string, items> split(std::string_view text) {
   const std::size_t colon = text.find(':');
   const std::string family(trim(text.substr(0, colon)));
   if (family.empty()) {
-    throw error(fmt::format(
+    throw error(detail::clip_message(fmt::format(
         "SPEC '{}': missing family (expected family[:key=value,...], family one of sinusoidal, "
         "learned, alibi, t5, shaw, rope)",
-        text));
+        text)));
   }
   std::map<std::string, item, std::less<>> map;
   const auto fail = [&](std::string_view message) {
-    throw error(fmt::format("{}: {}", family, message));
+    throw error(detail::clip_message(fmt::format("{}: {}", family, message)));
   };
   if (colon == std::string_view::npos) return {family, items(family, std::move(map))};
   std::string_view rest = text.substr(colon + 1);
@@ -523,8 +523,8 @@ encoding parse_spec(std::string_view text, const warning_sink& warn) {
   } else if (family == "rope") {
     e = parse_rope(in, warn);
   } else {
-    throw error(fmt::format(
-        "unknown family '{}' (expected sinusoidal, learned, alibi, t5, shaw or rope)", family));
+    throw error(detail::clip_message(fmt::format(
+        "unknown family '{}' (expected sinusoidal, learned, alibi, t5, shaw or rope)", family)));
   }
   validate(e);
   return e;
