@@ -111,9 +111,12 @@ int llama3_band(const spec::rope& s, float wl) {
 }
 
 std::vector<float> default_inv_freq(const spec::rope& s) {
-  spec::rope plain = s;
-  plain.type = spec::rope_type::default_;
-  plain.factor = 1.0;
+  spec::rope plain;
+  plain.head_dim = s.head_dim;
+  plain.partial_rotary_factor = s.partial_rotary_factor;
+  plain.rotary_dim = s.rotary_dim;
+  plain.rope_theta = s.rope_theta;
+  plain.layout = s.layout;
   return make_builtin(plain, kernel::strategy::hf)->inv_freq(std::nullopt);
 }
 
@@ -145,7 +148,9 @@ bool proportional_tail(const spec::encoding& e) {
 
 bool partial_rotary(const spec::encoding& e) {
   const auto* r = rope_of(e);
-  return r && r->type != spec::rope_type::proportional && r->rotary_dim < r->head_dim;
+  // Types with per-pair lists (longrope) have no frequencies for the extra dims to misuse.
+  return r && r->type != spec::rope_type::proportional && r->type != spec::rope_type::longrope &&
+         r->rotary_dim < r->head_dim;
 }
 
 bool alibi_non_pow2(const spec::encoding& e) {
