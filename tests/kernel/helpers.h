@@ -12,11 +12,14 @@
 #include <vector>
 
 #include "common/seed.h"
-#include "error_model.h"
+#include "pev/metric/error_model.h"
 #include "pev/scalar/traits.h"
 #include "pev/spec/parse.h"
 
 namespace pev::test {
+
+// The analytic error models live in the library (pev/metric/error_model.h).
+using namespace pev::metric;  // NOLINT(google-build-using-namespace)
 
 /// An unsigned integer from the environment, or `fallback`.
 inline std::uint64_t env_count(const char* name, std::uint64_t fallback) {
@@ -87,18 +90,6 @@ inline bool t5_on_integer_boundary(const spec::t5& s, std::int64_t r, std::int64
 template <class E>
 E parse_as(const std::string& text) {
   return std::get<E>(spec::parse_spec(text));
-}
-
-/// The analytic-model format of an output type.
-template <class T>
-constexpr format format_of() {
-  if constexpr (std::is_same_v<T, float>) {
-    return kF32;
-  } else if constexpr (std::is_same_v<T, half>) {
-    return kF16;
-  } else {
-    return kBF16;
-  }
 }
 
 template <class T>

@@ -1,8 +1,8 @@
 // The accuracy-contract table of pev's production kernels (STYLE §7, §12): one line per
 // (family/config, strategy, dtype, positions, reference, bound), each checked against the MPFR
 // reference. Bounds are the analytic error models of notes/numerics.md §3, evaluated per pair and
-// element by error_model.h (never measured constants); every line prints max ρ = err/B (≤ 1
-// passes), the max ulp distance to the correctly rounded reference value, and the rates of
+// element by pev/metric/error_model.h (never measured constants); every line prints max ρ = err/B
+// (≤ 1 passes), the max ulp distance to the correctly rounded reference value, and the rates of
 // correctly rounded (CR) and faithful values.
 //
 // Reference levels: `exact` is R1 (exact frequencies and angles, one rounding); `hf` and `ggml` are
@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "error_model.h"
 #include "helpers.h"
+#include "pev/impl/contract.h"
 #include "pev/kernel/absolute.h"
 #include "pev/kernel/relative.h"
 #include "pev/kernel/rope.h"
@@ -38,19 +38,27 @@
 namespace pev {
 namespace {
 
+using impl::alibi_model;
+using impl::ggml_model;
+using impl::hf_angle_error;
+using impl::hf_model;
+using impl::make_ggml_model;
+using impl::path_bound;
+using impl::rope_model;
+using impl::trig_times_m;
 using kernel::storage;
 using kernel::strategy;
-using test::exact;
-using test::f32;
-using test::f64;
-using test::format;
-using test::half_ulp;
-using test::kBF16;
-using test::kF16;
-using test::kF32;
-using test::kF64;
-using test::tv;
-using test::ulp_at;
+using metric::exact;
+using metric::f32;
+using metric::f64;
+using metric::format;
+using metric::half_ulp;
+using metric::kBF16;
+using metric::kF16;
+using metric::kF32;
+using metric::kF64;
+using metric::tv;
+using metric::ulp_at;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // Bounds are sums of positive terms evaluated in double; this covers their own roundings.
@@ -169,21 +177,6 @@ struct rounded {
   }
 };
 
-/// Rounding errors a value gathers after the fp32 (or fp64) pipeline: the storage format of the
-/// table strategies, then the output type (conversions to a wider format are exact).
-double path_bound(double B, double y, storage st, format out, format cur) {
-  if (st == storage::fp16) {
-    B += half_ulp(y + B, kF16);
-    cur = kF16;
-  } else if (st == storage::bf16) {
-    B += half_ulp(y + B, kBF16);
-    cur = kBF16;
-  }
-  const bool wider = out.p == 24 && cur.p <= 24;  // fp32 holds fp16 and bf16 exactly
-  if (!(out.p == cur.p && out.emin == cur.emin) && !wider) B += half_ulp(y + B, out);
-  return B;
-}
-
 /// Checks kernel output `got` against reference values (exact or recipe) element by element.
 template <class T>
 void check_values(line& L, const std::vector<T>& got, const rounded& ref,
@@ -206,375 +199,6 @@ double one_ulp(double y) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// RoPE models.
-
-/// Exact value and error bound of every fp32 frequency of the hf pipeline, and of its attention
-/// factor (notes/numerics.md §3: f̂_i = f_i(1 + δ_i), |δ_i| ≤ ε_i from the actual operations).
-struct rope_model {
-  std::vector<tv> freq;
-  tv m{1, 0};
-};
-
-tv reciprocal(tv P) { return f32.div(exact(1), P); }
-
-std::vector<tv> powers_model(tv base, std::int64_t d, std::int64_t n) {
-  std::vector<tv> P;
-  for (std::int64_t i = 0; i < n; ++i) {
-    P.push_back(f32.pow(base, test::exponent_f32(2 * i, d), test::kPowF));
-  }
-  return P;
-}
-
-std::vector<tv> reciprocals(const std::vector<tv>& P) {
-  std::vector<tv> v;
-  for (const tv& p : P) v.push_back(reciprocal(p));
-  return v;
-}
-
-/// An fp32 operand from an inexact double: adds the double's own ½ ulp.
-tv as_f32_inexact(double x) {
-  tv t = test::as_f32(x);
-  t.e += half_ulp(std::fabs(x), kF64);
-  return t;
-}
-
-/// llama3's three bands for a computed frequency `inv` (exact θ): the kernel compares its fp32
-/// wavelength with fp32 thresholds; every branch it may take near an edge is bounded against the
-/// exact θ' (the blend is continuous, so a branch flip costs only the distance to the edge).
-struct llama3_bands {
-  double Lo, low, high, f;
-  float low_wl, high_wl;  // the kernel's fp32 thresholds
-};
-
-template <class Low, class Mid, class High>
-tv llama3_branches(tv wl, double exact_value, const llama3_bands& b, Low&& low, Mid&& mid,
-                   High&& high) {
-  double E = 0;
-  auto take = [&](tv v) { E = std::max(E, v.e + std::fabs(v.x - exact_value)); };
-  if (wl.x + wl.e > b.low_wl) take(low());
-  if (wl.x - wl.e <= b.low_wl && wl.x + wl.e >= b.high_wl) take(mid());
-  if (wl.x - wl.e < b.high_wl) take(high());
-  return {exact_value, E};
-}
-
-/// The exact llama3 θ' of a default frequency θ.
-double llama3_exact(double theta, const llama3_bands& b) {
-  const double wl = 2 * std::numbers::pi / theta;
-  if (wl > b.Lo / b.low) return theta / b.f;
-  if (wl < b.Lo / b.high) return theta;
-  const double s = (b.Lo / wl - b.low) / (b.high - b.low);
-  return (1 - s) * theta / b.f + s * theta;
-}
-
-llama3_bands bands_of(const spec::rope& s) {
-  const auto Lo = static_cast<double>(s.original_max_position_embeddings);
-  return {Lo,
-          s.low_freq_factor,
-          s.high_freq_factor,
-          s.factor,
-          static_cast<float>(Lo / s.low_freq_factor),
-          static_cast<float>(Lo / s.high_freq_factor)};
-}
-
-std::int64_t rotating_pairs(const spec::rope& s) {
-  if (s.type != spec::rope_type::proportional) return s.pairs();
-  return static_cast<std::int64_t>(std::floor(s.partial_rotary_factor * double(s.head_dim) / 2.0));
-}
-
-std::int64_t effective_seq(const spec::rope& s, std::optional<std::int64_t> seq) {
-  return std::max(seq.value_or(s.max_position_embeddings), s.max_position_embeddings);
-}
-
-const std::vector<double>& longrope_factors(const spec::rope& s, std::optional<std::int64_t> seq) {
-  const bool long_ = seq && *seq != 0 && *seq > s.original_max_position_embeddings;
-  return long_ ? s.long_factor : s.short_factor;
-}
-
-rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double m_exact) {
-  using spec::rope_type;
-  rope_model out;
-  const std::int64_t d = s.rotary_dim;
-  const std::int64_t pairs = s.pairs();
-  const double b = s.rope_theta;
-  const tv base = test::as_f32(b);
-  switch (s.type) {
-    case rope_type::default_: {
-      out.freq = reciprocals(powers_model(base, d, pairs));
-      if (s.freq_scale != 1.0) {
-        for (tv& v : out.freq) v = f32.mul(v, test::as_f32(s.freq_scale));
-      }
-      break;
-    }
-    case rope_type::linear:
-      for (const tv& v : reciprocals(powers_model(base, d, pairs))) {
-        out.freq.push_back(f32.div(v, test::as_f32(s.factor)));
-      }
-      break;
-    case rope_type::ntk: {
-      const tv e = f64.div(exact(double(d)), exact(double(d - 2)));
-      const tv bp = f64.mul(exact(b), f64.pow(exact(s.factor), e, test::kLibm64));
-      out.freq = reciprocals(powers_model(f32.round(bp), d, pairs));
-      break;
-    }
-    case rope_type::dynamic: {
-      const std::int64_t sq = effective_seq(s, seq);
-      if (sq <= s.max_position_embeddings) {
-        out.freq = reciprocals(powers_model(base, d, pairs));
-        break;
-      }
-      const tv fs = f32.mul(test::as_f32(s.factor), test::as_f32(double(sq)));
-      const tv q = f32.div(fs, test::as_f32(double(s.max_position_embeddings)));
-      const tv fm1 = f32.round(f64.sub(exact(s.factor), exact(1)));
-      const tv alpha = f32.sub(q, fm1);
-      const tv e = f32.round(f64.div(exact(double(d)), exact(double(d - 2))));
-      const tv bp = f32.mul(base, f32.pow(alpha, e, test::kPowF));
-      out.freq = reciprocals(powers_model(bp, d, pairs));
-      break;
-    }
-    case rope_type::yarn: {
-      const auto P = powers_model(base, d, pairs);
-      const auto range = ref::yarn_correction_range(s);
-      double low = to_d(range.low), high = to_d(range.high);
-      // The kernel's host doubles (find_correction_range), to model their fp32 casts.
-      const auto dd = static_cast<double>(d);
-      const double two_log_b = 2.0 * std::log(b);
-      const auto Lo = static_cast<double>(s.original_max_position_embeddings);
-      auto cdim = [&](double beta) {
-        return (dd * std::log(Lo / (beta * 2.0 * std::numbers::pi))) / two_log_b;
-      };
-      double low_d = cdim(s.beta_fast), high_d = cdim(s.beta_slow);
-      if (s.truncate) {
-        low_d = std::floor(low_d);
-        high_d = std::ceil(high_d);
-      }
-      low_d = std::max(low_d, 0.0);
-      high_d = std::min(high_d, dd - 1.0);
-      double host_err = 0;
-      if (!s.truncate) host_err = 32 * 0x1p-53 * (std::fabs(low) + std::fabs(high));
-      if (low == high) {
-        high += 0.001;
-        high_d += 0.001;
-        host_err += 0x1p-40;
-      }
-      const tv lo{low, std::fabs(double(float(low_d)) - low) + host_err};
-      const tv width{high - low,
-                     std::fabs(double(float(high_d - low_d)) - (high - low)) + host_err};
-      for (std::int64_t j = 0; j < pairs; ++j) {
-        const tv ramp = test::clamp01(f32.div(f32.sub(exact(double(j)), lo), width));
-        const tv gamma = f32.sub(exact(1), ramp);
-        const tv extrap = reciprocal(P[j]);
-        const tv interp = f32.div(exact(1), f32.mul(test::as_f32(s.factor), P[j]));
-        out.freq.push_back(
-            f32.add(f32.mul(interp, f32.sub(exact(1), gamma)), f32.mul(extrap, gamma)));
-      }
-      break;
-    }
-    case rope_type::llama3: {
-      const llama3_bands bands = bands_of(s);
-      const tv two_pi = as_f32_inexact(2 * std::numbers::pi);
-      const tv band = test::as_f32(s.high_freq_factor - s.low_freq_factor);
-      for (const tv& inv : reciprocals(powers_model(base, d, pairs))) {
-        const tv wl = f32.div(two_pi, inv);
-        out.freq.push_back(llama3_branches(
-            wl, llama3_exact(inv.x, bands), bands,
-            [&] { return f32.div(inv, test::as_f32(s.factor)); },
-            [&] {
-              const tv sm = f32.div(
-                  f32.sub(f32.div(test::as_f32(bands.Lo), wl), test::as_f32(s.low_freq_factor)),
-                  band);
-              return f32.add(f32.div(f32.mul(f32.sub(exact(1), sm), inv), test::as_f32(s.factor)),
-                             f32.mul(sm, inv));
-            },
-            [&] { return inv; }));
-      }
-      break;
-    }
-    case rope_type::longrope: {
-      const auto& ext = longrope_factors(s, seq);
-      const auto P = powers_model(base, d, pairs);
-      for (std::int64_t j = 0; j < pairs; ++j) {
-        out.freq.push_back(f32.div(exact(1), f32.mul(test::as_f32(ext[j]), P[j])));
-      }
-      break;
-    }
-    case rope_type::proportional: {
-      for (const tv& v : reciprocals(powers_model(base, s.head_dim, rotating_pairs(s)))) {
-        out.freq.push_back(f32.div(v, test::as_f32(s.factor)));
-      }
-      out.freq.resize(static_cast<std::size_t>(pairs), tv{0, 0});
-      break;
-    }
-  }
-  // Attention factor: a host double (≤ 8 double roundings and libm calls, each ≤ 2^−53·m),
-  // cast to fp32.
-  if (s.type == rope_type::yarn || s.type == rope_type::longrope) {
-    out.m = {m_exact, half_ulp(m_exact * (1 + 0x1p-40), kF32) + 8 * 0x1p-53 * m_exact};
-  }
-  return out;
-}
-
-/// ggml: the recurrence θ_i = fl(θ_{i−1}·ts) from fl(p), per-pair factors, freq_scale and the
-/// YaRN mix, all in fp32, with the host scalars of llama.cpp in fp32.
-struct ggml_model {
-  tv ts, freq_scale{1, 0};
-  std::vector<tv> factors;  // empty: none
-  bool yarn = false;
-  double corr_low = 0, corr_width = 0;
-  std::int64_t rotating = 0, pairs = 0;
-  tv m{1, 0};
-
-  std::vector<tv> angles(std::int64_t p) const {
-    std::vector<tv> out(static_cast<std::size_t>(pairs), tv{0, 0});
-    const auto pd = static_cast<double>(p);
-    tv theta{pd, std::fabs(double(float(p)) - pd)};
-    for (std::int64_t i = 0; i < std::min(pairs, rotating); ++i) {
-      const tv extrap = factors.empty() ? theta : f32.div(theta, factors[i]);
-      const tv interp = f32.mul(freq_scale, extrap);
-      tv angle = interp;
-      if (yarn) {
-        const tv y =
-            test::clamp01(f32.div(f32.sub(exact(double(i)), exact(corr_low)), exact(corr_width)));
-        const tv mix = f32.sub(exact(1), y);  // times ext_factor 1: exact
-        angle = f32.add(f32.mul(interp, f32.sub(exact(1), mix)), f32.mul(extrap, mix));
-      }
-      out[i] = angle;
-      theta = f32.mul(theta, ts);
-    }
-    return out;
-  }
-};
-
-// get_mscale in fp32 host arithmetic, as the ggml recipe evaluates it.
-tv ggml_get_mscale(double f, double mu) {
-  if (f <= 1.0) return exact(1);
-  const tv a = f32.round(f64.mul(test::as_f32(0.1, 0.1), exact(mu)));
-  const tv lg = f32.round(f64.log(exact(f), test::kLibm64));
-  return f32.add(f32.mul(a, lg), exact(1));
-}
-
-tv ggml_attention(const spec::rope& s) {
-  using spec::rope_type;
-  if (s.type == rope_type::yarn) {
-    if (s.attention_factor) return test::as_f32(*s.attention_factor);
-    if (s.mscale && *s.mscale != 0 && s.mscale_all_dim && *s.mscale_all_dim != 0) {
-      return f32.div(ggml_get_mscale(s.factor, *s.mscale),
-                     ggml_get_mscale(s.factor, *s.mscale_all_dim));
-    }
-    return ggml_get_mscale(s.factor, 1.0);
-  }
-  if (s.type == rope_type::longrope) {
-    if (s.attention_factor) return test::as_f32(*s.attention_factor);
-    if (s.factor <= 1.0) return exact(1);
-    const tv ratio = f32.div(
-        f32.round(f64.log(exact(s.factor), test::kLibm64)),
-        f32.round(f64.log(exact(double(s.original_max_position_embeddings)), test::kLibm64)));
-    return f32.sqrt(f32.add(exact(1), ratio));
-  }
-  return exact(1);
-}
-
-ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq) {
-  using spec::rope_type;
-  ggml_model g;
-  g.pairs = s.pairs();
-  g.rotating = rotating_pairs(s);
-  const std::int64_t n = s.rotary_dim;
-  const auto nd = static_cast<double>(n);
-  tv base = test::as_f32(s.rope_theta);
-  // −2/n_dims in fp32, with its exact rounding error.
-  const float e2 = -2.0f / static_cast<float>(n);
-  const tv exponent{-2.0 / nd, std::fabs(double(e2) * nd + 2.0) / nd * (1 + 0x1p-50)};
-  const tv e_ntk{nd / (nd - 2.0), std::fabs(double(float(nd / (nd - 2.0))) * (nd - 2.0) - nd) /
-                                      (nd - 2.0) * (1 + 0x1p-50)};
-  switch (s.type) {
-    case rope_type::default_:
-      g.freq_scale = test::as_f32(s.freq_scale);
-      break;
-    case rope_type::linear:
-    case rope_type::proportional:
-      g.freq_scale = as_f32_inexact(1.0 / s.factor);
-      break;
-    case rope_type::ntk: {
-      const tv pw = f32.round(f64.pow(exact(s.factor), e_ntk, test::kLibm64));
-      base = f32.round(f64.mul(exact(s.rope_theta), pw));
-      break;
-    }
-    case rope_type::dynamic: {
-      const std::int64_t sq = effective_seq(s, seq);
-      if (sq > s.max_position_embeddings) {
-        const tv fs = f32.round(f64.mul(exact(s.factor), exact(double(sq))));
-        const tv q = f32.round(f64.div(fs, exact(double(s.max_position_embeddings))));
-        const tv fm1 = test::as_f32(s.factor - 1.0);
-        const tv alpha = f32.round(f64.sub(q, fm1));
-        const tv pw = f32.round(f64.pow(alpha, e_ntk, test::kLibm64));
-        base = f32.round(f64.mul(exact(s.rope_theta), pw));
-      }
-      break;
-    }
-    case rope_type::yarn: {
-      g.freq_scale = as_f32_inexact(1.0 / s.factor);
-      g.yarn = true;
-      const auto range = ref::yarn_correction_range(s);
-      g.corr_low = to_d(range.low);
-      g.corr_width = std::max(to_d(range.high) - g.corr_low, 0.001);
-      const tv lg = f32.round(f64.log(exact(s.factor), test::kLibm64));
-      const tv attn =
-          f32.div(ggml_attention(s), f32.add(exact(1), f32.mul(test::as_f32(0.1, 0.1), lg)));
-      // mscale·(1 + 0.1f·logf(1/freq_scale)), exact value m_HF.
-      const tv inv_fs = f32.div(exact(1), g.freq_scale);
-      g.m = f32.mul(
-          attn, f32.add(exact(1), f32.mul(test::as_f32(0.1, 0.1), f32.log(inv_fs, test::kLogF))));
-      break;
-    }
-    case rope_type::llama3: {
-      const llama3_bands bands = bands_of(s);
-      // The host's fp32 thresholds (RN32 of the exact quotient; the kernel's double-then-float
-      // agrees with them).
-      const tv two_pi{2 * std::numbers::pi,
-                      std::fabs(2.0 * double(float(std::numbers::pi)) - 2 * std::numbers::pi) +
-                          half_ulp(2 * std::numbers::pi, kF64)};
-      const tv band = test::as_f32(s.high_freq_factor - s.low_freq_factor);
-      for (const tv& inv : reciprocals(powers_model(base, n, g.pairs))) {
-        const tv wl = f32.div(two_pi, inv);
-        const double theta_prime = llama3_exact(inv.x, bands);
-        g.factors.push_back(llama3_branches(
-            wl, inv.x / theta_prime, bands, [&] { return test::as_f32(s.factor); },
-            [&] {
-              const tv ratio = f32.round(f64.div(exact(bands.Lo), wl));
-              const tv num = f32.round(f64.sub(ratio, exact(s.low_freq_factor)));
-              const tv t = f32.round(f64.div(num, band));
-              const tv a = f32.round(f64.sub(exact(1), t));
-              const tv over_f = f32.round(f64.div(a, exact(s.factor)));
-              return f32.round(f64.div(exact(1), f32.add(over_f, t)));
-            },
-            [&] { return exact(1); }));
-      }
-      break;
-    }
-    case rope_type::longrope:
-      for (double c : longrope_factors(s, seq)) g.factors.push_back(test::as_f32(c));
-      g.m = ggml_attention(s);
-      break;
-  }
-  g.ts = f32.pow(base, exponent, test::kPowF);
-  return g;
-}
-
-/// Bound on |ĉ − m·cos θ| of an fp32 value m̂·cosf(θ̂) with |θ̂ − θ| ≤ dtheta, |m̂ − m| ≤ m.e,
-/// c = |cos θ| (or |sin θ|).
-double trig_times_m(double dtheta, tv m, double c) {
-  const double bcs = test::trig_f32_bound(c, dtheta, test::kSinCosF);
-  if (m.x == 1.0 && m.e == 0.0) return bcs;  // times exactly 1: no rounding
-  const double mm = m.x + m.e;
-  return mm * bcs + m.e * c + half_ulp(mm * (c + bcs), kF32);
-}
-
-/// The hf pipeline's angle error: |fl(fl(p)·f̂) − p·θ| with |f̂ − θ| ≤ f.e.
-double hf_angle_error(std::int64_t p, tv f) {
-  const auto pd = static_cast<double>(p);
-  const auto ph = static_cast<double>(static_cast<float>(p));
-  return ph * f.e + std::fabs(ph - pd) * f.x + half_ulp(ph * (f.x + f.e), kF32);
-}
 
 // ---------------------------------------------------------------------------------------------
 // RoPE table.
@@ -680,8 +304,7 @@ std::string positions_label(const std::vector<std::int64_t>& pos) {
 
 template <class T>
 void rope_lines(const rope_case& c, const spec::rope& s, const rope_data& ex,
-                const recipe_data& hf_r, const recipe_data& ggml_r, const rope_model& hm,
-                const ggml_model& gm) {
+                const recipe_data& hf_r, const recipe_data& ggml_r, const ggml_model& gm) {
   constexpr format out = test::format_of<T>();
   const std::string dtype = format_name(out);
   const auto P = static_cast<std::size_t>(ex.pairs);
@@ -694,9 +317,9 @@ void rope_lines(const rope_case& c, const spec::rope& s, const rope_data& ex,
   for (strategy st : kernel::all_strategies()) {
     const kernel::rope_kernel kern(s, st, c.seq_len);
     const auto [kc, ks] = run_rope<T>(kern, ex.pos);
-    const storage where_stored = kernel::storage_of(st);
     line L{family, kernel::to_string(st), dtype, positions_label(ex.pos), "exact", ""};
-    std::function<double(std::size_t, bool)> bound;
+    // The strategy's contract (pev/impl/contract.h), shared with the property suites.
+    const impl::rope_contract contract(s, st, c.seq_len, ex.m);
     switch (st) {
       case strategy::hf:
       case strategy::table_fp16:
@@ -704,32 +327,13 @@ void rope_lines(const rope_case& c, const spec::rope& s, const rope_data& ex,
         L.bound = "hf model (eps_i)";
         if (st != strategy::hf)
           L.bound += std::string(" + ") + (st == strategy::table_fp16 ? "fp16" : "bf16");
-        bound = [&](std::size_t k, bool is_sin) {
-          const std::int64_t p = ex.pos[k / P];
-          const tv& f = hm.freq[k % P];
-          const double y = std::fabs((is_sin ? ex.sin : ex.cos).y[k]);
-          const double c = ex.m > 0 ? y / ex.m : y;
-          const double B = trig_times_m(hf_angle_error(p, f), hm.m, c);
-          return path_bound(B, y, where_stored, out, kF32);
-        };
         break;
-      case strategy::ggml: {
+      case strategy::ggml:
         L.bound = "recurrence model";
-        bound = [&](std::size_t k, bool is_sin) {
-          const std::int64_t p = ex.pos[k / P];
-          const tv angle = gm.angles(p)[k % P];
-          const double y = std::fabs((is_sin ? ex.sin : ex.cos).y[k]);
-          const double c = ex.m > 0 ? y / ex.m : y;
-          return path_bound(trig_times_m(angle.e, gm.m, c), y, storage::output, out, kF32);
-        };
         break;
-      }
       case strategy::accurate:
         L.bound = "1 ulp";
         L.ulp_limit = 1;
-        bound = [&](std::size_t k, bool is_sin) {
-          return one_ulp<T>((is_sin ? ex.sin : ex.cos).y[k]);
-        };
         // inv_freq() of accurate is the exact frequency rounded once.
         for (std::size_t i = 0; i < P; ++i) {
           EXPECT_EQ(kern.inv_freq()[i], static_cast<float>(ex.theta[i]))
@@ -737,6 +341,10 @@ void rope_lines(const rope_case& c, const spec::rope& s, const rope_data& ex,
         }
         break;
     }
+    auto bound = [&](std::size_t k, bool is_sin) {
+      return contract.table_bound(ex.pos[k / P], static_cast<std::int64_t>(k % P),
+                                  (is_sin ? ex.sin : ex.cos).y[k], out);
+    };
     check_values<T>(
         L, kc, ex.cos, [&](std::size_t k) { return bound(k, false); },
         [&](std::size_t k) { return where(k, false); });
@@ -813,9 +421,9 @@ TEST_P(KernelContractsRope, Table) {
     EXPECT_NEAR(g, ex.theta[i], 1e-12 * ex.theta[i]) << "ggml model, pair " << i;
   }
   EXPECT_NEAR(gm.m.x, ex.m, 1e-12 * ex.m);
-  rope_lines<float>(c, s, ex, hf_r, ggml_r, hm, gm);
-  rope_lines<half>(c, s, ex, hf_r, ggml_r, hm, gm);
-  rope_lines<bfloat16>(c, s, ex, hf_r, ggml_r, hm, gm);
+  rope_lines<float>(c, s, ex, hf_r, ggml_r, gm);
+  rope_lines<half>(c, s, ex, hf_r, ggml_r, gm);
+  rope_lines<bfloat16>(c, s, ex, hf_r, ggml_r, gm);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, KernelContractsRope, ::testing::ValuesIn(kRopeCases),
@@ -842,25 +450,6 @@ void sinusoidal_lines(const sinusoidal_case& c, const spec::sinusoidal& s,
                       const std::vector<std::int64_t>& pos, const rounded& ex) {
   constexpr format out = test::format_of<T>();
   const auto d = static_cast<std::size_t>(s.d_model);
-  const bool interleaved = s.layout == spec::sinusoidal_layout::interleaved;
-  const std::int64_t h = s.d_model / 2;
-  // Pair of a column and whether it holds a sin; −1: the zero padding column.
-  auto pair_of = [&](std::size_t j) -> std::pair<std::int64_t, bool> {
-    const auto jj = static_cast<std::int64_t>(j);
-    if (interleaved) return {jj / 2, jj % 2 == 0};
-    if (jj >= 2 * h) return {-1, false};
-    return {jj < h ? jj : jj - h, jj < h};
-  };
-  // hf angle models per pair.
-  std::vector<tv> omega;  // blocked: fp32 ω_k
-  if (!interleaved) {
-    const tv lg = f64.log(exact(s.base), test::kLibm64);
-    const tv step = f32.round(f64.div(lg, exact(double(h) - s.freq_shift)));
-    for (std::int64_t k = 0; k < h; ++k) {
-      const tv prod = f32.mul(exact(double(k)), step);
-      omega.push_back(f32.exp({-prod.x, prod.e}, test::kExpF));
-    }
-  }
   for (strategy st : kernel::all_strategies()) {
     if (st == strategy::ggml) continue;
     std::vector<T> got(pos.size() * d);
@@ -871,33 +460,18 @@ void sinusoidal_lines(const sinusoidal_case& c, const spec::sinusoidal& s,
            positions_label(pos),
            "exact",
            ""};
-    const storage stored = kernel::storage_of(st);
-    std::function<double(std::size_t)> bound;
+    // The strategy's contract (pev/impl/contract.h), shared with the property suites.
+    const impl::sinusoidal_contract contract(s, st);
+    auto bound = [&](std::size_t k) {
+      return contract.bound(pos[k / d], static_cast<std::int64_t>(k % d), ex.y[k], out);
+    };
     if (st == strategy::accurate) {
       L.bound = "1 ulp";
       L.ulp_limit = 1;
-      bound = [&](std::size_t k) { return one_ulp<T>(ex.y[k]); };
-    } else if (interleaved) {
+    } else if (s.layout == spec::sinusoidal_layout::interleaved) {
       L.bound = "fp64 pipeline, cast once";
-      bound = [&](std::size_t k) {
-        const auto [pair, is_sin] = pair_of(k % d);
-        const double y = std::fabs(ex.y[k]);
-        const tv x{2.0 * double(pair) / double(s.d_model),
-                   half_ulp(2.0 * double(pair) / double(s.d_model), kF64)};
-        const tv Pw = f64.pow(exact(s.base), x, test::kLibm64);
-        const tv a = f64.div(exact(double(pos[k / d])), Pw);
-        const double B = std::min(a.e, 2.0) + test::kLibm64 * ulp_at(std::min(y + a.e, 1.0), kF64);
-        return path_bound(B, y, stored, out, kF64);
-      };
     } else {
       L.bound = "fp32 exp model";
-      bound = [&](std::size_t k) {
-        const auto [pair, is_sin] = pair_of(k % d);
-        if (pair < 0) return 0.0;
-        const double y = std::fabs(ex.y[k]);
-        const tv a = f32.mul(test::as_f32(double(pos[k / d])), omega[pair]);
-        return path_bound(test::trig_f32_bound(y, a.e, test::kSinCosF), y, stored, out, kF32);
-      };
     }
     if (st != strategy::hf && st != strategy::accurate) {
       L.bound += std::string(" + ") + (st == strategy::table_fp16 ? "fp16" : "bf16");
@@ -1078,29 +652,11 @@ INSTANTIATE_TEST_SUITE_P(Table, KernelContractsLearned, ::testing::ValuesIn(kLea
 
 class KernelContractsAlibi : public ::testing::TestWithParam<int> {};
 
-/// BLOOM's fp32 slope model: fl32(2^(−b/P)) in double then powf(base, h).
-std::vector<tv> alibi_model(const spec::alibi& s) {
-  const std::int64_t H = s.num_heads;
-  const auto P = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(H)));
-  std::vector<tv> out;
-  auto base_of = [&](double denom) {
-    return f32.round(f64.pow(exact(2.0), exact(-s.max_bias / denom), test::kLibm64));
-  };
-  const tv base = base_of(double(P));
-  for (std::int64_t h = 1; h <= P; ++h) out.push_back(f32.pow(base, exact(double(h)), test::kPowF));
-  const tv extra = base_of(double(2 * P));
-  for (std::int64_t k = 1; k <= H - P; ++k) {
-    out.push_back(f32.pow(extra, exact(double(2 * k - 1)), test::kPowF));
-  }
-  return out;
-}
-
 template <class T>
 void alibi_lines(const spec::alibi& s, const std::vector<real>& slopes,
                  const std::vector<std::int64_t>& q, const std::vector<std::int64_t>& kpos) {
   constexpr format out = test::format_of<T>();
   const std::string family = "alibi/H=" + std::to_string(s.num_heads);
-  const auto model = alibi_model(s);
   rounded ex_slopes, ex_bias;
   for (const real& m : slopes) ex_slopes.push(m);
   for (const real& m : slopes) {
@@ -1110,7 +666,7 @@ void alibi_lines(const spec::alibi& s, const std::vector<real>& slopes,
   }
   for (strategy st : kernel::all_strategies()) {
     if (st == strategy::ggml) continue;
-    const storage stored = kernel::storage_of(st);
+    const impl::alibi_contract contract(s, st);
     std::vector<T> got(slopes.size());
     kernel::alibi_slopes<T>(s, st, got);
     line L{family + "/slopes", kernel::to_string(st), format_name(out), "h=1..H", "exact", ""};
@@ -1122,10 +678,15 @@ void alibi_lines(const spec::alibi& s, const std::vector<real>& slopes,
       L.ulp_limit = B.ulp_limit = 0;
       check_values<T>(
           L, got, ex_slopes,
-          [&](std::size_t k) { return half_ulp(std::fabs(ex_slopes.y[k]), out); },
+          [&](std::size_t k) {
+            return contract.slope_bound(static_cast<std::int64_t>(k), ex_slopes.y[k], out);
+          },
           [&](std::size_t k) { return "h=" + std::to_string(k + 1); });
       check_values<T>(
-          B, bias, ex_bias, [&](std::size_t k) { return half_ulp(std::fabs(ex_bias.y[k]), out); },
+          B, bias, ex_bias,
+          [&](std::size_t k) {
+            return contract.bias_bound(0, 0, ex_bias.y[k], out);  // accurate: rounded once
+          },
           [&](std::size_t k) { return "element " + std::to_string(k); });
     } else {
       L.bound = "fp32 pow model";
@@ -1138,7 +699,7 @@ void alibi_lines(const spec::alibi& s, const std::vector<real>& slopes,
       check_values<T>(
           L, got, ex_slopes,
           [&](std::size_t k) {
-            return path_bound(model[k].e, std::fabs(ex_slopes.y[k]), stored, out, kF32);
+            return contract.slope_bound(static_cast<std::int64_t>(k), ex_slopes.y[k], out);
           },
           [&](std::size_t k) { return "h=" + std::to_string(k + 1); });
       const std::size_t per_head = q.size() * kpos.size();
@@ -1148,8 +709,8 @@ void alibi_lines(const spec::alibi& s, const std::vector<real>& slopes,
             const std::size_t h = k / per_head;
             const std::size_t a = (k % per_head) / kpos.size();
             const std::size_t b = k % kpos.size();
-            const tv v = f32.mul(model[h], test::as_f32(double(kpos[b] - q[a])));
-            return path_bound(v.e, std::fabs(ex_bias.y[k]), stored, out, kF32);
+            return contract.bias_bound(static_cast<std::int64_t>(h), kpos[b] - q[a], ex_bias.y[k],
+                                       out);
           },
           [&](std::size_t k) {
             const std::size_t a = (k % per_head) / kpos.size();

@@ -38,6 +38,7 @@
 #include "apply_impl.h"
 #include "pev/core/error.h"
 #include "pev/core/real.h"
+#include "pev/impl/contract.h"
 #include "pev/kernel/apply.h"
 #include "pev/kernel/rope.h"
 #include "pev/kernel/strategy.h"
@@ -140,13 +141,11 @@ double half_ulp(double v) {
   return 0.5 * metric::ulp_of<T>(real(std::abs(v))).template convert_to<double>();
 }
 
-// The derived bound (file comment) for one output with |y| ≤ abs_y and terms |x0ĉ| + |x1ŝ|.
+// The derived bound (file comment) for one output with |y| ≤ abs_y and terms |x0ĉ| + |x1ŝ|: the
+// library's evaluation of apply.h's contract (shared with the property suites).
 template <class TQ>
 double rotation_bound(double terms, double abs_y) {
-  const double u = std::ldexp(1.0, -24);
-  const double eps = 2 * u / (1 - 2 * u) * terms + std::ldexp(1.0, -148);
-  const double store = std::is_same_v<TQ, float> ? 0.0 : half_ulp<TQ>(abs_y + eps);
-  return (eps + store) * (1 + std::ldexp(1.0, -40));  // slack for evaluating the bound in double
+  return impl::rotation_bound(terms, abs_y, metric::format_of<TQ>());
 }
 
 // One rotation problem: a table of `positions.size()` rows (row r = position positions[r], from

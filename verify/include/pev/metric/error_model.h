@@ -1,6 +1,7 @@
 #pragma once
 // Analytic error models of the kernels' pipelines (notes/numerics.md §3), evaluated per pair and
-// per element: the bounds of the accuracy-contract table.
+// per element: the bounds of the accuracy-contract table (tests/kernel) and of the property suites
+// (properties/), which share this one piece of code.
 //
 // A model replays a pipeline's operations on `tv` values: x is the exact value of the quantity
 // (the mathematical definition, in double) and e a bound on |computed − x|. Each operation
@@ -15,8 +16,11 @@
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <type_traits>
 
-namespace pev::test {
+#include "pev/scalar/traits.h"
+
+namespace pev::metric {
 
 // Libm accuracy bounds, in ulps of the exact result (notes/numerics.md §6; glibc 2.36 x86-64
 // uses ARM's optimized-routines code for these binary32 functions, whose design bounds are
@@ -108,6 +112,18 @@ class arith {
   format f_;
 };
 
+/// The analytic-model format of an output type (float, half, bfloat16).
+template <class T>
+constexpr format format_of() {
+  if constexpr (std::is_same_v<T, float>) {
+    return kF32;
+  } else if constexpr (std::is_same_v<T, half>) {
+    return kF16;
+  } else {
+    return kBF16;
+  }
+}
+
 inline const arith f32{kF32};
 inline const arith f64{kF64};
 
@@ -137,4 +153,4 @@ inline double trig_f32_bound(double c, double dtheta, double trig_ulps) {
   return d + trig_ulps * ulp_at(mag, kF32);
 }
 
-}  // namespace pev::test
+}  // namespace pev::metric

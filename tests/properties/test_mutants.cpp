@@ -1,0 +1,84 @@
+// The mutant catalogue proves the suites' power: every mutant must be caught by at least one
+// property of its family in the default run. Properties are tried in catalogue order (per dtype
+// fp32, then bf16, then fp16) until one fails; the test prints a row
+//   MUTANT | id | property (dtype) | shrunk counterexample
+// so the run's log is the table "mutant → property that caught it → counterexample". Failures are
+// caught programmatically (pev::prop::check returns RapidCheck's FailureResult, shrunk).
+//
+// The bug-free path of the mutants is pev's hf pipeline (mutants.cpp); CleanBaseline checks that
+// hf passes the same properties with the same seed, so a failure is the bug's, not the harness's.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "common.h"
+#include "pev/impl/mutants.h"
+#include "pev/prop/properties.h"
+
+namespace pev {
+namespace {
+
+class Mutants : public ::testing::TestWithParam<const impl::mutant_info*> {};
+
+TEST_P(Mutants, Caught) {
+  const impl::mutant_info& m = *GetParam();
+  const auto cfg = prop::default_config(test::kPropertySeed);
+  test::print_config(cfg, std::string("mutant ") + m.id);
+  std::cout << "mutant " << m.id << ": " << m.description << " (" << m.reference << ")\n";
+  const prop::subject sub = prop::mutant_subject(m);
+  std::string caught_by, counterexample, description;
+  for (impl::dtype t : {impl::dtype::fp32, impl::dtype::bf16, impl::dtype::fp16}) {
+    for (const prop::property& p : prop::all_properties()) {
+      if (p.family != std::string(m.family) || !p.applies(kernel::strategy::hf)) continue;
+      if (!p.per_dtype && t != impl::dtype::fp32) continue;
+      const auto o =
+          prop::check(p, sub, t, cfg, test::current_test_id(), test::current_test_filter());
+      std::cout << "  " << p.id << " (" << impl::to_string(t) << "): "
+                << (o.result == prop::outcome::status::failed    ? "FAILED (caught)"
+                    : o.result == prop::outcome::status::gave_up ? "gave up (not applicable)"
+                                                                 : "passed")
+                << " after " << o.num_success << " cases\n";
+      if (o.result == prop::outcome::status::failed) {
+        caught_by = std::string(p.id) + " (" + impl::to_string(t) + ")";
+        counterexample = o.counterexample;
+        description = o.description;
+        std::cout << o.message << "\nreplay: " << o.replay << "\n";
+        break;
+      }
+    }
+    if (!caught_by.empty()) break;
+  }
+  ASSERT_FALSE(caught_by.empty()) << "mutant " << m.id << " was not caught by any property";
+  std::string one_line = counterexample;
+  std::replace(one_line.begin(), one_line.end(), '\n', ';');
+  std::cout << "MUTANT | " << m.id << " | " << caught_by << " | " << one_line << " | "
+            << description << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, Mutants, ::testing::ValuesIn([] {
+                           std::vector<const impl::mutant_info*> v;
+                           for (const auto& m : impl::mutant_catalogue()) v.push_back(&m);
+                           return v;
+                         }()),
+                         [](const auto& info) {
+                           std::string id = info.param->id;
+                           std::replace(id.begin(), id.end(), '-', '_');
+                           return id;
+                         });
+
+TEST(MutantCatalogue, AtLeastTwentyWithStableIds) {
+  const auto cat = impl::mutant_catalogue();
+  EXPECT_GE(cat.size(), 20u);
+  for (const auto& m : cat) {
+    EXPECT_EQ(&impl::find_mutant(m.id), &m);
+    EXPECT_GT(std::string(m.description).size(), 10u) << m.id;
+  }
+  EXPECT_THROW(impl::find_mutant("no-such-mutant"), error);
+}
+
+}  // namespace
+}  // namespace pev

@@ -1,0 +1,121 @@
+#pragma once
+// The accuracy contracts of pev's built-in strategies as evaluable bounds (notes/numerics.md §3):
+// the analytic error models of each pipeline, evaluated per pair and element. One piece of code
+// for the accuracy-contract table (tests/kernel), the rotation tests (tests/kernel_apply) and the
+// property suites (properties/), which gate every comparison with an exact reference by these
+// bounds (ρ = err/B ≤ 1) instead of a guessed constant.
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "pev/kernel/strategy.h"
+#include "pev/metric/error_model.h"
+#include "pev/spec/spec.h"
+
+namespace pev::impl {
+
+using metric::format;
+using metric::tv;
+
+/// Exact value and error bound of every fp32 frequency of the hf pipeline, and of its attention
+/// factor (notes/numerics.md §3: f̂_i = f_i(1 + δ_i), |δ_i| ≤ ε_i from the actual operations).
+struct rope_model {
+  std::vector<tv> freq;
+  tv m{1, 0};
+};
+
+/// ggml: the recurrence θ_i = fl(θ_{i−1}·ts) from fl(p), per-pair factors, freq_scale and the
+/// YaRN mix, all in fp32, with the host scalars of llama.cpp in fp32.
+struct ggml_model {
+  tv ts, freq_scale{1, 0};
+  std::vector<tv> factors;  // empty: none
+  bool yarn = false;
+  double corr_low = 0, corr_width = 0;
+  std::int64_t rotating = 0, pairs = 0;
+  tv m{1, 0};
+
+  /// The computed angle of every pair at position p, with its error bound.
+  std::vector<tv> angles(std::int64_t p) const;
+};
+
+/// The hf pipeline's frequencies and attention factor (exact values and bounds); m_exact is the
+/// reference's exact attention factor.
+rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double m_exact);
+/// The ggml recurrence model.
+ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq);
+
+/// Bound on |ĉ − m·cos θ| of an fp32 value m̂·cosf(θ̂) with |θ̂ − θ| ≤ dtheta, |m̂ − m| ≤ m.e,
+/// c = |cos θ| (or |sin θ|).
+double trig_times_m(double dtheta, tv m, double c);
+/// The hf pipeline's angle error: |fl(fl(p)·f̂) − p·θ| with |f̂ − θ| ≤ f.e.
+double hf_angle_error(std::int64_t p, tv f);
+/// Rounding errors a value (bound B, exact magnitude y) gathers after a pipeline in format `cur`:
+/// the storage format of the table strategies, then the output type.
+double path_bound(double B, double y, kernel::storage st, format out, format cur);
+/// BLOOM's fp32 slope model (ALiBi hf): fl32(2^(−b/P)) in double then powf(base, h).
+std::vector<tv> alibi_model(const spec::alibi& s);
+
+/// Number of pairs that rotate (proportional: the leading pairs; others all pairs).
+std::int64_t rotating_pairs(const spec::rope& s);
+
+/// Bound of apply.h's rotation contract for one output of magnitude ≤ abs_y with terms
+/// |x0ĉ| + |x1ŝ| (the table's values): ε + ½ ulp_out(|y| + ε), ε = γ2·terms + 2^−148, γ2 =
+/// 2u/(1−2u) with u = 2^−24 (fp32 rotation without FMA; derivation in
+/// tests/kernel_apply/test_apply.cpp). Add (|x0| + |x1|)·ε_cs for the table's own error against the
+/// exact rotation.
+double rotation_bound(double terms, double abs_y, format out);
+
+/// A strategy's RoPE table contract (rope.h): bound on |ĉ − m·cos(p·θ_i)| (or sin) for the value
+/// of pair i at position p whose exact magnitude is y, in output format `out`.
+class rope_contract {
+ public:
+  /// m_exact and theta_exact: the exact reference's attention factor and frequencies.
+  rope_contract(const spec::rope& s, kernel::strategy st, std::optional<std::int64_t> seq,
+                double m_exact);
+  double table_bound(std::int64_t p, std::int64_t i, double y, format out) const;
+  /// Bound on |f̂_i − θ_i| of the strategy's fp32 inv_freq (none for ggml, whose frequencies are
+  /// a per-position recurrence).
+  std::optional<double> inv_freq_bound(std::int64_t i) const;
+  /// Bound on |m̂ − m| of the strategy's fp32 attention factor.
+  double attention_factor_bound() const;
+  kernel::strategy strategy() const { return st_; }
+
+ private:
+  kernel::strategy st_;
+  double m_;
+  rope_model hf_;
+  std::optional<ggml_model> ggml_;
+};
+
+/// A strategy's sinusoidal PE contract (absolute.h): bound on |PE^(p, col) − PE(p, col)| for an
+/// exact value of magnitude y. ggml has no sinusoidal pipeline.
+class sinusoidal_contract {
+ public:
+  sinusoidal_contract(const spec::sinusoidal& s, kernel::strategy st);
+  double bound(std::int64_t p, std::int64_t col, double y, format out) const;
+  /// Pair index of a column and whether it holds a sine (pair −1: the zero padding column).
+  std::pair<std::int64_t, bool> pair_of(std::int64_t col) const;
+
+ private:
+  spec::sinusoidal s_;
+  kernel::strategy st_;
+  std::vector<tv> omega_;  // blocked: the fp32 frequencies of the exp model
+};
+
+/// A strategy's ALiBi contract (relative.h): bounds on a slope and on a bias element m_h·(j − i)
+/// whose exact magnitude is y.
+class alibi_contract {
+ public:
+  alibi_contract(const spec::alibi& s, kernel::strategy st);
+  /// h = 0 … H−1.
+  double slope_bound(std::int64_t h, double y, format out) const;
+  double bias_bound(std::int64_t h, std::int64_t distance, double y, format out) const;
+
+ private:
+  kernel::strategy st_;
+  std::vector<tv> model_;
+};
+
+}  // namespace pev::impl

@@ -1,0 +1,129 @@
+#pragma once
+// pev::impl::implementation — the one interface for anything under test (DESIGN §2): pev's
+// built-in kernels (make_builtin), the mutant catalogue (impl/mutants.h) and, later, file dumps,
+// a dlopen'ed C plugin and a subprocess. Each output an implementation can produce is a virtual
+// method; an implementation that cannot produce one says so through supports() and throws
+// pev::error if it is asked anyway. Properties (pev::prop) and certification see nothing else.
+//
+// Conventions: positions and distances are int64 (negative values allowed where the encoding
+// defines them); tensors are row-major; `seq_len` is the sequence length that selects the
+// frequencies of stateful rope types (dynamic, longrope; none = the initial state, as
+// transformers at construction) and is ignored by static ones.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "pev/kernel/apply.h"
+#include "pev/kernel/strategy.h"
+#include "pev/scalar/traits.h"
+#include "pev/spec/spec.h"
+
+namespace pev::impl {
+
+/// What an implementation can produce.
+enum class output {
+  inv_freq,          // RoPE per-pair frequencies (fp32)
+  attention_factor,  // RoPE magnitude m
+  rope_table,        // m·cos, m·sin at positions
+  rope_rotate,       // rotated q/k [T, H, D]
+  sinusoidal_pe,     // PE rows at positions
+  alibi_slopes,      // m_1 … m_H
+  alibi_bias,        // [H, Q, K]
+  t5_buckets,        // bucket ids of relative distances
+};
+const char* to_string(output o);
+
+/// Output element types.
+enum class dtype { fp32, fp16, bf16 };
+const char* to_string(dtype t);
+template <class T>
+constexpr dtype dtype_of() {
+  if constexpr (std::is_same_v<T, float>) {
+    return dtype::fp32;
+  } else if constexpr (std::is_same_v<T, half>) {
+    return dtype::fp16;
+  } else {
+    return dtype::bf16;
+  }
+}
+
+class implementation {
+ public:
+  virtual ~implementation() = default;
+
+  /// A stable, human-readable name ("hf", "mutant:sin-cos-swapped/hf", a file name, …).
+  virtual std::string name() const = 0;
+  /// The encoding the implementation claims to implement.
+  virtual const spec::encoding& claimed_spec() const = 0;
+  /// The built-in strategy whose accuracy contract (pev/impl/contract.h) the implementation claims:
+  /// the tolerance properties hold it to.
+  virtual kernel::strategy claimed_accuracy() const = 0;
+  /// Whether `what` can be produced in element type `t`.
+  virtual bool supports(output what, dtype t) const = 0;
+
+  // RoPE -----------------------------------------------------------------------------------------
+  virtual std::vector<float> inv_freq(std::optional<std::int64_t> seq_len) const;
+  virtual double attention_factor(std::optional<std::int64_t> seq_len) const;
+  /// cos and sin are [positions.size(), pairs] row-major (already multiplied by m).
+  virtual void rope_table(std::span<const std::int64_t> positions,
+                          std::optional<std::int64_t> seq_len, std::span<float> cos,
+                          std::span<float> sin) const;
+  virtual void rope_table(std::span<const std::int64_t> positions,
+                          std::optional<std::int64_t> seq_len, std::span<half> cos,
+                          std::span<half> sin) const;
+  virtual void rope_table(std::span<const std::int64_t> positions,
+                          std::optional<std::int64_t> seq_len, std::span<bfloat16> cos,
+                          std::span<bfloat16> sin) const;
+  /// Rotates `in` [T, H, head_dim] into `out`: token t at positions[t]. `out` may alias `in`
+  /// exactly (in place); otherwise `in` must be left unchanged.
+  virtual void rope_rotate(std::span<const std::int64_t> positions,
+                           std::optional<std::int64_t> seq_len, kernel::heads_view<const float> in,
+                           kernel::heads_view<float> out) const;
+  virtual void rope_rotate(std::span<const std::int64_t> positions,
+                           std::optional<std::int64_t> seq_len, kernel::heads_view<const half> in,
+                           kernel::heads_view<half> out) const;
+  virtual void rope_rotate(std::span<const std::int64_t> positions,
+                           std::optional<std::int64_t> seq_len,
+                           kernel::heads_view<const bfloat16> in,
+                           kernel::heads_view<bfloat16> out) const;
+
+  // Sinusoidal -----------------------------------------------------------------------------------
+  /// out is [positions.size(), d_model] in the spec's layout.
+  virtual void sinusoidal_pe(std::span<const std::int64_t> positions, std::span<float> out) const;
+  virtual void sinusoidal_pe(std::span<const std::int64_t> positions, std::span<half> out) const;
+  virtual void sinusoidal_pe(std::span<const std::int64_t> positions,
+                             std::span<bfloat16> out) const;
+
+  // Relative -------------------------------------------------------------------------------------
+  virtual void alibi_slopes(std::span<float> out) const;
+  virtual void alibi_slopes(std::span<half> out) const;
+  virtual void alibi_slopes(std::span<bfloat16> out) const;
+  /// out is [H, queries.size(), keys.size()]: m_h·(key − query).
+  virtual void alibi_bias(std::span<const std::int64_t> queries, std::span<const std::int64_t> keys,
+                          std::span<float> out) const;
+  virtual void alibi_bias(std::span<const std::int64_t> queries, std::span<const std::int64_t> keys,
+                          std::span<half> out) const;
+  virtual void alibi_bias(std::span<const std::int64_t> queries, std::span<const std::int64_t> keys,
+                          std::span<bfloat16> out) const;
+  /// Bucket of each relative distance r = key − query.
+  virtual void t5_buckets(std::span<const std::int64_t> distances,
+                          std::span<std::int64_t> out) const;
+
+ protected:
+  /// Throws pev::error "<name>: <what> is not supported".
+  [[noreturn]] void unsupported(output what) const;
+};
+
+/// The built-in kernel of strategy `st` for encoding `e` as an implementation (an adapter over
+/// pev::kernel). Throws pev::error if the strategy has no pipeline for the family (ggml: RoPE
+/// only; learned and Shaw tables are not adapted yet).
+std::unique_ptr<implementation> make_builtin(const spec::encoding& e, kernel::strategy st);
+/// Whether make_builtin accepts the family of `e` for `st`.
+bool builtin_supports(const spec::encoding& e, kernel::strategy st);
+
+}  // namespace pev::impl

@@ -1,0 +1,274 @@
+// The implementation interface's defaults and the adapter that makes every built-in strategy an
+// implementation.
+
+#include "pev/impl/implementation.h"
+
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <variant>
+
+#include "pev/core/error.h"
+#include "pev/kernel/absolute.h"
+#include "pev/kernel/relative.h"
+#include "pev/kernel/rope.h"
+
+namespace pev::impl {
+
+const char* to_string(output o) {
+  switch (o) {
+    case output::inv_freq:
+      return "inv_freq";
+    case output::attention_factor:
+      return "attention_factor";
+    case output::rope_table:
+      return "rope_table";
+    case output::rope_rotate:
+      return "rope_rotate";
+    case output::sinusoidal_pe:
+      return "sinusoidal_pe";
+    case output::alibi_slopes:
+      return "alibi_slopes";
+    case output::alibi_bias:
+      return "alibi_bias";
+    case output::t5_buckets:
+      return "t5_buckets";
+  }
+  return "?";
+}
+
+const char* to_string(dtype t) {
+  switch (t) {
+    case dtype::fp32:
+      return "fp32";
+    case dtype::fp16:
+      return "fp16";
+    case dtype::bf16:
+      return "bf16";
+  }
+  return "?";
+}
+
+void implementation::unsupported(output what) const {
+  throw error(name() + ": " + to_string(what) + " is not supported");
+}
+
+std::vector<float> implementation::inv_freq(std::optional<std::int64_t>) const {
+  unsupported(output::inv_freq);
+}
+double implementation::attention_factor(std::optional<std::int64_t>) const {
+  unsupported(output::attention_factor);
+}
+void implementation::rope_table(std::span<const std::int64_t>, std::optional<std::int64_t>,
+                                std::span<float>, std::span<float>) const {
+  unsupported(output::rope_table);
+}
+void implementation::rope_table(std::span<const std::int64_t>, std::optional<std::int64_t>,
+                                std::span<half>, std::span<half>) const {
+  unsupported(output::rope_table);
+}
+void implementation::rope_table(std::span<const std::int64_t>, std::optional<std::int64_t>,
+                                std::span<bfloat16>, std::span<bfloat16>) const {
+  unsupported(output::rope_table);
+}
+void implementation::rope_rotate(std::span<const std::int64_t>, std::optional<std::int64_t>,
+                                 kernel::heads_view<const float>, kernel::heads_view<float>) const {
+  unsupported(output::rope_rotate);
+}
+void implementation::rope_rotate(std::span<const std::int64_t>, std::optional<std::int64_t>,
+                                 kernel::heads_view<const half>, kernel::heads_view<half>) const {
+  unsupported(output::rope_rotate);
+}
+void implementation::rope_rotate(std::span<const std::int64_t>, std::optional<std::int64_t>,
+                                 kernel::heads_view<const bfloat16>,
+                                 kernel::heads_view<bfloat16>) const {
+  unsupported(output::rope_rotate);
+}
+void implementation::sinusoidal_pe(std::span<const std::int64_t>, std::span<float>) const {
+  unsupported(output::sinusoidal_pe);
+}
+void implementation::sinusoidal_pe(std::span<const std::int64_t>, std::span<half>) const {
+  unsupported(output::sinusoidal_pe);
+}
+void implementation::sinusoidal_pe(std::span<const std::int64_t>, std::span<bfloat16>) const {
+  unsupported(output::sinusoidal_pe);
+}
+void implementation::alibi_slopes(std::span<float>) const { unsupported(output::alibi_slopes); }
+void implementation::alibi_slopes(std::span<half>) const { unsupported(output::alibi_slopes); }
+void implementation::alibi_slopes(std::span<bfloat16>) const { unsupported(output::alibi_slopes); }
+void implementation::alibi_bias(std::span<const std::int64_t>, std::span<const std::int64_t>,
+                                std::span<float>) const {
+  unsupported(output::alibi_bias);
+}
+void implementation::alibi_bias(std::span<const std::int64_t>, std::span<const std::int64_t>,
+                                std::span<half>) const {
+  unsupported(output::alibi_bias);
+}
+void implementation::alibi_bias(std::span<const std::int64_t>, std::span<const std::int64_t>,
+                                std::span<bfloat16>) const {
+  unsupported(output::alibi_bias);
+}
+void implementation::t5_buckets(std::span<const std::int64_t>, std::span<std::int64_t>) const {
+  unsupported(output::t5_buckets);
+}
+
+namespace {
+
+// The adapter: one built-in strategy over one encoding. RoPE kernels are planned per sequence
+// length (stateful types) and cached; rotation uses the strategy's own table in its storage type
+// (fp32 for hf, ggml and accurate), as an engine would.
+class builtin final : public implementation {
+ public:
+  builtin(const spec::encoding& e, kernel::strategy st) : spec_(e), st_(st) {
+    spec::validate(e);
+    if (!builtin_supports(e, st)) {
+      throw error(std::string("strategy ") + kernel::to_string(st) + " has no " +
+                  spec::family_name(e) + " pipeline");
+    }
+  }
+
+  std::string name() const override { return kernel::to_string(st_); }
+  const spec::encoding& claimed_spec() const override { return spec_; }
+  kernel::strategy claimed_accuracy() const override { return st_; }
+  bool supports(output what, dtype) const override {
+    switch (what) {
+      case output::inv_freq:
+      case output::attention_factor:
+      case output::rope_table:
+      case output::rope_rotate:
+        return std::holds_alternative<spec::rope>(spec_);
+      case output::sinusoidal_pe:
+        return std::holds_alternative<spec::sinusoidal>(spec_);
+      case output::alibi_slopes:
+      case output::alibi_bias:
+        return std::holds_alternative<spec::alibi>(spec_);
+      case output::t5_buckets:
+        return std::holds_alternative<spec::t5>(spec_);
+    }
+    return false;
+  }
+
+  std::vector<float> inv_freq(std::optional<std::int64_t> seq) const override {
+    const auto f = rope(seq).inv_freq();
+    return {f.begin(), f.end()};
+  }
+  double attention_factor(std::optional<std::int64_t> seq) const override {
+    return rope(seq).attention_factor();
+  }
+  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                  std::span<float> c, std::span<float> s) const override {
+    rope(seq).table<float>(p, c, s);
+  }
+  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                  std::span<half> c, std::span<half> s) const override {
+    rope(seq).table<half>(p, c, s);
+  }
+  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                  std::span<bfloat16> c, std::span<bfloat16> s) const override {
+    rope(seq).table<bfloat16>(p, c, s);
+  }
+  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                   kernel::heads_view<const float> in,
+                   kernel::heads_view<float> out) const override {
+    rotate(p, seq, in, out);
+  }
+  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                   kernel::heads_view<const half> in, kernel::heads_view<half> out) const override {
+    rotate(p, seq, in, out);
+  }
+  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                   kernel::heads_view<const bfloat16> in,
+                   kernel::heads_view<bfloat16> out) const override {
+    rotate(p, seq, in, out);
+  }
+
+  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<float> out) const override {
+    kernel::sinusoidal_table<float>(std::get<spec::sinusoidal>(spec_), st_, p, out);
+  }
+  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<half> out) const override {
+    kernel::sinusoidal_table<half>(std::get<spec::sinusoidal>(spec_), st_, p, out);
+  }
+  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<bfloat16> out) const override {
+    kernel::sinusoidal_table<bfloat16>(std::get<spec::sinusoidal>(spec_), st_, p, out);
+  }
+  void alibi_slopes(std::span<float> out) const override {
+    kernel::alibi_slopes<float>(std::get<spec::alibi>(spec_), st_, out);
+  }
+  void alibi_slopes(std::span<half> out) const override {
+    kernel::alibi_slopes<half>(std::get<spec::alibi>(spec_), st_, out);
+  }
+  void alibi_slopes(std::span<bfloat16> out) const override {
+    kernel::alibi_slopes<bfloat16>(std::get<spec::alibi>(spec_), st_, out);
+  }
+  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
+                  std::span<float> out) const override {
+    kernel::alibi_bias<float>(std::get<spec::alibi>(spec_), st_, q, k, out);
+  }
+  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
+                  std::span<half> out) const override {
+    kernel::alibi_bias<half>(std::get<spec::alibi>(spec_), st_, q, k, out);
+  }
+  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
+                  std::span<bfloat16> out) const override {
+    kernel::alibi_bias<bfloat16>(std::get<spec::alibi>(spec_), st_, q, k, out);
+  }
+  void t5_buckets(std::span<const std::int64_t> r, std::span<std::int64_t> out) const override {
+    kernel::t5_buckets(std::get<spec::t5>(spec_), st_, r, out);
+  }
+
+ private:
+  const kernel::rope_kernel& rope(std::optional<std::int64_t> seq) const {
+    const auto& s = std::get<spec::rope>(spec_);
+    if (!s.stateful()) seq.reset();
+    const std::lock_guard lock(mutex_);
+    auto it = kernels_.find(seq);
+    if (it == kernels_.end()) it = kernels_.emplace(seq, kernel::rope_kernel(s, st_, seq)).first;
+    return it->second;
+  }
+
+  template <class TT, class TQ>
+  void rotate_with(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                   kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
+    const kernel::rope_kernel& k = rope(seq);
+    const auto n = p.size() * static_cast<std::size_t>(k.pairs());
+    std::vector<TT> c(n), s(n);
+    k.table<TT>(p, c, s);
+    std::vector<std::int64_t> rows(p.size());
+    std::iota(rows.begin(), rows.end(), std::int64_t{0});
+    const kernel::rope_table_view<TT> view{c, s, static_cast<std::int64_t>(p.size()), k.pairs()};
+    kernel::rope_apply<TQ, TT>(std::get<spec::rope>(spec_), view, rows, in, out);
+  }
+
+  template <class TQ>
+  void rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+              kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
+    switch (kernel::storage_of(st_)) {
+      case kernel::storage::fp16:
+        return rotate_with<half>(p, seq, in, out);
+      case kernel::storage::bf16:
+        return rotate_with<bfloat16>(p, seq, in, out);
+      case kernel::storage::output:
+        return rotate_with<float>(p, seq, in, out);
+    }
+  }
+
+  spec::encoding spec_;
+  kernel::strategy st_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::optional<std::int64_t>, kernel::rope_kernel> kernels_;
+};
+
+}  // namespace
+
+bool builtin_supports(const spec::encoding& e, kernel::strategy st) {
+  if (std::holds_alternative<spec::rope>(e)) return true;
+  if (st == kernel::strategy::ggml) return false;
+  return std::holds_alternative<spec::sinusoidal>(e) || std::holds_alternative<spec::alibi>(e) ||
+         std::holds_alternative<spec::t5>(e);
+}
+
+std::unique_ptr<implementation> make_builtin(const spec::encoding& e, kernel::strategy st) {
+  return std::make_unique<builtin>(e, st);
+}
+
+}  // namespace pev::impl

@@ -1,0 +1,638 @@
+// The mutant catalogue (mutants.h). Every mutant is pev's hf pipeline with exactly one bug: a
+// wrong spec handed to the correct kernel (layout, truncate, lists, lengths), a perturbed
+// frequency vector, position or angle in the hf table recipe (fp32 position × fp32 frequency,
+// cosf/sinf, × m, cast), a perturbed table feeding pev's correct rotation, or a wrong formula for
+// relative encodings. Without its bug each mutant is the hf pipeline (tests/properties checks
+// that the bug-free path passes every property, so a failure is the bug's).
+
+#include "pev/impl/mutants.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <numeric>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "pev/core/error.h"
+#include "pev/core/real.h"
+#include "pev/kernel/apply.h"
+#include "pev/ref/rope.h"
+
+namespace pev::impl {
+namespace {
+
+const spec::rope* rope_of(const spec::encoding& e) { return std::get_if<spec::rope>(&e); }
+
+bool any_rope(const spec::encoding& e) { return rope_of(e) != nullptr; }
+bool rope_two_pairs(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return r && r->pairs() >= 2;
+}
+bool rope_default(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return r && r->type == spec::rope_type::default_ && r->freq_scale == 1.0 && r->pairs() >= 2;
+}
+
+double hf_attention(const spec::encoding& e) {
+  return make_builtin(e, kernel::strategy::hf)->attention_factor(std::nullopt);
+}
+bool rope_m_not_one(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return r && (r->type == spec::rope_type::yarn || r->type == spec::rope_type::longrope) &&
+         hf_attention(e) != 1.0;
+}
+
+bool yarn_truncate_matters(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  if (!r || r->type != spec::rope_type::yarn) return false;
+  const auto range = ref::yarn_correction_range(*r);
+  const double lo = range.low_raw.convert_to<double>(), hi = range.high_raw.convert_to<double>();
+  const double half = static_cast<double>(r->pairs());
+  // Only a non-integer corner inside the pairs' range moves a ramp.
+  return (lo > 0 && lo < half && lo != std::floor(lo)) ||
+         (hi > 0 && hi < half && hi != std::ceil(hi));
+}
+
+// YaRN's correction range in the hf kernel's doubles (find_correction_range).
+std::pair<double, double> yarn_range(const spec::rope& s) {
+  const auto d = static_cast<double>(s.rotary_dim);
+  const auto Lo = static_cast<double>(s.original_max_position_embeddings);
+  auto cdim = [&](double beta) {
+    return (d * std::log(Lo / (beta * 2.0 * std::numbers::pi))) / (2.0 * std::log(s.rope_theta));
+  };
+  double low = cdim(s.beta_fast), high = cdim(s.beta_slow);
+  if (s.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  return {std::max(low, 0.0), std::min(high, d - 1.0)};
+}
+
+bool yarn_clamp_matters(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  if (!r || r->type != spec::rope_type::yarn) return false;
+  const auto [low, high] = yarn_range(*r);
+  const auto last = static_cast<double>(r->pairs() - 1);
+  return high > last && low < last;
+}
+
+bool yarn_mscale_matters(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  if (!r || r->type != spec::rope_type::yarn || r->attention_factor) return false;
+  if (!r->mscale || *r->mscale == 0 || !r->mscale_all_dim || *r->mscale_all_dim == 0) return false;
+  spec::rope plain = *r;
+  plain.mscale.reset();
+  plain.mscale_all_dim.reset();
+  return hf_attention(e) != hf_attention(plain);
+}
+
+bool longrope_lists_differ(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return r && r->type == spec::rope_type::longrope && r->short_factor != r->long_factor;
+}
+
+bool dynamic_scaled(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return r && r->type == spec::rope_type::dynamic && r->factor > 1;
+}
+
+// llama3's band of a wavelength: 0 high-frequency (kept), 1 blended, 2 low-frequency (/f).
+int llama3_band(const spec::rope& s, float wl) {
+  const auto Lo = static_cast<double>(s.original_max_position_embeddings);
+  const auto low_wl = static_cast<float>(Lo / s.low_freq_factor);
+  const auto high_wl = static_cast<float>(Lo / s.high_freq_factor);
+  if (wl < high_wl) return 0;
+  if (wl > low_wl) return 2;
+  return 1;
+}
+
+std::vector<float> default_inv_freq(const spec::rope& s) {
+  spec::rope plain;
+  plain.head_dim = s.head_dim;
+  plain.partial_rotary_factor = s.partial_rotary_factor;
+  plain.rotary_dim = s.rotary_dim;
+  plain.rope_theta = s.rope_theta;
+  plain.layout = s.layout;
+  return make_builtin(plain, kernel::strategy::hf)->inv_freq(std::nullopt);
+}
+
+constexpr float kTwoPi = static_cast<float>(2 * std::numbers::pi);
+
+bool llama3_edges(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  if (!r || r->type != spec::rope_type::llama3 || r->factor == 1.0) return false;
+  const auto f = default_inv_freq(*r);
+  for (std::size_t i = 0; i + 1 < f.size(); ++i) {
+    if (llama3_band(*r, kTwoPi / f[i]) != llama3_band(*r, kTwoPi / f[i + 1])) return true;
+  }
+  return false;
+}
+
+bool ntk_scaled(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return r && r->type == spec::rope_type::ntk && r->factor > 1;
+}
+
+std::int64_t proportional_rotating(const spec::rope& s) {
+  return static_cast<std::int64_t>(std::floor(s.partial_rotary_factor * double(s.head_dim) / 2.0));
+}
+
+bool proportional_tail(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return r && r->type == spec::rope_type::proportional && proportional_rotating(*r) < r->pairs();
+}
+
+bool partial_rotary(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  // Types with per-pair lists (longrope) have no frequencies for the extra dims to misuse.
+  return r && r->type != spec::rope_type::proportional && r->type != spec::rope_type::longrope &&
+         r->rotary_dim < r->head_dim;
+}
+
+bool alibi_non_pow2(const spec::encoding& e) {
+  const auto* a = std::get_if<spec::alibi>(&e);
+  return a && !std::has_single_bit(static_cast<std::uint64_t>(a->num_heads));
+}
+bool any_alibi(const spec::encoding& e) { return std::holds_alternative<spec::alibi>(e); }
+
+// T5 bucket with a float64 log branch (the same formula as transformers' fp32 one).
+std::int64_t t5_bucket_f64(const spec::t5& s, std::int64_t r) {
+  std::int64_t nb = s.num_buckets, offset = 0, n = 0;
+  if (s.bidirectional) {
+    nb /= 2;
+    if (r > 0) offset = nb;
+    n = r < 0 ? -r : r;
+  } else {
+    n = r < 0 ? -r : 0;
+  }
+  const std::int64_t e = nb / 2;
+  if (n < e) return offset + n;
+  const double scaled = std::log(static_cast<double>(n) / static_cast<double>(e)) /
+                        std::log(static_cast<double>(s.max_distance) / static_cast<double>(e)) *
+                        static_cast<double>(nb - e);
+  if (scaled >= static_cast<double>(nb)) return offset + nb - 1;
+  return offset + std::min(e + static_cast<std::int64_t>(std::trunc(scaled)), nb - 1);
+}
+
+// Distances where a T5 bucket could differ: both signs up to 4·max_distance.
+std::vector<std::int64_t> t5_scan(const spec::t5& s) {
+  std::vector<std::int64_t> r;
+  for (std::int64_t v = -4 * s.max_distance; v <= 4 * s.max_distance; ++v) r.push_back(v);
+  return r;
+}
+
+bool t5_f64_differs(const spec::encoding& e) {
+  const auto* t = std::get_if<spec::t5>(&e);
+  if (!t) return false;
+  const auto r = t5_scan(*t);
+  std::vector<std::int64_t> hf(r.size());
+  make_builtin(e, kernel::strategy::hf)->t5_buckets(r, hf);
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (t5_bucket_f64(*t, r[i]) != hf[i]) return true;
+  }
+  return false;
+}
+
+bool t5_bidirectional(const spec::encoding& e) {
+  const auto* t = std::get_if<spec::t5>(&e);
+  return t && t->bidirectional;
+}
+
+bool sinusoidal_d4(const spec::encoding& e) {
+  const auto* s = std::get_if<spec::sinusoidal>(&e);
+  return s && s->d_model >= 4;
+}
+bool sinusoidal_interleaved(const spec::encoding& e) {
+  const auto* s = std::get_if<spec::sinusoidal>(&e);
+  return s && s->layout == spec::sinusoidal_layout::interleaved && s->d_model >= 2;
+}
+
+const mutant_info kCatalogue[] = {
+    {"neox-as-interleaved", "rope",
+     "NeoX (half-split) weights rotated with GPT-J interleaved pairs",
+     "notes/encodings.md §3: the most common silent port error", rope_two_pairs},
+    {"sin-cos-swapped", "rope", "cos and sin tables swapped", "Megatron-LM PR #7465", any_rope},
+    {"position-off-by-one", "rope",
+     "positions shifted by one (1-based arange / past length counted twice)",
+     "DESIGN §5 diagnosis list", any_rope},
+    {"exponent-i-over-d", "rope", "frequency exponent i/d instead of 2i/d",
+     "DESIGN §5 diagnosis list", rope_default},
+    {"inv-freq-bf16", "rope", "inv_freq buffer cast to bf16 (model.to(bf16))",
+     "transformers #30709, #25681, sglang-jax#1472", rope_two_pairs},
+    {"positions-bf16", "rope", "positions materialised in bf16 (arange under bf16 default dtype)",
+     "transformers #28685, pytorch#137774", any_rope},
+    {"positions-tf32", "rope", "position × frequency product with TF32 inputs (11-bit positions)",
+     "transformers #48428, TensorRT-LLM#19532", any_rope},
+    {"positions-fp16", "rope", "positions in fp16: aliasing past 2048, overflow to inf past 65504",
+     "Megatron-LM#535, mlx-lm PR #1076", any_rope},
+    {"angle-bf16", "rope", "angle product p·θ rounded to bf16 (autocast)", "transformers PR #29285",
+     any_rope},
+    {"rotate-inverse", "rope", "backward rotation (sin negated) used for the forward pass",
+     "ggml ROPE_BACK / FA CONJUGATE mix-ups", any_rope},
+    {"yarn-other-truncate", "rope", "YaRN correction range with the other `truncate` setting",
+     "gpt-oss truncate:false, vLLM #27722, keras-hub#2981", yarn_truncate_matters},
+    {"yarn-ramp-clamp-half", "rope", "YaRN ramp high end clamped at dim/2−1 instead of dim−1",
+     "keras-hub#2981", yarn_clamp_matters},
+    {"attention-factor-missing", "rope", "attention factor (YaRN mscale / LongRoPE) not applied",
+     "vLLM #46280, #48351", rope_m_not_one},
+    {"attention-factor-twice", "rope", "attention factor applied twice (table and again on q/k)",
+     "TensorRT-LLM PR #16378", rope_m_not_one},
+    {"yarn-mscale-ignored", "rope",
+     "YaRN mscale / mscale_all_dim keys ignored (get_mscale(f) used)",
+     "vLLM #48621, Megatron-LM#1429", yarn_mscale_matters},
+    {"longrope-swapped", "rope", "LongRoPE short/long factor lists swapped",
+     "llama.cpp #24823, mlc-llm#3375", longrope_lists_differ},
+    {"dynamic-wrong-length", "rope",
+     "dynamic NTK evaluated at the maximal length L·f instead of the current sequence length",
+     "vLLM #3488, #41236", dynamic_scaled},
+    {"llama3-band-edge", "rope",
+     "Llama-3 band chosen from the neighbouring pair's wavelength (off by one)",
+     "DESIGN §5 diagnosis list", llama3_edges},
+    {"ntk-missing-exponent", "rope", "NTK-aware base b·f instead of b·f^(d/(d−2))",
+     "notes/encodings.md §4.3", ntk_scaled},
+    {"proportional-tail-rotates", "rope", "proportional RoPE rotating the NoPE tail pairs",
+     "notes/encodings.md §4.9", proportional_tail},
+    {"partial-rotary-full", "rope", "partial rotary rotating the pass-through dims too",
+     "notes/encodings.md §3 (partial rotary)", partial_rotary},
+    {"alibi-pow2-rule", "alibi",
+     "ALiBi slopes 2^(−8h/H) used for a head count that is not a power of two",
+     "ofirpress/attention_with_linear_biases", alibi_non_pow2},
+    {"alibi-bias-sign", "alibi", "ALiBi bias m·(i − j) instead of m·(j − i)", "BLOOM/MPT ports",
+     any_alibi},
+    {"t5-float64-log", "t5", "T5 bucket log branch in float64 instead of transformers' float32",
+     "notes/encodings.md §2.2", t5_f64_differs},
+    {"t5-bidirectional-sign", "t5", "T5 bidirectional offset added for keys before the query",
+     "notes/encodings.md §2.2", t5_bidirectional},
+    {"sinusoidal-layout-swapped", "sinusoidal",
+     "sinusoidal blocked [sin|cos] and interleaved layouts confused",
+     "fairseq vs tensor2tensor vs the paper", sinusoidal_d4},
+    {"sinusoidal-cos-first", "sinusoidal",
+     "sinusoidal pairs written (cos, sin) instead of (sin, cos)", "diffusers flip_sin_to_cos",
+     sinusoidal_interleaved},
+};
+
+// Rounds a float's significand to `bits` bits (with the implicit one), to nearest even.
+float round_significand(float v, int bits) {
+  const auto u = std::bit_cast<std::uint32_t>(v);
+  const int drop = 24 - bits;
+  const std::uint32_t half = 1u << (drop - 1);
+  const std::uint32_t mask = (1u << drop) - 1;
+  const std::uint32_t rest = u & mask;
+  std::uint32_t r = u & ~mask;
+  if (rest > half || (rest == half && ((u >> drop) & 1u))) r += 1u << drop;
+  return std::bit_cast<float>(r);
+}
+
+template <class T>
+T from_f(float v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    return T(v);
+  }
+}
+
+class mutant final : public implementation {
+ public:
+  mutant(const mutant_info& info, const spec::encoding& e) : claimed_(e) {
+    if (!info.applies(e)) {
+      throw error(std::string("mutant ") + info.id + " does not apply to " +
+                  spec::to_spec_string(e));
+    }
+    id_ = info.id;
+    spec::encoding plan = e;
+    if (auto* r = std::get_if<spec::rope>(&plan)) {
+      rotation_ = *r;
+      if (id_ == "yarn-other-truncate") r->truncate = !r->truncate;
+      if (id_ == "yarn-mscale-ignored") {
+        r->mscale.reset();
+        r->mscale_all_dim.reset();
+      }
+      if (id_ == "longrope-swapped") std::swap(r->short_factor, r->long_factor);
+      if (id_ == "ntk-missing-exponent") {
+        r->type = spec::rope_type::default_;
+        r->rope_theta *= r->factor;
+        r->factor = 1.0;
+      }
+      if (id_ == "proportional-tail-rotates") {
+        r->type = spec::rope_type::linear;
+        r->partial_rotary_factor = 1.0;
+        r->rotary_dim = r->head_dim;
+      }
+      if (id_ == "neox-as-interleaved") {
+        rotation_.layout = rotation_.layout == spec::rope_layout::neox
+                               ? spec::rope_layout::interleaved
+                               : spec::rope_layout::neox;
+      }
+      if (id_ == "partial-rotary-full") {
+        spec::rope full = *r;
+        full.partial_rotary_factor = 1.0;
+        full.rotary_dim = full.head_dim;
+        rotation_ = full;
+        full_ = make_builtin(full, kernel::strategy::hf);
+      }
+    }
+    if (auto* s = std::get_if<spec::sinusoidal>(&plan)) {
+      if (id_ == "sinusoidal-layout-swapped") {
+        s->layout = s->layout == spec::sinusoidal_layout::interleaved
+                        ? spec::sinusoidal_layout::blocked
+                        : spec::sinusoidal_layout::interleaved;
+      }
+    }
+    base_ = make_builtin(plan, kernel::strategy::hf);
+  }
+
+  std::string name() const override { return "mutant:" + id_; }
+  const spec::encoding& claimed_spec() const override { return claimed_; }
+  kernel::strategy claimed_accuracy() const override { return kernel::strategy::hf; }
+  bool supports(output what, dtype t) const override { return base_->supports(what, t); }
+
+  // RoPE -----------------------------------------------------------------------------------------
+  std::vector<float> inv_freq(std::optional<std::int64_t> seq) const override {
+    seq = length(seq);
+    std::vector<float> f = base_->inv_freq(seq);
+    const auto& s = std::get<spec::rope>(claimed_);
+    if (id_ == "inv-freq-bf16") {
+      for (float& v : f) v = static_cast<float>(bfloat16(v));
+    } else if (id_ == "exponent-i-over-d") {
+      for (std::size_t i = 0; i < f.size(); ++i) {
+        const float x = static_cast<float>(i) / static_cast<float>(s.rotary_dim);
+        f[i] = 1.0f / std::pow(static_cast<float>(s.rope_theta), x);
+      }
+    } else if (id_ == "yarn-ramp-clamp-half") {
+      auto [low, high] = yarn_range(s);
+      high = std::min(high, static_cast<double>(s.pairs() - 1));  // the bug
+      if (low == high) high += 0.001;
+      const auto fl = static_cast<float>(low), width = static_cast<float>(high - low);
+      const auto b = static_cast<float>(s.rope_theta), fac = static_cast<float>(s.factor);
+      for (std::size_t j = 0; j < f.size(); ++j) {
+        const float P = std::pow(b, static_cast<float>(2 * j) / static_cast<float>(s.rotary_dim));
+        const float ramp = std::clamp((static_cast<float>(j) - fl) / width, 0.0f, 1.0f);
+        const float gamma = 1.0f - ramp;
+        f[j] = 1.0f / (fac * P) * (1.0f - gamma) + 1.0f / P * gamma;
+      }
+    } else if (id_ == "llama3-band-edge") {
+      const auto plain = default_inv_freq(s);
+      const auto Lo = static_cast<float>(s.original_max_position_embeddings);
+      const auto fac = static_cast<float>(s.factor);
+      for (std::size_t i = 0; i < f.size(); ++i) {
+        const float wl = kTwoPi / plain[i];
+        const float wl_next = kTwoPi / plain[std::min(i + 1, f.size() - 1)];  // the bug
+        const float th = plain[i];
+        switch (llama3_band(s, wl_next)) {
+          case 0:
+            f[i] = th;
+            break;
+          case 2:
+            f[i] = th / fac;
+            break;
+          default: {
+            const float sm = (Lo / wl - static_cast<float>(s.low_freq_factor)) /
+                             static_cast<float>(s.high_freq_factor - s.low_freq_factor);
+            f[i] = (1.0f - sm) * th / fac + sm * th;
+          }
+        }
+      }
+    }
+    return f;
+  }
+
+  double attention_factor(std::optional<std::int64_t> seq) const override {
+    return static_cast<double>(magnitude(seq));
+  }
+
+  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                  std::span<float> c, std::span<float> s) const override {
+    table_as(p, seq, c, s);
+  }
+  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                  std::span<half> c, std::span<half> s) const override {
+    table_as(p, seq, c, s);
+  }
+  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                  std::span<bfloat16> c, std::span<bfloat16> s) const override {
+    table_as(p, seq, c, s);
+  }
+  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                   kernel::heads_view<const float> in,
+                   kernel::heads_view<float> out) const override {
+    rotate(p, seq, in, out);
+  }
+  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                   kernel::heads_view<const half> in, kernel::heads_view<half> out) const override {
+    rotate(p, seq, in, out);
+  }
+  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                   kernel::heads_view<const bfloat16> in,
+                   kernel::heads_view<bfloat16> out) const override {
+    rotate(p, seq, in, out);
+  }
+
+  // Sinusoidal -----------------------------------------------------------------------------------
+  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<float> out) const override {
+    pe_as(p, out);
+  }
+  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<half> out) const override {
+    pe_as(p, out);
+  }
+  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<bfloat16> out) const override {
+    pe_as(p, out);
+  }
+
+  // Relative -------------------------------------------------------------------------------------
+  void alibi_slopes(std::span<float> out) const override { slopes_as(out); }
+  void alibi_slopes(std::span<half> out) const override { slopes_as(out); }
+  void alibi_slopes(std::span<bfloat16> out) const override { slopes_as(out); }
+  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
+                  std::span<float> out) const override {
+    bias_as(q, k, out);
+  }
+  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
+                  std::span<half> out) const override {
+    bias_as(q, k, out);
+  }
+  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
+                  std::span<bfloat16> out) const override {
+    bias_as(q, k, out);
+  }
+  void t5_buckets(std::span<const std::int64_t> r, std::span<std::int64_t> out) const override {
+    const auto& s = std::get<spec::t5>(claimed_);
+    if (id_ == "t5-float64-log") {
+      for (std::size_t i = 0; i < r.size(); ++i) out[i] = t5_bucket_f64(s, r[i]);
+      return;
+    }
+    base_->t5_buckets(r, out);
+    if (id_ == "t5-bidirectional-sign") {
+      const std::int64_t half_nb = s.num_buckets / 2;
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        if (r[i] > 0) out[i] -= half_nb;
+        if (r[i] < 0) out[i] += half_nb;
+      }
+    }
+  }
+
+ private:
+  // The sequence length the mutant plans with.
+  std::optional<std::int64_t> length(std::optional<std::int64_t> seq) const {
+    if (id_ != "dynamic-wrong-length") return seq;
+    const auto& r = std::get<spec::rope>(claimed_);
+    return static_cast<std::int64_t>(static_cast<double>(r.max_position_embeddings) * r.factor);
+  }
+
+  float magnitude(std::optional<std::int64_t> seq) const {
+    seq = length(seq);
+    const auto m = static_cast<float>(base_->attention_factor(seq));
+    if (id_ == "attention-factor-missing") return 1.0f;
+    if (id_ == "attention-factor-twice") return m * m;
+    return m;
+  }
+
+  bool own_table() const {
+    static const char* const kOwn[] = {
+        "exponent-i-over-d",        "inv-freq-bf16",         "positions-bf16",
+        "positions-tf32",           "positions-fp16",        "angle-bf16",
+        "position-off-by-one",      "yarn-ramp-clamp-half",  "llama3-band-edge",
+        "attention-factor-missing", "attention-factor-twice"};
+    return std::find(std::begin(kOwn), std::end(kOwn), id_) != std::end(kOwn);
+  }
+
+  float position(std::int64_t p) const {
+    const auto f = static_cast<float>(p);
+    if (id_ == "position-off-by-one") return static_cast<float>(p + 1);
+    if (id_ == "positions-bf16") return static_cast<float>(bfloat16(f));
+    if (id_ == "positions-tf32") return round_significand(f, 11);
+    if (id_ == "positions-fp16") return static_cast<float>(half(f));
+    return f;
+  }
+
+  // The fp32 table (what the hf recipe stores before the cast to the output type).
+  void table_f32(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                 std::span<float> c, std::span<float> s) const {
+    if (!own_table()) {
+      base_->rope_table(p, length(seq), c, s);
+    } else {
+      const std::vector<float> f = inv_freq(seq);
+      const float m = magnitude(seq);
+      const std::size_t P = f.size();
+      for (std::size_t r = 0; r < p.size(); ++r) {
+        const float pos = position(p[r]);
+        for (std::size_t i = 0; i < P; ++i) {
+          float angle = pos * f[i];
+          if (id_ == "angle-bf16") angle = static_cast<float>(bfloat16(angle));
+          c[r * P + i] = std::cos(angle) * m;
+          s[r * P + i] = std::sin(angle) * m;
+        }
+      }
+    }
+    if (id_ == "sin-cos-swapped") {
+      for (std::size_t k = 0; k < c.size(); ++k) std::swap(c[k], s[k]);
+    }
+  }
+
+  template <class T>
+  void table_as(std::span<const std::int64_t> p, std::optional<std::int64_t> seq, std::span<T> c,
+                std::span<T> s) const {
+    std::vector<float> cf(c.size()), sf(s.size());
+    table_f32(p, seq, cf, sf);
+    for (std::size_t k = 0; k < c.size(); ++k) {
+      c[k] = from_f<T>(cf[k]);
+      s[k] = from_f<T>(sf[k]);
+    }
+  }
+
+  template <class TQ>
+  void rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+              kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
+    const std::int64_t pairs = rotation_.pairs();
+    const auto n = p.size() * static_cast<std::size_t>(pairs);
+    std::vector<float> c(n), s(n);
+    if (full_) {
+      full_->rope_table(p, length(seq), std::span<float>(c), std::span<float>(s));
+    } else {
+      table_f32(p, seq, c, s);
+    }
+    if (id_ == "rotate-inverse") {
+      for (float& v : s) v = -v;
+    }
+    std::vector<std::int64_t> rows(p.size());
+    std::iota(rows.begin(), rows.end(), std::int64_t{0});
+    const kernel::rope_table_view<float> view{c, s, static_cast<std::int64_t>(p.size()), pairs};
+    kernel::rope_apply<TQ, float>(rotation_, view, rows, in, out);
+  }
+
+  template <class T>
+  void pe_as(std::span<const std::int64_t> p, std::span<T> out) const {
+    base_->sinusoidal_pe(p, out);
+    if (id_ == "sinusoidal-cos-first") {
+      const auto d = static_cast<std::size_t>(std::get<spec::sinusoidal>(claimed_).d_model);
+      for (std::size_t r = 0; r < p.size(); ++r) {
+        for (std::size_t j = 0; j + 1 < d; j += 2) std::swap(out[r * d + j], out[r * d + j + 1]);
+      }
+    }
+  }
+
+  std::vector<float> slopes_f32() const {
+    const auto& a = std::get<spec::alibi>(claimed_);
+    std::vector<float> m(static_cast<std::size_t>(a.num_heads));
+    if (id_ == "alibi-pow2-rule") {
+      const auto H = static_cast<double>(a.num_heads);
+      for (std::size_t h = 0; h < m.size(); ++h) {
+        m[h] = static_cast<float>(std::pow(2.0, -a.max_bias * double(h + 1) / H));
+      }
+    } else {
+      base_->alibi_slopes(std::span<float>(m));
+    }
+    return m;
+  }
+
+  template <class T>
+  void slopes_as(std::span<T> out) const {
+    if (id_ != "alibi-pow2-rule") return base_->alibi_slopes(out);
+    const auto m = slopes_f32();
+    for (std::size_t h = 0; h < m.size(); ++h) out[h] = from_f<T>(m[h]);
+  }
+
+  template <class T>
+  void bias_as(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
+               std::span<T> out) const {
+    const auto m = slopes_f32();
+    std::size_t idx = 0;
+    for (float mh : m) {
+      for (std::int64_t a : q) {
+        for (std::int64_t b : k) {
+          const std::int64_t dist = id_ == "alibi-bias-sign" ? a - b : b - a;  // the bug
+          out[idx++] = from_f<T>(mh * static_cast<float>(dist));
+        }
+      }
+    }
+  }
+
+  std::string id_;
+  spec::encoding claimed_;
+  spec::rope rotation_;  // the spec the rotation is applied with
+  std::unique_ptr<implementation> base_;
+  std::unique_ptr<implementation> full_;  // partial-rotary-full: the full-dim table
+};
+
+}  // namespace
+
+std::span<const mutant_info> mutant_catalogue() { return kCatalogue; }
+
+const mutant_info& find_mutant(std::string_view id) {
+  std::string ids;
+  for (const mutant_info& m : kCatalogue) {
+    if (m.id == id) return m;
+    ids += std::string(ids.empty() ? "" : ", ") + m.id;
+  }
+  throw error("unknown mutant '" + std::string(id) + "' (known: " + ids + ")");
+}
+
+std::unique_ptr<implementation> make_mutant(std::string_view id, const spec::encoding& e) {
+  return std::make_unique<mutant>(find_mutant(id), e);
+}
+
+}  // namespace pev::impl
