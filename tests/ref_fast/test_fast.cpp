@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -359,6 +360,39 @@ TEST(RefFastRope, ExactZeroAnglesAndZeroFrequencies) {
   tally t;
   compare_rope_rows(fast, positions, t, st, "proportional");
   EXPECT_EQ(t.mismatches, 0u) << t.report();
+}
+
+TEST(RefFastRope, TableValuesAreTheTableAndCloseToExact) {
+  // table_values gives table()'s rounded values, and doubles within 2^−48·m of the exact ones
+  // (the evaluation bound ≈ 2^−50·m plus the rounding of hi + lo), on every case of the suite,
+  // at random positions up to 2^31 and the exactly handled p = 0.
+  std::mt19937_64 rng(test::test_seed(77));
+  double worst = 0;
+  for (const auto& c : test::rope_cases()) {
+    const auto fast = make_rope(c);
+    std::vector<std::int64_t> positions = {0, 1};
+    for (int k = 0; k < 16; ++k) positions.push_back(static_cast<std::int64_t>(rng() >> 33));
+    const std::size_t n = positions.size() * static_cast<std::size_t>(fast.pairs());
+    std::vector<float> c1(n), s1(n), c2(n), s2(n);
+    std::vector<double> cv(n), sv(n);
+    fast.table<float>(positions, c1, s1);
+    fast.table_values<float>(positions, c2, s2, cv, sv);
+    ASSERT_EQ(0, std::memcmp(c1.data(), c2.data(), n * sizeof(float))) << c.spec;
+    ASSERT_EQ(0, std::memcmp(s1.data(), s2.data(), n * sizeof(float))) << c.spec;
+    const double m = std::fabs(fast.reference().attention_factor().convert_to<double>());
+    for (std::size_t r = 0; r < positions.size(); ++r) {
+      const auto row = fast.reference().row(positions[r]);
+      for (std::size_t i = 0; i < row.size(); ++i) {
+        const std::size_t k = r * row.size() + i;
+        const double ec = std::fabs(cv[k] - row[i].cos.convert_to<double>());
+        const double es = std::fabs(sv[k] - row[i].sin.convert_to<double>());
+        worst = std::max({worst, ec / m, es / m});
+        ASSERT_LE(ec, 0x1p-48 * m) << c.spec << " p=" << positions[r] << " i=" << i;
+        ASSERT_LE(es, 0x1p-48 * m) << c.spec << " p=" << positions[r] << " i=" << i;
+      }
+    }
+  }
+  std::cout << "table_values: worst |value − exact|/m = 2^" << std::log2(worst) << "\n";
 }
 
 TEST(RefFastRope, RejectsMismatchedSizes) {

@@ -769,10 +769,13 @@ template <bool F, bool Precise>
 // RN_T(m·sin(p·θ)) into *s_out and RN_T(m·cos(p·θ)) into *c_out (c_out may be null) for a regular
 // θ and p ≠ 0: first the double stage (not for fp64 targets), then the double-double stage for
 // what it left; ok_s and ok_c tell which values were decided.
-template <bool F, class T>
+// With V, the evaluated values (hi + lo of the last stage: within its error bound of the exact
+// ones) also go to *s_val and *c_val.
+template <bool F, class T, bool V = false>
 [[gnu::always_inline]] inline void sincos_round(const constants& K, const frequency& f,
                                                 const position& P, const scale& sc, T* s_out,
-                                                T* c_out, bool& ok_s, bool& ok_c, fast_stats& st) {
+                                                T* c_out, bool& ok_s, bool& ok_c, fast_stats& st,
+                                                double* s_val = nullptr, double* c_val = nullptr) {
   const double pe = P.abs * f.value_e1;
   ok_s = false;
   ok_c = c_out == nullptr;
@@ -786,6 +789,10 @@ template <bool F, class T>
       const double err = sc.e0[0][0] + pe;
       ok_s = try_round_interval<T>(v.s.hi, v.s.lo, err, *s_out);
       if (c_out) ok_c = try_round_interval<T>(v.c.hi, v.c.lo, err, *c_out);
+      if constexpr (V) {
+        *s_val = v.s.hi + v.s.lo;
+        *c_val = v.c.hi + v.c.lo;
+      }
       if (ok_s && ok_c) [[likely]]
         return;
     }
@@ -793,6 +800,10 @@ template <bool F, class T>
   R = reduce<F>(f, P);
   const sincos_value v = scaled<F, true>(K, R, sc);
   const double err = sc.e0[1][R.general] + pe;
+  if constexpr (V) {
+    *s_val = v.s.hi + v.s.lo;
+    *c_val = v.c.hi + v.c.lo;
+  }
   if (!ok_s) {
     ok_s = try_round<T>(v.s.hi, v.s.lo, err, *s_out);
     if (first && ok_s) ++st.refined;
@@ -1023,6 +1034,58 @@ void fast_rope_reference::table(std::span<const std::int64_t> positions, std::sp
 }
 
 template <class T>
+void fast_rope_reference::table_values(std::span<const std::int64_t> positions, std::span<T> cos,
+                                       std::span<T> sin, std::span<double> cos_value,
+                                       std::span<double> sin_value, fast_stats* stats) const {
+  const std::size_t n = static_cast<std::size_t>(pairs());
+  check_size(cos.size(), positions.size() * n, "cos table");
+  check_size(sin.size(), positions.size() * n, "sin table");
+  check_size(cos_value.size(), positions.size() * n, "cos values");
+  check_size(sin_value.size(), positions.size() * n, "sin values");
+  fast_stats st;
+  const constants& K = consts();
+  const T m_t = std::get<T>(m_rounded_);
+  const scale sc{{m_hi_, m_lo_}, m_one_, e0_};
+  dispatch([&]<bool F>() PEV_FAST_INLINE {
+    for (std::size_t r = 0; r < positions.size(); ++r) {
+      const std::int64_t p = positions[r];
+      const position P = split_position(p);
+      T* crow = cos.data() + r * n;
+      T* srow = sin.data() + r * n;
+      double* cv = cos_value.data() + r * n;
+      double* sv = sin_value.data() + r * n;
+      for (std::size_t i = 0; i < n; ++i) {
+        const frequency& f = freq_[i];
+        st.values += 2;
+        if (m_ok_ &&
+            ((p == 0 && f.k == frequency::kind::regular) || f.k == frequency::kind::zero)) {
+          // Angle ±0 exactly (IEEE and MPFR agree on the sign of p·θ): cos = m, sin = ±0·m.
+          crow[i] = m_t;
+          srow[i] = signed_zero<T>(std::signbit(static_cast<double>(p) * f.t[0] * m_hi_));
+          cv[i] = m_hi_ + m_lo_;
+          sv[i] = 0.0;
+          continue;
+        }
+        bool ok_c = false, ok_s = false;
+        if (f.k == frequency::kind::regular && m_ok_) {
+          sincos_round<F, T, true>(K, f, P, sc, &srow[i], &crow[i], ok_s, ok_c, st, &sv[i], &cv[i]);
+        }
+        if (!ok_c || !ok_s || f.k != frequency::kind::regular || !m_ok_) [[unlikely]] {
+          if (!ok_c) crow[i] = kernels::fallback<T>(*this, p, i, true, st);
+          if (!ok_s) srow[i] = kernels::fallback<T>(*this, p, i, false, st);
+          if (f.k != frequency::kind::regular || !m_ok_) {
+            const auto& row = mpfr_row(p, st);
+            cv[i] = row[i].cos.convert_to<double>();
+            sv[i] = row[i].sin.convert_to<double>();
+          }
+        }
+      }
+    }
+  });
+  if (stats) *stats += st;
+}
+
+template <class T>
 void fast_rope_reference::rotate(std::int64_t p, std::span<const double> x, std::span<T> out,
                                  fast_stats* stats) const {
   const spec::rope& s = spec();
@@ -1225,15 +1288,18 @@ void fast_sinusoidal_reference::pe(std::span<const std::int64_t> positions, std:
   if (stats) *stats += st;
 }
 
-#define PEV_FAST_INSTANTIATE(T)                                                               \
-  template T fast_rope_reference::angle<T>(std::int64_t, std::int64_t, fast_stats*) const;    \
-  template void fast_rope_reference::angles<T>(std::span<const std::int64_t>, std::span<T>,   \
-                                               fast_stats*) const;                            \
-  template void fast_rope_reference::table<T>(std::span<const std::int64_t>, std::span<T>,    \
-                                              std::span<T>, fast_stats*) const;               \
-  template void fast_rope_reference::rotate<T>(std::int64_t, std::span<const double>,         \
-                                               std::span<T>, fast_stats*) const;              \
-  template void fast_sinusoidal_reference::pe<T>(std::span<const std::int64_t>, std::span<T>, \
+#define PEV_FAST_INSTANTIATE(T)                                                                   \
+  template T fast_rope_reference::angle<T>(std::int64_t, std::int64_t, fast_stats*) const;        \
+  template void fast_rope_reference::angles<T>(std::span<const std::int64_t>, std::span<T>,       \
+                                               fast_stats*) const;                                \
+  template void fast_rope_reference::table<T>(std::span<const std::int64_t>, std::span<T>,        \
+                                              std::span<T>, fast_stats*) const;                   \
+  template void fast_rope_reference::table_values<T>(std::span<const std::int64_t>, std::span<T>, \
+                                                     std::span<T>, std::span<double>,             \
+                                                     std::span<double>, fast_stats*) const;       \
+  template void fast_rope_reference::rotate<T>(std::int64_t, std::span<const double>,             \
+                                               std::span<T>, fast_stats*) const;                  \
+  template void fast_sinusoidal_reference::pe<T>(std::span<const std::int64_t>, std::span<T>,     \
                                                  fast_stats*) const;
 PEV_FAST_INSTANTIATE(double)
 PEV_FAST_INSTANTIATE(float)

@@ -130,6 +130,16 @@ class fast_rope_reference {
   void table(std::span<const std::int64_t> positions, std::span<T> cos, std::span<T> sin,
              fast_stats* stats = nullptr) const;
 
+  /// table() and, in cos_value and sin_value, the evaluated values themselves as doubles, within
+  /// the evaluation's error bound of the exact m·cos and m·sin (about 2^−50·|m| plus a position
+  /// term far below it; fast.cpp) and the rounding of hi + lo to double; the MPFR values rounded to
+  /// double where that path was used. For error metrics (|ŷ − y|, ulp error): one pass instead of
+  /// a second, fp64-target table().
+  template <class T>
+  void table_values(std::span<const std::int64_t> positions, std::span<T> cos, std::span<T> sin,
+                    std::span<double> cos_value, std::span<double> sin_value,
+                    fast_stats* stats = nullptr) const;
+
   /// RN_T of rope_reference::rotate(p, x): the exact rotation of x (head_dim exact values, given as
   /// doubles) by the exact m·cos/m·sin; dims ≥ rotary_dim pass through (rounded to T).
   template <class T>
@@ -198,6 +208,9 @@ class fast_sinusoidal_reference {
                                                       fast_stats*) const;                          \
   extern template void fast_rope_reference::table<T>(std::span<const std::int64_t>, std::span<T>,  \
                                                      std::span<T>, fast_stats*) const;             \
+  extern template void fast_rope_reference::table_values<T>(                                       \
+      std::span<const std::int64_t>, std::span<T>, std::span<T>, std::span<double>,                \
+      std::span<double>, fast_stats*) const;                                                       \
   extern template void fast_rope_reference::rotate<T>(std::int64_t, std::span<const double>,       \
                                                       std::span<T>, fast_stats*) const;            \
   extern template void fast_sinusoidal_reference::pe<T>(std::span<const std::int64_t>,             \

@@ -1,0 +1,118 @@
+// `pev certify`: certify a third-party implementation from its dumped tensors (DESIGN §4–5).
+
+#include "pev/certify/certify.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "pev/core/error.h"
+#include "pev/io/file.h"
+#include "pev/spec/config.h"
+#include "pev/spec/parse.h"
+
+namespace pev::cli {
+
+command add_certify(CLI::App& app) {
+  struct state {
+    std::string spec_text, config_file, layer_type, recipe, layout, positions, positions_file;
+    std::vector<std::string> impl;
+    std::string out = "pev-report";
+    std::optional<std::int64_t> seq_len;
+    bool no_diagnosis = false;
+  };
+  auto st = std::make_shared<state>();
+  CLI::App* cmd = app.add_subcommand(
+      "certify",
+      "Certify an implementation from its dumped tensors (safetensors or npy): every value is "
+      "compared with the exact reference rounded to the dump's dtype, and graded "
+      "correctly-rounded > faithful > drift-free > recipe:hf > recipe:ggml > not certified. When "
+      "not certified, pev tries the known mistakes of the field and names the one that explains "
+      "the data.\n"
+      "RoPE tables: tensors cos and sin [P, rot/2] (or [P, rot] with duplicated halves or "
+      "repeated pairs, as transformers and GPT-J return them), cos_sin_cache [P, rot] (vLLM), or "
+      "table/freqs_cis [P, rot/2, 2]; optional inv_freq [rot/2], attention_factor (scalar) and "
+      "positions [P] (default 0..P-1). Sinusoidal: pe [P, d_model]. With npy files the tensor "
+      "name is the file name (cos.npy, sin.npy). Writes certificate.json into --out.\n"
+      "Exit codes: 0 certified (and the claimed recipe holds), 1 not certified, 2 bad usage or "
+      "input.");
+  auto* s = cmd->add_option("--spec", st->spec_text,
+                            "The encoding the implementation claims (see `pev list`); default: "
+                            "the `spec` entry of the safetensors metadata");
+  auto* c = cmd->add_option("--config", st->config_file, "A Hugging Face config.json (RoPE)")
+                ->check(CLI::ExistingFile);
+  s->excludes(c);
+  cmd->add_option("--layer-type", st->layer_type,
+                  "Layer-type group of a per-layer-type config (default: full_attention)")
+      ->needs(c);
+  cmd->add_option("--impl", st->impl,
+                  "Dump file(s): one .safetensors, or .npy files named by tensor (repeatable)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--recipe", st->recipe,
+                  "The recipe the implementation claims: exact (faithful or better), hf, vllm "
+                  "(hf's bound: fp32 table stored in the model dtype) or ggml; default: report the "
+                  "best grade that holds");
+  cmd->add_option("--layout", st->layout,
+                  "RoPE table layout: separate, halves, repeated, vllm or pairs (default: "
+                  "detected from tensor names, shapes and data, and reported)");
+  auto* p = cmd->add_option("--positions", st->positions,
+                            "Positions of the dump's rows, A:B[:STEP] (default: the dump's "
+                            "`positions` tensor, else 0..P-1)");
+  auto* pf = cmd->add_option("--positions-file", st->positions_file,
+                             "Positions of the rows from a file (text, .npy or .safetensors)")
+                 ->check(CLI::ExistingFile);
+  p->excludes(pf);
+  cmd->add_option("--seq-len", st->seq_len,
+                  "Sequence length selecting dynamic/longrope frequencies (default: max position "
+                  "+ 1, as transformers)");
+  cmd->add_flag("--no-diagnosis", st->no_diagnosis, "Skip the search for known mistakes");
+  cmd->add_option("--out", st->out, "Output directory for certificate.json")->capture_default_str();
+  return {cmd, [st]() -> int {
+            std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
+            const certify::dump d = certify::read_dump(files);
+            spec::encoding e;
+            if (!st->config_file.empty()) {
+              spec::config_options co;
+              co.layer_type = st->layer_type;
+              e = spec::parse_config_file(st->config_file, co);
+            } else if (!st->spec_text.empty()) {
+              e = spec::parse_spec(st->spec_text);
+            } else if (const auto it = d.metadata.find("spec"); it != d.metadata.end()) {
+              e = spec::parse_spec(it->second);
+              std::cerr << "pev: certify: spec from the dump's metadata: " << it->second << "\n";
+            } else {
+              throw error(
+                  "one of --spec SPEC or --config config.json is required (the dump's "
+                  "metadata names no spec)");
+            }
+            certify::options o;
+            if (!st->recipe.empty()) o.recipe = st->recipe;
+            if (!st->layout.empty()) o.layout = certify::parse_table_layout(st->layout);
+            if (!st->positions.empty()) o.positions = parse_position_range(st->positions, false);
+            if (!st->positions_file.empty()) {
+              o.positions = io::read_positions_file(st->positions_file);
+            }
+            o.seq_len = st->seq_len;
+            o.diagnose = !st->no_diagnosis;
+            const certify::certificate cert = certify::certify_dump(e, d, o);
+            const std::filesystem::path dir(st->out);
+            std::error_code ec;
+            std::filesystem::create_directories(dir, ec);
+            if (ec) {
+              throw error(fmt::format("--out {}: cannot create the directory: {}", dir.string(),
+                                      ec.message()));
+            }
+            io::write_file_atomic(dir / "certificate.json", certify::to_json(cert));
+            std::cout << certify::to_text(cert)
+                      << "certificate: " << (dir / "certificate.json").string() << "\n";
+            return cert.exit_code();
+          }};
+}
+
+}  // namespace pev::cli
