@@ -25,6 +25,7 @@ command add_certify(CLI::App& app) {
     std::string out = "pev-report";
     std::optional<std::int64_t> seq_len;
     bool no_diagnosis = false;
+    bool exhaustive = false;
   };
   auto st = std::make_shared<state>();
   CLI::App* cmd = app.add_subcommand(
@@ -72,6 +73,9 @@ command add_certify(CLI::App& app) {
                   "Sequence length selecting dynamic/longrope frequencies (default: max position "
                   "+ 1, as transformers)");
   cmd->add_flag("--no-diagnosis", st->no_diagnosis, "Skip the search for known mistakes");
+  cmd->add_flag("--exhaustive", st->exhaustive,
+                "Require the dump to hold every position 0 … max (bad input otherwise), so the "
+                "certificate covers every position; every row is always checked");
   cmd->add_option("--out", st->out, "Output directory for certificate.json")->capture_default_str();
   return {cmd, [st]() -> int {
             std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
@@ -100,6 +104,7 @@ command add_certify(CLI::App& app) {
             }
             o.seq_len = st->seq_len;
             o.diagnose = !st->no_diagnosis;
+            o.exhaustive = st->exhaustive;
             const certify::certificate cert = certify::certify_dump(e, d, o);
             const std::filesystem::path dir(st->out);
             std::error_code ec;

@@ -372,6 +372,24 @@ table_source find_rope_table(const dump& d, const spec::rope& s,
   return t;
 }
 
+// Whether `pos` holds every position 0 … max; with `required`, pev::error naming the first one
+// missing.
+bool covers_every_position(const std::vector<std::int64_t>& pos, bool required) {
+  std::vector<std::int64_t> sorted(pos);
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  for (std::size_t k = 0; k < sorted.size(); ++k) {
+    if (sorted[k] != static_cast<std::int64_t>(k)) {
+      if (!required) return false;
+      throw error(
+          fmt::format("--exhaustive: the rows do not cover every position 0 … {}: {} is "
+                      "missing",
+                      sorted.back(), static_cast<std::int64_t>(k)));
+    }
+  }
+  return true;
+}
+
 std::vector<std::int64_t> row_positions(const dump& d, const options& o, std::int64_t rows) {
   std::vector<std::int64_t> pos = o.positions;
   if (pos.empty()) {
@@ -386,6 +404,10 @@ std::vector<std::int64_t> row_positions(const dump& d, const options& o, std::in
   if (static_cast<std::int64_t>(pos.size()) != rows) {
     throw error(fmt::format("the table has {} rows but {} positions are given", rows, pos.size()));
   }
+  if (!pos.empty() && *std::min_element(pos.begin(), pos.end()) < 0) {
+    throw error("negative positions cannot be certified");
+  }
+  covers_every_position(pos, o.exhaustive);
   return pos;
 }
 
@@ -593,10 +615,10 @@ void certify_rope(const spec::rope& s, const spec::encoding& e, const dump& d, c
   if (pos.empty()) throw error("the table has no rows");
   cert.what =
       fmt::format("rope table ({} layout{})", to_string(t.layout), t.detected ? ", detected" : "");
+  cert.exhaustive = covers_every_position(pos, false);
   cert.positions = pos.size();
   cert.min_position = *std::min_element(pos.begin(), pos.end());
   cert.max_position = *std::max_element(pos.begin(), pos.end());
-  if (cert.min_position < 0) throw error("negative positions cannot be certified");
   std::optional<std::int64_t> seq;
   if (s.stateful()) seq = o.seq_len.value_or(cert.max_position + 1);
   const ref::fast_rope_reference ref(s, seq);
@@ -739,6 +761,7 @@ void certify_sinusoidal(const spec::sinusoidal& s, const spec::encoding& e, cons
   const std::vector<std::int64_t> pos = row_positions(d, o, sh[0]);
   if (pos.empty()) throw error("the table has no rows");
   cert.what = "sinusoidal pe";
+  cert.exhaustive = covers_every_position(pos, false);
   cert.positions = pos.size();
   cert.min_position = *std::min_element(pos.begin(), pos.end());
   cert.max_position = *std::max_element(pos.begin(), pos.end());

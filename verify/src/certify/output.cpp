@@ -39,7 +39,10 @@ std::string to_json(const certificate& c) {
     inputs.push_back({{"path", f.path}, {"format", f.format}, {"sha256", f.sha256}});
   }
   j["inputs"] = inputs;
-  j["positions"] = {{"count", c.positions}, {"min", c.min_position}, {"max", c.max_position}};
+  j["positions"] = {{"count", c.positions},
+                    {"min", c.min_position},
+                    {"max", c.max_position},
+                    {"exhaustive", c.exhaustive}};
   j["reference"] = {{"backend", "fast exact reference (MPFR fallback)"},
                     {"precision_bits", c.precision_bits},
                     {"values", c.reference_values},
@@ -106,8 +109,9 @@ std::string to_text(const certificate& c) {
   std::string s;
   s += fmt::format("spec      {}\n", c.spec);
   for (const auto& f : c.inputs) s += fmt::format("input     {} (sha256 {})\n", f.path, f.sha256);
-  s += fmt::format("data      {}, {} positions in [{}, {}]\n", c.what, c.positions, c.min_position,
-                   c.max_position);
+  s +=
+      fmt::format("data      {}, {} positions in [{}, {}]{}\n", c.what, c.positions, c.min_position,
+                  c.max_position, c.exhaustive ? " (every position: exhaustive)" : "");
   s += fmt::format("{:<18} {:<5} {:>10} {:>9} {:>9} {:>10} {:>8} {:>8}  {}\n", "check", "dtype",
                    "values", "CR %", "faith %", "max abs", "max ulp", "rho hf", "grade");
   for (const check& k : c.checks) {

@@ -153,6 +153,9 @@ struct options {
   /// Sequence length of stateful rope types; none: max(position) + 1 (transformers).
   std::optional<std::int64_t> seq_len;
   bool diagnose = true;
+  /// Require the rows to cover every position 0 … max (an exhaustive certificate); pev::error
+  /// naming the first missing position otherwise. Every row of a dump is always checked.
+  bool exhaustive = false;
 };
 
 struct certificate {
@@ -161,6 +164,7 @@ struct certificate {
   std::string what;  // "rope table", "sinusoidal pe", …
   std::uint64_t positions = 0;
   std::int64_t min_position = 0, max_position = 0;
+  bool exhaustive = false;  // the rows cover every position 0 … max_position
   std::optional<std::string> claimed_recipe;
   bool claim_holds = true;
   std::vector<check> checks;

@@ -1,0 +1,131 @@
+// `pev certify` end to end: dumps written by `pev compute`, certified through the CLI (exit codes,
+// certificate.json, the spec from the dump's metadata, claims, bad usage).
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "run.h"
+
+namespace pev {
+namespace {
+
+using test::run_pev;
+
+nlohmann::json read_json(const std::string& file) {
+  std::ifstream in(file);
+  EXPECT_TRUE(in) << file;
+  return nlohmann::json::parse(in);
+}
+
+const std::string kSpec = "rope:head_dim=64,rope_theta=500000";
+
+TEST(CliCertify, StrategiesDumpedByComputeGetTheirGrades) {
+  const std::string dir = test::temp_dir("certify_cli");
+  struct expect {
+    const char* strategy;
+    const char* dtype;
+    const char* grade;
+  };
+  for (const expect& e :
+       {expect{"accurate", "fp32", "correctly-rounded"}, expect{"hf", "fp32", "recipe:hf"},
+        expect{"ggml", "fp32", "recipe:ggml"},
+        // Below 2^15 the bf16 storage error (½ ulp) dominates the fp32 phase
+        // error: the dump is within 2 bf16 ulps everywhere.
+        expect{"table-bf16", "bf16", "drift-free"}, expect{"table-bf16", "fp32", "recipe:vllm"}}) {
+    const std::string dump = dir + "/" + e.strategy + "_" + e.dtype + ".safetensors";
+    auto c = run_pev({"compute", "--strategy", e.strategy, "--spec", kSpec, "--positions",
+                      "0:20000:7", "--dtype", e.dtype, "--format", "safetensors", "--out", dump});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    const std::string out = dir + "/out_" + e.strategy + "_" + e.dtype;
+    // No --spec: the dump's metadata names it (said on stderr).
+    auto r = run_pev({"certify", "--impl", dump, "--out", out});
+    EXPECT_EQ(r.exit_code, 0) << e.strategy << " " << e.dtype << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("spec from the dump's metadata"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find(std::string("grade     ") + e.grade), std::string::npos) << r.out;
+    const auto j = read_json(out + "/certificate.json");
+    EXPECT_EQ(j["schema_version"], 1);
+    EXPECT_EQ(j["grade"], e.grade) << e.strategy;
+    EXPECT_EQ(j["spec"], kSpec);
+    EXPECT_EQ(j["inputs"][0]["sha256"].get<std::string>().size(), 64u);
+    EXPECT_EQ(j["positions"]["count"], 2858);
+    EXPECT_EQ(j["positions"]["exhaustive"], false);
+    EXPECT_EQ(j["checks"].size(), 2u);
+  }
+}
+
+TEST(CliCertify, NpyTableAndClaims) {
+  const std::string dir = test::temp_dir("certify_npy");
+  // pev compute's npy table is [P, pairs, 2]; positions 0..P-1.
+  auto c = run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "0:3000",
+                    "--format", "npy", "--out", dir + "/table.npy"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto r = run_pev({"certify", "--spec", kSpec, "--impl", dir + "/table.npy", "--out", dir,
+                    "--recipe", "hf", "--exhaustive"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("pairs layout, detected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("claim     recipe hf: holds"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("exhaustive"), std::string::npos) << r.out;
+  EXPECT_EQ(read_json(dir + "/certificate.json")["positions"]["exhaustive"], true);
+  // The fp32 recipe is not faithful: claiming `exact` fails (exit 1), the grade stays.
+  auto x = run_pev({"certify", "--spec", kSpec, "--impl", dir + "/table.npy", "--out", dir,
+                    "--recipe", "exact"});
+  EXPECT_EQ(x.exit_code, 1) << x.out << x.err;
+  EXPECT_NE(x.out.find("does NOT hold"), std::string::npos) << x.out;
+  EXPECT_EQ(read_json(dir + "/certificate.json")["certified"], false);
+  // The wrong spec: not certified, with a diagnosis.
+  auto w = run_pev({"certify", "--spec", "rope:head_dim=64,rope_theta=10000", "--impl",
+                    dir + "/table.npy", "--out", dir});
+  EXPECT_EQ(w.exit_code, 1) << w.out << w.err;
+  EXPECT_NE(w.out.find("first mismatch"), std::string::npos) << w.out;
+  EXPECT_FALSE(read_json(dir + "/certificate.json")["diagnosis"].is_null());
+}
+
+TEST(CliCertify, BadUsageExitsTwo) {
+  const std::string dir = test::temp_dir("certify_bad");
+  auto c = run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "5:50",
+                    "--format", "safetensors", "--out", dir + "/d.safetensors"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  {
+    std::ofstream f(dir + "/d.txt");
+    f << "not a dump\n";
+  }
+  struct bad {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<bad> cases = {
+      {{"certify", "--spec", kSpec}, "--impl"},
+      {{"certify", "--spec", kSpec, "--impl", dir + "/missing.safetensors"}, "missing"},
+      {{"certify", "--spec", kSpec, "--impl", dir + "/d.txt"}, "expected a .safetensors or .npy"},
+      {{"certify", "--spec", kSpec, "--impl", dir + "/d.safetensors", "--layout", "diagonal"},
+       "--layout"},
+      {{"certify", "--spec", kSpec, "--impl", dir + "/d.safetensors", "--recipe", "fast"},
+       "--recipe"},
+      {{"certify", "--spec", kSpec, "--impl", dir + "/d.safetensors", "--exhaustive"},
+       "0 is missing"},
+      {{"certify", "--spec", "rope:head_dim=48", "--impl", dir + "/d.safetensors"},
+       "expected [P, 24]"},
+      {{"certify", "--spec", "alibi:num_heads=8", "--impl", dir + "/d.safetensors"},
+       "not supported yet"},
+      {{"certify", "--spec", kSpec, "--impl", dir + "/d.safetensors", "--out", dir + "/d.txt/sub"},
+       "cannot create the directory"},
+  };
+  for (const auto& b : cases) {
+    const auto r = run_pev(b.args);
+    std::string cmd;
+    for (const auto& a : b.args) cmd += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(b.message), std::string::npos) << cmd << "\nstderr: " << r.err;
+  }
+  const auto h = run_pev({"certify", "--help"});
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("correctly-rounded > faithful"), std::string::npos) << h.out;
+}
+
+}  // namespace
+}  // namespace pev
