@@ -67,6 +67,11 @@ io::array to_array(std::vector<std::int64_t> shape, const std::vector<T>& v) {
   }
 }
 
+std::optional<std::int64_t> seq_of(const spec::rope& r, const std::vector<std::int64_t>& pos) {
+  if (!r.stateful()) return std::nullopt;
+  return *std::max_element(pos.begin(), pos.end()) + 1;
+}
+
 std::optional<std::int64_t> seq_of(const spec::encoding& e, const std::vector<std::int64_t>& pos) {
   const auto* r = std::get_if<spec::rope>(&e);
   if (!r || !r->stateful()) return std::nullopt;
@@ -75,9 +80,37 @@ std::optional<std::int64_t> seq_of(const spec::encoding& e, const std::vector<st
 
 // Dumps an implementation's main table: safetensors (cos, sin, positions; or pe) or npy files
 // (table.npy [P, pairs, 2] or pe.npy, positions.npy). Returns the files.
+// Rotated q and k ([T, 3, head_dim] and [T, 1, head_dim], GQA) of seeded random inputs at every
+// 8th position of `pos`, as tensors q_in, q_out, k_in, k_out and qk_positions.
+template <class T>
+void add_qk(const impl::implementation& im, const spec::rope& r,
+            const std::vector<std::int64_t>& pos, io::tensor_file& tf) {
+  std::vector<std::int64_t> qp;
+  for (std::size_t t = 0; t < pos.size(); t += 8) qp.push_back(pos[t]);
+  const auto T_ = static_cast<std::int64_t>(qp.size());
+  std::mt19937_64 rng(12345);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const auto& [name, heads] : {std::pair<std::string, std::int64_t>{"q", 3}, {"k", 1}}) {
+    std::vector<T> in(static_cast<std::size_t>(T_ * heads * r.head_dim)), out(in.size());
+    for (T& v : in) {
+      if constexpr (std::is_same_v<T, float>) {
+        v = normal(rng);
+      } else {
+        v = T(normal(rng));
+      }
+    }
+    im.rope_rotate(qp, seq_of(r, pos), kernel::heads_view<const T>{in, T_, heads, r.head_dim},
+                   kernel::heads_view<T>{out, T_, heads, r.head_dim});
+    tf.add(name + "_in", to_array<T>({T_, heads, r.head_dim}, in));
+    tf.add(name + "_out", to_array<T>({T_, heads, r.head_dim}, out));
+  }
+  tf.add("qk_positions", io::array::from_int64({T_}, qp));
+}
+
 template <class T>
 std::vector<fs::path> dump(const impl::implementation& im, const spec::encoding& e,
-                           const std::vector<std::int64_t>& pos, const fs::path& dir, bool npy) {
+                           const std::vector<std::int64_t>& pos, const fs::path& dir, bool npy,
+                           bool qk = false) {
   const auto P = static_cast<std::int64_t>(pos.size());
   io::tensor_file tf;
   std::vector<fs::path> files;
@@ -97,6 +130,7 @@ std::vector<fs::path> dump(const impl::implementation& im, const spec::encoding&
     } else {
       tf.add("cos", to_array<T>({P, n}, c));
       tf.add("sin", to_array<T>({P, n}, s));
+      if (qk) add_qk<T>(im, *r, pos, tf);
     }
   } else {
     const auto& sp = std::get<spec::sinusoidal>(e);
@@ -133,10 +167,12 @@ const std::vector<std::string>& strategy_specs() {
   return v;
 }
 
-bool grade_matches_contract(kernel::strategy st, grade g, bool sixteen_bit) {
+bool grade_matches_contract(kernel::strategy st, grade g, bool sixteen_bit, bool qk) {
   switch (st) {
     case kernel::strategy::accurate:
-      return g <= grade::faithful;
+      // Its table is correctly rounded but the rotation runs in fp32 (apply.h): rotated
+      // outputs are within the rotation's few roundings, drift-free, not faithful everywhere.
+      return g <= (qk ? grade::drift_free : grade::faithful);
     case kernel::strategy::hf:
       return g <= grade::recipe_hf;
     case kernel::strategy::ggml:
@@ -160,9 +196,13 @@ void strategies_for_dtype(const char* dtype_name) {
       const auto im = impl::make_builtin(e, st);
       for (bool npy : {false, true}) {
         const fs::path dir = temp_dir(std::string("st_") + dtype_name);
-        const auto files = dump<T>(*im, e, pos, dir, npy);
+        const bool qk = !npy && std::holds_alternative<spec::rope>(e);
+        const auto files = dump<T>(*im, e, pos, dir, npy, qk);
         const auto cert = certify::certify_dump(e, certify::read_dump(files), {});
-        EXPECT_TRUE(grade_matches_contract(st, cert.result, !std::is_same_v<T, float>))
+        if (qk) {
+          EXPECT_EQ(cert.checks.size(), 4u) << certify::to_text(cert);  // cos sin q k
+        }
+        EXPECT_TRUE(grade_matches_contract(st, cert.result, !std::is_same_v<T, float>, qk))
             << text << " " << kernel::to_string(st) << " " << dtype_name
             << (npy ? " npy" : " safetensors") << ": " << certify::to_string(cert.result) << "\n"
             << certify::to_text(cert);
@@ -260,18 +300,15 @@ TEST(Certify, EveryMutantIsNotCertifiedAndDiagnosed) {
     }
     if (!e) {
       ++skipped;  // ALiBi and T5 dumps are not certified yet
-      table += fmt::format("  {:<28} (no table family certify reads yet)\n", info.id);
+      table += fmt::format("  {:<28} (a family certify does not read yet)\n", info.id);
       continue;
     }
     const auto m = impl::make_mutant(info.id, *e);
-    if (!changes_the_table(*m, *e, pos)) {
-      ++skipped;  // e.g. a rotation-layout bug: the cos/sin table itself is right
-      table += fmt::format("  {:<28} (the table is right: visible in rotated q/k only)\n", info.id);
-      continue;
-    }
+    const bool visible_in_table = changes_the_table(*m, *e, pos);
     ++tried;
     const fs::path dir = temp_dir("mutant");
-    const auto files = dump<float>(*m, *e, pos, dir, false);
+    // The table, and for RoPE rotated q/k too (rotation-layout bugs leave the table right).
+    const auto files = dump<float>(*m, *e, pos, dir, false, std::holds_alternative<spec::rope>(*e));
     const auto cert = certify::certify_dump(*e, certify::read_dump(files), {});
     EXPECT_EQ(cert.exit_code(), 1) << info.id << " was certified:\n" << certify::to_text(cert);
     ASSERT_TRUE(cert.why) << info.id;
@@ -286,17 +323,18 @@ TEST(Certify, EveryMutantIsNotCertifiedAndDiagnosed) {
     const bool first = cert.why->named && *cert.why->named == info.id;
     named += ok;
     tied += ok && !first;
-    table += fmt::format("  {:<28} {:<44} {} (max rho {:.3g}; without: {:.3g})\n", info.id,
-                         spec::to_spec_string(*e).substr(0, 44),
-                         ok ? (first ? "named" : "named (tied with " + *cert.why->named + ")")
-                            : "NOT named: " + cert.why->named.value_or("none"),
-                         x.front().max_rho, cert.why->max_rho_without);
+    table +=
+        fmt::format("  {:<28} {:<44} {}{} (max rho {:.3g}; without: {:.3g})\n", info.id,
+                    spec::to_spec_string(*e).substr(0, 44), visible_in_table ? "" : "[q/k only] ",
+                    ok ? (first ? "named" : "named (tied with " + *cert.why->named + ")")
+                       : "NOT named: " + cert.why->named.value_or("none"),
+                    x.front().max_rho, cert.why->max_rho_without);
   }
   std::cout << "mutant diagnosis:\n" << table;
   std::cout << named << " of " << tried << " mutants named (" << tied << " tied), " << skipped
             << " not visible in the tables certify reads yet\n";
   EXPECT_GE(named * 10, tried * 9);  // ≥ 90 %
-  EXPECT_GE(tried, 20);
+  EXPECT_GE(tried, 23);
 }
 
 TEST(Certify, LayoutsAreDetected) {

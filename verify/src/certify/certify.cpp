@@ -116,8 +116,13 @@ class tally {
   /// One value: position p, index i, the data value (as double), RN_T(exact) equal or not, the
   /// exact value y (double), its ulp in T, and the recipes' bounds (hf, ggml; vllm's follow from
   /// hf's: the fp32 value stored in fp16 or bf16 first).
+  /// `vllm`: the bounds with a 16-bit cache (fp16, bf16) when they are not the table's own (the
+  /// value itself stored: hf's plus half an ulp at |y|), e.g. for rotated outputs.
   void add(std::int64_t p, std::int64_t i, double got, bool cr, double y, double ulp, double b_hf,
-           double b_ggml) {
+           double b_ggml, double drift = -1,
+           std::optional<std::pair<double, double>> vllm = std::nullopt) {
+    if (drift < 0) drift = c_.drift_free_bound;
+    drift_max_ = std::max(drift_max_, drift);
     const double ay = std::fabs(y);
     ++c_.count;
     const bool finite = std::isfinite(got);
@@ -127,10 +132,13 @@ class tally {
     c_.correctly_rounded += cr;
     c_.faithful += ue <= 1.0;
     c_.max_abs_error = std::max(c_.max_abs_error, abs);
+    drift_rho_ = std::max(drift_rho_, abs == 0 ? 0.0 : abs / drift);
     rho_hf_ = std::max(rho_hf_, abs / b_hf);
     if (abs > b_hf) {  // the vllm bounds exceed hf's: only needed where hf's is exceeded
-      rho_v16_ = std::max(rho_v16_, abs / (b_hf + metric::half_ulp(ay + b_hf, metric::kF16)));
-      rho_vbf_ = std::max(rho_vbf_, abs / (b_hf + metric::half_ulp(ay + b_hf, metric::kBF16)));
+      const double v16 = vllm ? vllm->first : b_hf + metric::half_ulp(ay + b_hf, metric::kF16);
+      const double vbf = vllm ? vllm->second : b_hf + metric::half_ulp(ay + b_hf, metric::kBF16);
+      rho_v16_ = std::max(rho_v16_, abs / v16);
+      rho_vbf_ = std::max(rho_vbf_, abs / vbf);
     }
     if (ggml_) rho_gg_ = std::max(rho_gg_, abs / b_ggml);
     if (ue > c_.max_ulp_error || c_.count == 1) {
@@ -141,6 +149,7 @@ class tally {
 
   check finish() {
     check c = c_;
+    c.drift_free_bound = std::max(c.drift_free_bound, drift_max_);
     // The vllm bounds are larger than hf's, so where hf's holds their ρ is below hf's (≤ 1); they
     // are measured where it does not. Reported: an upper bound when ≤ 1, exact above.
     c.max_rho["hf"] = rho_hf_;
@@ -154,7 +163,7 @@ class tally {
       c.best = grade::correctly_rounded;
     } else if (c.max_ulp_error <= 1.0) {
       c.best = grade::faithful;
-    } else if (c.max_abs_error <= c.drift_free_bound) {
+    } else if (drift_rho_ <= 1.0) {
       c.best = grade::drift_free;
     } else if (rho_hf_ <= 1.0) {
       c.best = grade::recipe_hf;
@@ -172,6 +181,7 @@ class tally {
   check c_;
   bool ggml_;
   double rho_hf_ = 0, rho_v16_ = 0, rho_vbf_ = 0, rho_gg_ = 0;
+  double drift_rho_ = 0, drift_max_ = 0;
 };
 
 // Where the data leaves the claimed recipe's bound.
@@ -279,7 +289,8 @@ table_source find_rope_table(const dump& d, const spec::rope& s,
   } else {
     throw error(fmt::format(
         "no RoPE cos/sin table in the dump (expected tensors 'cos' and 'sin', 'cos_sin_cache' or "
-        "'table'/'freqs_cis' [P, pairs, 2]); it holds {}",
+        "'table'/'freqs_cis' [P, pairs, 2], or rotated q_in/q_out, k_in/k_out [T, H, head_dim]); "
+        "it holds {}",
         tensor_list(d)));
   }
   t.detected = !forced;
@@ -390,11 +401,15 @@ bool covers_every_position(const std::vector<std::int64_t>& pos, bool required) 
   return true;
 }
 
-std::vector<std::int64_t> row_positions(const dump& d, const options& o, std::int64_t rows) {
+// Positions of `rows` rows: --positions, else the first of `names` in the dump (q/k dumps with a
+// table of another length name theirs qk_positions), else 0 … rows − 1.
+std::vector<std::int64_t> row_positions(const dump& d, const options& o, std::int64_t rows,
+                                        std::initializer_list<const char*> names = {
+                                            "positions", "position_ids"}) {
   std::vector<std::int64_t> pos = o.positions;
   if (pos.empty()) {
     std::string name;
-    if (const io::array* a = find_any(d, {"positions", "position_ids"}, &name)) {
+    if (const io::array* a = find_any(d, names, &name)) {
       pos = a->to_int64();
     } else {
       pos.resize(static_cast<std::size_t>(rows));
@@ -477,10 +492,38 @@ void rope_table_checks(const rope_context& k, const table_source& t,
   cert.checks.push_back(ts.finish());
 }
 
+// How well each mistake explains the data, accumulated over everything compared (table and
+// rotated q/k): ρ = |data − mistaken value| / hf bound.
+struct evidence {
+  std::string description;
+  double max_rho = 0, sum2 = 0;
+  std::uint64_t count = 0;
+  void add(double rho) {
+    max_rho = std::max(max_rho, rho);
+    sum2 += std::isfinite(rho) ? rho * rho : 1e300;
+    ++count;
+  }
+};
+using evidence_map = std::map<std::string, evidence>;
+
+// ρ of a data value g against a mistaken value mv with bound b (non-finite: 0 when both are the
+// same non-finite value, else infinite).
+double rho_against(double g, double mv, double b) {
+  if (std::isfinite(g) && std::isfinite(mv)) return std::fabs(g - mv) / b;
+  return (std::isnan(g) && std::isnan(mv)) || g == mv ? 0.0 : kInf;
+}
+
+void to_explanations(const evidence_map& ev, diagnosis& dx) {
+  for (const auto& [id, x] : ev) {
+    const double rms = x.count ? std::sqrt(x.sum2 / static_cast<double>(x.count)) : 0;
+    dx.explanations.push_back({id, x.description, x.max_rho, rms, x.max_rho <= kExplainRho});
+  }
+}
+
 // Diagnosis for RoPE tables: each applicable mutant's table against the data, in hf bounds.
 template <class T>
 void rope_explanations(const rope_context& k, const spec::encoding& e, const table_source& t,
-                       const std::vector<std::int64_t>& pos, diagnosis& dx) {
+                       const std::vector<std::int64_t>& pos, evidence_map& ev) {
   if constexpr (std::is_same_v<T, double>) {
     return;  // mutants produce fp32/fp16/bf16 tables only
   } else {
@@ -492,9 +535,8 @@ void rope_explanations(const rope_context& k, const spec::encoding& e, const tab
       if (std::string_view(info.family) != "rope" || !info.applies(e)) continue;
       const auto m = impl::make_mutant(info.id, e);
       if (!m->supports(impl::output::rope_table, impl::dtype_of<T>())) continue;
-      explanation x{info.id, info.description, 0, 0, false};
-      double sum = 0;
-      std::uint64_t count = 0;
+      evidence& x = ev[info.id];
+      x.description = info.description;
       for (std::size_t r0 = 0; r0 < pos.size(); r0 += kChunkRows) {
         const std::size_t n = std::min(kChunkRows, pos.size() - r0);
         const std::span<const std::int64_t> chunk(pos.data() + r0, n);
@@ -520,19 +562,185 @@ void rope_explanations(const rope_context& k, const spec::encoding& e, const tab
               // The bound at the larger of the two magnitudes: the mistaken value's own rounding.
               const double b =
                   hf_bound(k, pos[r0 + rr], i, std::max(std::fabs(y), std::fabs(mv)), fmt_t);
-              const double rho = std::isfinite(g) && std::isfinite(mv) ? std::fabs(g - mv) / b
-                                 : (std::isnan(g) && std::isnan(mv)) || g == mv ? 0.0
-                                                                                : kInf;
-              x.max_rho = std::max(x.max_rho, rho);
-              sum += std::isfinite(rho) ? rho * rho : 1e300;
-              ++count;
+              x.add(rho_against(g, mv, b));
             }
           }
         }
       }
-      x.rms_rho = count ? std::sqrt(sum / static_cast<double>(count)) : 0;
-      x.explains = x.max_rho <= kExplainRho;
-      dx.explanations.push_back(x);
+    }
+  }
+}
+
+// ---- Rotated q/k ------------------------------------------------------------------------------
+
+// A pair of input and rotated output tensors [T, H, D] in the dump (q_in/q_out or k_in/k_out).
+struct qk_source {
+  std::string name;  // "q" or "k"
+  const io::array* in = nullptr;
+  const io::array* out = nullptr;
+  std::int64_t tokens = 0, heads = 0, dim = 0;
+};
+
+std::vector<qk_source> find_qk(const dump& d, const spec::rope& s) {
+  std::vector<qk_source> v;
+  for (const char* n : {"q", "k"}) {
+    const std::string in_name = std::string(n) + "_in", out_name = std::string(n) + "_out";
+    const io::array* in = d.find(in_name);
+    const io::array* out = d.find(out_name);
+    if (!in && !out) continue;
+    if (!in || !out) {
+      throw error(fmt::format("tensor '{}' needs its pair '{}' (inputs and rotated outputs)",
+                              in ? in_name : out_name, in ? out_name : in_name));
+    }
+    const auto a = squeezed(in->shape), b = squeezed(out->shape);
+    if (a.size() != 3 || a != b || a[2] != s.head_dim || in->type != out->type) {
+      throw error(fmt::format(
+          "tensors '{}' {} and '{}' {} must both be [T, H, head_dim = {}] of the same dtype",
+          in_name, shape_text(in->shape), out_name, shape_text(out->shape), s.head_dim));
+    }
+    v.push_back({n, in, out, a[0], a[1], a[2]});
+  }
+  return v;
+}
+
+// The two dims of pair i (neox: i, i + rot/2; interleaved: 2i, 2i + 1).
+std::pair<std::int64_t, std::int64_t> pair_dims(const spec::rope& s, std::int64_t i) {
+  if (s.layout == spec::rope_layout::neox) return {i, i + s.pairs()};
+  return {2 * i, 2 * i + 1};
+}
+
+// Per element of a rotated head: the pair it belongs to (−1: pass-through).
+std::vector<std::int64_t> pair_of_dims(const spec::rope& s) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(s.head_dim), -1);
+  for (std::int64_t i = 0; i < s.pairs(); ++i) {
+    const auto [a, b] = pair_dims(s, i);
+    v[static_cast<std::size_t>(a)] = i;
+    v[static_cast<std::size_t>(b)] = i;
+  }
+  return v;
+}
+
+// Bound of the hf recipe (fp32 table, fp32 rotation without FMA, rounded to T; apply.h's
+// contract) on one rotated element with pair inputs x0, x1 and exact output y: the table's error
+// (its bound at magnitude m) times |x0| + |x1|, plus the rotation's roundings. Pass-through dims
+// are copies: bound 0.
+double rotation_hf_bound(const rope_context& k, std::int64_t p, std::int64_t i, double x0,
+                         double x1, double y, format out) {
+  if (i < 0) return 0;
+  const double ax = std::fabs(x0) + std::fabs(x1);
+  return ax * hf_bound(k, p, i, k.m, metric::kF32) +
+         impl::rotation_bound(ax * k.m, std::fabs(y), out);
+}
+
+template <class T>
+void rotation_checks(const rope_context& k, const qk_source& q,
+                     const std::vector<std::int64_t>& pos, const options& o, certificate& cert,
+                     mismatch_log& log, ref::fast_stats& stats) {
+  constexpr format fmt_t = format_of<T>();
+  const std::int64_t D = q.dim;
+  const auto pair = pair_of_dims(k.s);
+  tally tl(q.name + "_out",
+           fmt::format("tensors '{0}_in' and '{0}_out' {1}", q.name, shape_text(q.out->shape)),
+           dtype_name<T>(), 0, true);
+  const int claim = claim_kind(o);
+  std::vector<double> x(static_cast<std::size_t>(D)), y(x.size());
+  std::vector<T> rn(x.size());
+  for (std::int64_t t = 0; t < q.tokens; ++t) {
+    const std::int64_t p = pos[static_cast<std::size_t>(t)];
+    const std::vector<metric::tv> angles = k.gg.angles(p);
+    for (std::int64_t h = 0; h < q.heads; ++h) {
+      const std::size_t base = static_cast<std::size_t>((t * q.heads + h) * D);
+      for (std::int64_t j = 0; j < D; ++j) {
+        x[std::size_t(j)] = scalar_traits<T>::to_double(element<T>(*q.in, base + std::size_t(j)));
+      }
+      k.ref.rotate<T>(p, x, rn, &stats);
+      k.ref.rotate<double>(p, x, y, &stats);
+      for (std::int64_t j = 0; j < D; ++j) {
+        const auto u = static_cast<std::size_t>(j);
+        const std::int64_t i = pair[u];
+        double x0 = 0, x1 = 0;
+        if (i >= 0) {
+          const auto [a, b] = pair_dims(k.s, i);
+          x0 = x[std::size_t(a)];
+          x1 = x[std::size_t(b)];
+        }
+        const T got = element<T>(*q.out, base + u);
+        const double g = scalar_traits<T>::to_double(got);
+        const double ay = std::fabs(y[u]);
+        const double b_hf = rotation_hf_bound(k, p, i, x0, x1, y[u], fmt_t);
+        const double ax = std::fabs(x0) + std::fabs(x1);
+        const double b_gg =
+            i < 0
+                ? 0
+                : ax * impl::path_bound(impl::trig_times_m(angles[std::size_t(i)].e, k.gg.m, 1.0),
+                                        k.m, kernel::storage::output, metric::kF32, metric::kF32) +
+                      impl::rotation_bound(ax * k.m, ay, fmt_t);
+        // Drift-free for a rotated element: within 2 ulps of the pair's magnitude m·(|x0| + |x1|).
+        const double drift = i < 0 ? 0 : 2 * ulp_at(k.m * ax, fmt_t);
+        // A 16-bit cache (vllm): each table value off by up to half an ulp at m more.
+        const double tiny = std::numeric_limits<double>::denorm_min();
+        const std::pair<double, double> vllm{
+            std::max(b_hf + ax * metric::half_ulp(k.m, metric::kF16), tiny),
+            std::max(b_hf + ax * metric::half_ulp(k.m, metric::kBF16), tiny)};
+        tl.add(p, h * D + j, g, metric::ulp_distance(got, rn[u]) == 0, y[u], ulp_at(ay, fmt_t),
+               std::max(b_hf, tiny), std::max(b_gg, tiny), drift, vllm);
+        const double bound = claim == 0 ? b_hf : claim == 1 ? b_gg : ulp_at(ay, fmt_t);
+        if (!(std::fabs(g - y[u]) <= bound)) {
+          log.add(q.name == "q" ? "q_out" : "k_out", p, h * D + j, g, y[u], bound);
+        }
+      }
+    }
+  }
+  cert.checks.push_back(tl.finish());
+}
+
+template <class T>
+void rotation_explanations(const rope_context& k, const spec::encoding& e, const qk_source& q,
+                           const std::vector<std::int64_t>& pos, evidence_map& ev) {
+  if constexpr (std::is_same_v<T, double>) {
+    return;
+  } else {
+    constexpr format fmt_t = format_of<T>();
+    const std::size_t n = static_cast<std::size_t>(q.tokens * q.heads * q.dim);
+    std::vector<T> in(n), out(n);
+    for (std::size_t u = 0; u < n; ++u) in[u] = element<T>(*q.in, u);
+    const auto pair = pair_of_dims(k.s);
+    std::vector<double> x(static_cast<std::size_t>(q.dim)), y(x.size());
+    for (const impl::mutant_info& info : impl::mutant_catalogue()) {
+      if (std::string_view(info.family) != "rope" || !info.applies(e)) continue;
+      const auto m = impl::make_mutant(info.id, e);
+      if (!m->supports(impl::output::rope_rotate, impl::dtype_of<T>())) continue;
+      m->rope_rotate(pos, k.seq, kernel::heads_view<const T>{in, q.tokens, q.heads, q.dim},
+                     kernel::heads_view<T>{out, q.tokens, q.heads, q.dim});
+      evidence& x_ev = ev[info.id];
+      x_ev.description = info.description;
+      for (std::int64_t t = 0; t < q.tokens; ++t) {
+        const std::int64_t p = pos[static_cast<std::size_t>(t)];
+        for (std::int64_t h = 0; h < q.heads; ++h) {
+          const std::size_t base = static_cast<std::size_t>((t * q.heads + h) * q.dim);
+          for (std::int64_t j = 0; j < q.dim; ++j) {
+            x[std::size_t(j)] = scalar_traits<T>::to_double(in[base + std::size_t(j)]);
+          }
+          k.ref.rotate<double>(p, x, y);
+          for (std::int64_t j = 0; j < q.dim; ++j) {
+            const auto u = static_cast<std::size_t>(j);
+            const std::int64_t i = pair[u];
+            double x0 = 0, x1 = 0;
+            if (i >= 0) {
+              const auto [a, b] = pair_dims(k.s, i);
+              x0 = x[std::size_t(a)];
+              x1 = x[std::size_t(b)];
+            }
+            const double g = scalar_traits<T>::to_double(element<T>(*q.out, base + u));
+            const double mv = scalar_traits<T>::to_double(out[base + u]);
+            // Pass-through dims and pairs of the mistaken kernel: the bound of a rotated element
+            // of this pair's magnitude (a mistaken pairing moves values between dims).
+            const double b = rotation_hf_bound(k, p, std::max<std::int64_t>(i, 0), x0, x1,
+                                               std::max(std::fabs(y[u]), std::fabs(mv)), fmt_t);
+            x_ev.add(b > 0 ? rho_against(g, mv, b) : (g == mv ? 0.0 : kInf));
+          }
+        }
+      }
     }
   }
 }
@@ -608,19 +816,60 @@ void grade_and_claim(certificate& cert) {
   }
 }
 
+// Whether the dump holds a cos/sin table (by the names and shapes find_rope_table reads).
+bool table_present(const dump& d, const spec::rope& s, const options& o) {
+  if (o.layout) return true;
+  for (const char* n : {"cos", "cos_cached", "cos_sin_cache", "table", "freqs_cis", "cos_sin"}) {
+    if (d.find(n)) return true;
+  }
+  for (const auto& [name, a] : d.tensors) {
+    const auto sh = squeezed(a.shape);
+    if (sh.size() == 3 && sh[1] == s.pairs() && sh[2] == 2) return true;
+  }
+  return false;
+}
+
 void certify_rope(const spec::rope& s, const spec::encoding& e, const dump& d, const options& o,
                   certificate& cert) {
-  const table_source t = find_rope_table(d, s, o.layout);
-  const std::vector<std::int64_t> pos = row_positions(d, o, t.rows);
-  if (pos.empty()) throw error("the table has no rows");
-  cert.what =
-      fmt::format("rope table ({} layout{})", to_string(t.layout), t.detected ? ", detected" : "");
-  cert.exhaustive = covers_every_position(pos, false);
-  cert.positions = pos.size();
-  cert.min_position = *std::min_element(pos.begin(), pos.end());
-  cert.max_position = *std::max_element(pos.begin(), pos.end());
+  const std::vector<qk_source> qk = find_qk(d, s);
+  std::optional<table_source> t;
+  if (table_present(d, s, o) || qk.empty()) t = find_rope_table(d, s, o.layout);
+  std::vector<std::int64_t> pos, qk_pos;
+  std::vector<std::string> what;
+  if (t) {
+    pos = row_positions(d, o, t->rows);
+    if (pos.empty()) throw error("the table has no rows");
+    what.push_back(fmt::format("rope table ({} layout{})", to_string(t->layout),
+                               t->detected ? ", detected" : ""));
+  }
+  if (!qk.empty()) {
+    // Every q/k pair has one row per token; their positions: qk_positions, else (without a table)
+    // positions, else 0 … T − 1.
+    for (const qk_source& q : qk) {
+      if (q.tokens != qk.front().tokens) {
+        throw error("tensors q_in and k_in have different numbers of tokens");
+      }
+    }
+    qk_pos =
+        t ? row_positions(d, {}, qk.front().tokens, {"qk_positions"})
+          : row_positions(d, o, qk.front().tokens, {"qk_positions", "positions", "position_ids"});
+    what.push_back(fmt::format("rotated {} ({} tokens × {} heads × {}, {} layout)",
+                               qk.size() == 2 ? "q and k" : qk.front().name, qk.front().tokens,
+                               qk.front().heads, qk.front().dim, spec::to_string(s.layout)));
+  }
+  const std::vector<std::int64_t>& main_pos = t ? pos : qk_pos;
+  if (main_pos.empty()) throw error("the dump has no rows to certify");
+  cert.what = fmt::format("{}", fmt::join(what, " and "));
+  cert.exhaustive = covers_every_position(main_pos, false);
+  cert.positions = main_pos.size();
+  cert.min_position = *std::min_element(main_pos.begin(), main_pos.end());
+  cert.max_position = *std::max_element(main_pos.begin(), main_pos.end());
   std::optional<std::int64_t> seq;
-  if (s.stateful()) seq = o.seq_len.value_or(cert.max_position + 1);
+  if (s.stateful()) {
+    std::int64_t top = cert.max_position;
+    for (std::int64_t p : qk_pos) top = std::max(top, p);
+    seq = o.seq_len.value_or(top + 1);
+  }
   const ref::fast_rope_reference ref(s, seq);
   const double m = ref.reference().attention_factor().convert_to<double>();
   const rope_context k{s, seq, ref, m, impl::hf_model(s, seq, m), impl::make_ggml_model(s, seq)};
@@ -637,23 +886,38 @@ void certify_rope(const spec::rope& s, const spec::encoding& e, const dump& d, c
       attention_factor_check<typename decltype(tag)::type>(k, *a, an, cert);
     });
   }
-  with_float_type(*t.cos.a, t.source, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    rope_table_checks<T>(k, t, pos, o, cert, log, stats);
-  });
+  if (t) {
+    with_float_type(*t->cos.a, t->source, [&](auto tag) {
+      rope_table_checks<typename decltype(tag)::type>(k, *t, pos, o, cert, log, stats);
+    });
+  }
+  for (const qk_source& q : qk) {
+    with_float_type(*q.in, "tensor '" + q.name + "_in'", [&](auto tag) {
+      rotation_checks<typename decltype(tag)::type>(k, q, qk_pos, o, cert, log, stats);
+    });
+  }
   cert.reference_values = stats.values;
   cert.reference_fallbacks = stats.fallbacks;
   diagnosis dx;
   dx.first = log.first;
-  for (const check& c : cert.checks)
+  for (const check& c : cert.checks) {
     dx.max_rho_without = std::max(dx.max_rho_without, c.max_rho.at("hf"));
+  }
   cert.why = dx;
   grade_and_claim(cert);
   if (!o.diagnose || cert.exit_code() == 0) return;  // certified: nothing to explain
-  with_float_type(*t.cos.a, t.source, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    rope_explanations<T>(k, e, t, pos, *cert.why);
-  });
+  evidence_map ev;
+  if (t) {
+    with_float_type(*t->cos.a, t->source, [&](auto tag) {
+      rope_explanations<typename decltype(tag)::type>(k, e, *t, pos, ev);
+    });
+  }
+  for (const qk_source& q : qk) {
+    with_float_type(*q.in, "tensor '" + q.name + "_in'", [&](auto tag) {
+      rotation_explanations<typename decltype(tag)::type>(k, e, q, qk_pos, ev);
+    });
+  }
+  to_explanations(ev, *cert.why);
 }
 
 // ---- Sinusoidal PE ----------------------------------------------------------------------------
