@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -23,6 +24,8 @@
 #include "pev/metric/error_model.h"
 #include "pev/metric/ulp.h"
 #include "pev/ref/fast.h"
+#include "pev/ref/recipe.h"
+#include "pev/ref/relative.h"
 #include "pev/scalar/round.h"
 #include "pev/scalar/traits.h"
 
@@ -1034,6 +1037,236 @@ void certify_sinusoidal(const spec::sinusoidal& s, const spec::encoding& e, cons
   });
 }
 
+// ---- ALiBi --------------------------------------------------------------------------------------
+
+std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::int64_t n) {
+  std::vector<std::int64_t> v;
+  if (const io::array* a = d.find(name)) {
+    v = a->to_int64();
+    if (static_cast<std::int64_t>(v.size()) != n) {
+      throw error(
+          fmt::format("tensor '{}' holds {} positions, the bias has {}", name, v.size(), n));
+    }
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) v.push_back(i);
+  }
+  return v;
+}
+
+template <class T>
+void alibi_checks(const spec::alibi& s, const spec::encoding& e, const dump& d, const options& o,
+                  certificate& cert) {
+  constexpr format fmt_t = format_of<T>();
+  const std::vector<real> slopes = ref::alibi_slopes(s);
+  const impl::alibi_contract hf(s, kernel::strategy::hf);
+  const std::int64_t H = s.num_heads;
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  mismatch_log log;
+  const bool exact_claim = claim_kind(o) == 2;
+  evidence_map ev;
+  const auto mutants = [&](auto&& compare) {
+    for (const impl::mutant_info& info : impl::mutant_catalogue()) {
+      if (std::string_view(info.family) != "alibi" || !info.applies(e)) continue;
+      const auto m = impl::make_mutant(info.id, e);
+      evidence& x = ev[info.id];
+      x.description = info.description;
+      compare(*m, x);
+    }
+  };
+  std::vector<std::function<void()>> diagnose;
+  if (const io::array* a = d.find("slopes")) {
+    const auto sh = squeezed(a->shape);
+    if (sh.size() != 1 || sh[0] != H) {
+      throw error(fmt::format("tensor 'slopes' has shape {}, expected [{}] (num_heads)",
+                              shape_text(a->shape), H));
+    }
+    tally tl("slopes", "tensor 'slopes'", dtype_name<T>(), 0, false);
+    for (std::int64_t h = 0; h < H; ++h) {
+      const auto u = static_cast<std::size_t>(h);
+      const T got = element<T>(*a, u);
+      const double y = slopes[u].convert_to<double>();
+      const double g = scalar_traits<T>::to_double(got);
+      const double b = hf.slope_bound(h, y, fmt_t);
+      tl.add(0, h, g, metric::ulp_distance(got, round_to<T>(slopes[u])) == 0, y,
+             ulp_at(std::fabs(y), fmt_t), std::max(b, tiny), kInf, 2 * ulp_at(std::fabs(y), fmt_t));
+      const double bound = exact_claim ? ulp_at(std::fabs(y), fmt_t) : b;
+      if (!(std::fabs(g - y) <= bound)) log.add("slopes", 0, h, g, y, bound);
+    }
+    cert.checks.push_back(tl.finish());
+    diagnose.push_back([&, a] {
+      if constexpr (!std::is_same_v<T, double>) {
+        mutants([&](const impl::implementation& m, evidence& x) {
+          std::vector<T> mv(static_cast<std::size_t>(H));
+          m.alibi_slopes(std::span<T>(mv));
+          for (std::int64_t h = 0; h < H; ++h) {
+            const auto u = static_cast<std::size_t>(h);
+            const double g = scalar_traits<T>::to_double(element<T>(*a, u));
+            const double v = scalar_traits<T>::to_double(mv[u]);
+            const double b = hf.slope_bound(h, std::max(std::fabs(g), std::fabs(v)), fmt_t);
+            x.add(b > 0 ? rho_against(g, v, b) : (g == v ? 0.0 : kInf));
+          }
+        });
+      }
+    });
+  }
+  if (const io::array* a = d.find("bias")) {
+    const auto sh = squeezed(a->shape);
+    if (sh.size() != 3 || sh[0] != H) {
+      throw error(
+          fmt::format("tensor 'bias' has shape {}, expected [{}, Q, K] (heads, queries, keys)",
+                      shape_text(a->shape), H));
+    }
+    const auto qs = index_positions(d, "queries", sh[1]);
+    const auto ks = index_positions(d, "keys", sh[2]);
+    tally tl("bias", fmt::format("tensor 'bias' {}", shape_text(a->shape)), dtype_name<T>(), 0,
+             false);
+    std::size_t k = 0;
+    for (std::int64_t h = 0; h < H; ++h) {
+      for (std::int64_t qi : qs) {
+        for (std::int64_t kj : ks) {
+          const real exact = ref::alibi_bias(slopes[static_cast<std::size_t>(h)], qi, kj);
+          const T got = element<T>(*a, k++);
+          const double y = exact.convert_to<double>();
+          const double g = scalar_traits<T>::to_double(got);
+          const double b = hf.bias_bound(h, kj - qi, y, fmt_t);
+          tl.add(qi, h, g, metric::ulp_distance(got, round_to<T>(exact)) == 0, y,
+                 ulp_at(std::fabs(y), fmt_t), std::max(b, tiny), kInf,
+                 2 * ulp_at(std::fabs(y), fmt_t));
+          const double bound = exact_claim ? ulp_at(std::fabs(y), fmt_t) : b;
+          if (!(std::fabs(g - y) <= bound)) log.add("bias", qi, kj, g, y, bound);
+        }
+      }
+    }
+    cert.checks.push_back(tl.finish());
+    diagnose.push_back([&, a, qs, ks] {
+      if constexpr (!std::is_same_v<T, double>) {
+        mutants([&](const impl::implementation& m, evidence& x) {
+          std::vector<T> mv(static_cast<std::size_t>(H) * qs.size() * ks.size());
+          m.alibi_bias(qs, ks, std::span<T>(mv));
+          std::size_t k2 = 0;
+          for (std::int64_t h = 0; h < H; ++h) {
+            for (std::int64_t qi : qs) {
+              for (std::int64_t kj : ks) {
+                const double g = scalar_traits<T>::to_double(element<T>(*a, k2));
+                const double v = scalar_traits<T>::to_double(mv[k2++]);
+                const double b =
+                    hf.bias_bound(h, kj - qi, std::max(std::fabs(g), std::fabs(v)), fmt_t);
+                x.add(b > 0 ? rho_against(g, v, b) : (g == v ? 0.0 : kInf));
+              }
+            }
+          }
+        });
+      }
+    });
+  }
+  cert.what = std::string("alibi ") + (d.find("bias") ? "bias" : "slopes");
+  diagnosis dx;
+  dx.first = log.first;
+  for (const check& c : cert.checks) {
+    dx.max_rho_without = std::max(dx.max_rho_without, c.max_rho.at("hf"));
+  }
+  cert.why = dx;
+  grade_and_claim(cert);
+  if (!o.diagnose || cert.exit_code() == 0) return;
+  for (auto& f : diagnose) f();
+  to_explanations(ev, *cert.why);
+}
+
+void certify_alibi(const spec::alibi& s, const spec::encoding& e, const dump& d, const options& o,
+                   certificate& cert) {
+  const io::array* a = d.find("slopes") ? d.find("slopes") : d.find("bias");
+  if (!a) {
+    throw error(
+        fmt::format("no ALiBi tensor in the dump (expected 'slopes' [{}] and/or 'bias' [{}, Q, "
+                    "K]); it holds {}",
+                    s.num_heads, s.num_heads, tensor_list(d)));
+  }
+  if (d.find("slopes") && d.find("bias") && d.find("slopes")->type != d.find("bias")->type) {
+    throw error("tensors 'slopes' and 'bias' have different dtypes");
+  }
+  with_float_type(*a, "the ALiBi tensors",
+                  [&](auto tag) { alibi_checks<typename decltype(tag)::type>(s, e, d, o, cert); });
+}
+
+// ---- T5 buckets -------------------------------------------------------------------------------
+
+void certify_t5(const spec::t5& s, const spec::encoding& e, const dump& d, const options& o,
+                certificate& cert) {
+  const io::array* b = d.find("buckets");
+  std::string dn;
+  const io::array* r = find_any(d, {"distances", "relative_position", "relative_positions"}, &dn);
+  if (!b || !r) {
+    throw error(
+        fmt::format("a T5 dump needs tensors 'buckets' and 'distances' (relative positions "
+                    "key − query, same shape); it holds {}",
+                    tensor_list(d)));
+  }
+  if (b->type != io::dtype::i32 && b->type != io::dtype::i64) {
+    throw error(fmt::format("tensor 'buckets' has dtype {}, expected I32 or I64",
+                            io::safetensors_name(b->type)));
+  }
+  if (b->shape != r->shape) {
+    throw error(fmt::format("tensors 'buckets' {} and '{}' {} must have the same shape",
+                            shape_text(b->shape), dn, shape_text(r->shape)));
+  }
+  const auto got = b->to_int64();
+  const auto dist = r->to_int64();
+  cert.what = "t5 buckets";
+  cert.positions = dist.size();
+  if (!dist.empty()) {
+    cert.min_position = *std::min_element(dist.begin(), dist.end());
+    cert.max_position = *std::max_element(dist.begin(), dist.end());
+  }
+  // Integer outputs: correctly rounded = the exact bucket; recipe:hf = transformers' fp32-log
+  // bucket (the two differ only next to integer boundaries of the log branch).
+  check c;
+  c.name = "buckets";
+  c.source = fmt::format("tensors 'buckets' and '{}' {}", dn, shape_text(b->shape));
+  c.dtype = b->type == io::dtype::i32 ? "int32" : "int64";
+  std::uint64_t hf_equal = 0;
+  mismatch_log log;
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const std::int64_t want = ref::t5_bucket(s, dist[k]);
+    const std::int64_t hfb = ref::t5_bucket(s, dist[k], ref::hf_recipe());
+    ++c.count;
+    c.correctly_rounded += got[k] == want;
+    c.faithful += got[k] == want;
+    hf_equal += got[k] == hfb;
+    const double err = std::fabs(static_cast<double>(got[k] - want));
+    if (err > c.max_abs_error || c.count == 1) {
+      c.max_abs_error = std::max(c.max_abs_error, err);
+      c.max_ulp_error = c.max_abs_error;
+      c.worst = {dist[k], static_cast<std::int64_t>(k), double(got[k]), double(want), err, err};
+    }
+    if (got[k] != (claim_kind(o) == 2 ? want : hfb)) {
+      log.add("buckets", dist[k], static_cast<std::int64_t>(k), double(got[k]), double(want), 0);
+    }
+  }
+  c.max_rho["hf"] = hf_equal == c.count ? 0.0 : kInf;
+  c.best = c.correctly_rounded == c.count ? grade::correctly_rounded
+           : hf_equal == c.count          ? grade::recipe_hf
+                                          : grade::not_certified;
+  cert.checks.push_back(c);
+  diagnosis dx;
+  dx.first = log.first;
+  dx.max_rho_without = c.max_rho["hf"];
+  cert.why = dx;
+  grade_and_claim(cert);
+  if (!o.diagnose || cert.exit_code() == 0) return;
+  evidence_map ev;
+  for (const impl::mutant_info& info : impl::mutant_catalogue()) {
+    if (std::string_view(info.family) != "t5" || !info.applies(e)) continue;
+    const auto m = impl::make_mutant(info.id, e);
+    std::vector<std::int64_t> mv(dist.size());
+    m->t5_buckets(dist, mv);
+    evidence& x = ev[info.id];
+    x.description = info.description;
+    // Integer ids: a mistake explains the data when every id agrees (ρ 0), else ρ = ∞.
+    for (std::size_t k = 0; k < got.size(); ++k) x.add(got[k] == mv[k] ? 0.0 : kInf);
+  }
+  to_explanations(ev, *cert.why);
+}
+
 }  // namespace
 
 certificate certify_dump(const spec::encoding& e, const dump& d, const options& o) {
@@ -1052,10 +1285,14 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
     certify_rope(*s, e, d, o, cert);
   } else if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
     certify_sinusoidal(*s, e, d, o, cert);
+  } else if (const auto* s = std::get_if<spec::alibi>(&e)) {
+    certify_alibi(*s, e, d, o, cert);
+  } else if (const auto* s = std::get_if<spec::t5>(&e)) {
+    certify_t5(*s, e, d, o, cert);
   } else {
     throw error(
-        fmt::format("certify: the {} family is not supported yet (rope and sinusoidal "
-                    "tables are)",
+        fmt::format("certify: the {} family is not supported yet (rope, sinusoidal, "
+                    "alibi and t5 are)",
                     spec::family_name(e)));
   }
   grade_and_claim(cert);
