@@ -5,8 +5,9 @@
 // so the run's log is the table "mutant → property that caught it → counterexample". Failures are
 // caught programmatically (pev::prop::check returns RapidCheck's FailureResult, shrunk).
 //
-// The bug-free path of the mutants is pev's hf pipeline (mutants.cpp); CleanBaseline checks that
-// hf passes the same properties with the same seed, so a failure is the bug's, not the harness's.
+// Without its bug a mutant is pev's hf pipeline (mutants.cpp). Control.PassesEveryProperty runs
+// every property, in every dtype, on that bug-free machinery (impl::make_control) with the same
+// seed: a mutant's failure is its bug's, not the harness's.
 
 #include <gtest/gtest.h>
 
@@ -69,6 +70,22 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, Mutants, ::testing::ValuesIn([] {
                            std::replace(id.begin(), id.end(), '-', '_');
                            return id;
                          });
+
+TEST(Control, PassesEveryProperty) {
+  const auto cfg = prop::default_config(test::kPropertySeed);
+  test::print_config(cfg, "mutant:control (no bug)");
+  for (impl::dtype t : {impl::dtype::fp32, impl::dtype::fp16, impl::dtype::bf16}) {
+    for (const prop::property& p : prop::all_properties()) {
+      if (!p.per_dtype && t != impl::dtype::fp32) continue;
+      const auto o = prop::check(p, prop::control_subject(), t, cfg, test::current_test_id(),
+                                 test::current_test_filter());
+      EXPECT_EQ(o.result, prop::outcome::status::passed)
+          << p.id << " (" << impl::to_string(t) << ") on the control:\n"
+          << o.message << "\nshrunk counterexample:\n"
+          << o.counterexample;
+    }
+  }
+}
 
 TEST(MutantCatalogue, AtLeastTwentyWithStableIds) {
   const auto cat = impl::mutant_catalogue();

@@ -117,7 +117,7 @@ namespace {
 // The adapter: one built-in strategy over one encoding. RoPE kernels are planned per sequence
 // length (stateful types) and cached; rotation uses the strategy's own table in its storage type
 // (fp32 for hf, ggml and accurate), as an engine would.
-class builtin final : public implementation {
+class builtin final : public typed_implementation<builtin> {
  public:
   builtin(const spec::encoding& e, kernel::strategy st) : spec_(e), st_(st) {
     spec::validate(e);
@@ -155,62 +155,35 @@ class builtin final : public implementation {
   double attention_factor(std::optional<std::int64_t> seq) const override {
     return rope(seq).attention_factor();
   }
-  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                  std::span<float> c, std::span<float> s) const override {
-    rope(seq).table<float>(p, c, s);
+  template <class T>
+  void table_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq, std::span<T> c,
+               std::span<T> s) const {
+    rope(seq).template table<T>(p, c, s);
   }
-  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                  std::span<half> c, std::span<half> s) const override {
-    rope(seq).table<half>(p, c, s);
+  template <class TQ>
+  void rotate_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
+    switch (kernel::storage_of(st_)) {
+      case kernel::storage::fp16:
+        return rotate_with<half>(p, seq, in, out);
+      case kernel::storage::bf16:
+        return rotate_with<bfloat16>(p, seq, in, out);
+      case kernel::storage::output:
+        return rotate_with<float>(p, seq, in, out);
+    }
   }
-  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                  std::span<bfloat16> c, std::span<bfloat16> s) const override {
-    rope(seq).table<bfloat16>(p, c, s);
+  template <class T>
+  void pe_t(std::span<const std::int64_t> p, std::span<T> out) const {
+    kernel::sinusoidal_table<T>(std::get<spec::sinusoidal>(spec_), st_, p, out);
   }
-  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                   kernel::heads_view<const float> in,
-                   kernel::heads_view<float> out) const override {
-    rotate(p, seq, in, out);
+  template <class T>
+  void slopes_t(std::span<T> out) const {
+    kernel::alibi_slopes<T>(std::get<spec::alibi>(spec_), st_, out);
   }
-  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                   kernel::heads_view<const half> in, kernel::heads_view<half> out) const override {
-    rotate(p, seq, in, out);
-  }
-  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                   kernel::heads_view<const bfloat16> in,
-                   kernel::heads_view<bfloat16> out) const override {
-    rotate(p, seq, in, out);
-  }
-
-  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<float> out) const override {
-    kernel::sinusoidal_table<float>(std::get<spec::sinusoidal>(spec_), st_, p, out);
-  }
-  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<half> out) const override {
-    kernel::sinusoidal_table<half>(std::get<spec::sinusoidal>(spec_), st_, p, out);
-  }
-  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<bfloat16> out) const override {
-    kernel::sinusoidal_table<bfloat16>(std::get<spec::sinusoidal>(spec_), st_, p, out);
-  }
-  void alibi_slopes(std::span<float> out) const override {
-    kernel::alibi_slopes<float>(std::get<spec::alibi>(spec_), st_, out);
-  }
-  void alibi_slopes(std::span<half> out) const override {
-    kernel::alibi_slopes<half>(std::get<spec::alibi>(spec_), st_, out);
-  }
-  void alibi_slopes(std::span<bfloat16> out) const override {
-    kernel::alibi_slopes<bfloat16>(std::get<spec::alibi>(spec_), st_, out);
-  }
-  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
-                  std::span<float> out) const override {
-    kernel::alibi_bias<float>(std::get<spec::alibi>(spec_), st_, q, k, out);
-  }
-  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
-                  std::span<half> out) const override {
-    kernel::alibi_bias<half>(std::get<spec::alibi>(spec_), st_, q, k, out);
-  }
-  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
-                  std::span<bfloat16> out) const override {
-    kernel::alibi_bias<bfloat16>(std::get<spec::alibi>(spec_), st_, q, k, out);
+  template <class T>
+  void bias_t(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
+              std::span<T> out) const {
+    kernel::alibi_bias<T>(std::get<spec::alibi>(spec_), st_, q, k, out);
   }
   void t5_buckets(std::span<const std::int64_t> r, std::span<std::int64_t> out) const override {
     kernel::t5_buckets(std::get<spec::t5>(spec_), st_, r, out);
@@ -239,19 +212,6 @@ class builtin final : public implementation {
     kernel::rope_apply<TQ, TT>(std::get<spec::rope>(spec_), view, rows, in, out);
   }
 
-  template <class TQ>
-  void rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-              kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
-    switch (kernel::storage_of(st_)) {
-      case kernel::storage::fp16:
-        return rotate_with<half>(p, seq, in, out);
-      case kernel::storage::bf16:
-        return rotate_with<bfloat16>(p, seq, in, out);
-      case kernel::storage::output:
-        return rotate_with<float>(p, seq, in, out);
-    }
-  }
-
   spec::encoding spec_;
   kernel::strategy st_;
   mutable std::mutex mutex_;
@@ -259,6 +219,16 @@ class builtin final : public implementation {
 };
 
 }  // namespace
+
+spec::rope plain_rope(const spec::rope& s) {
+  spec::rope p;
+  p.head_dim = s.head_dim;
+  p.partial_rotary_factor = s.partial_rotary_factor;
+  p.rotary_dim = s.rotary_dim;
+  p.rope_theta = s.rope_theta;
+  p.layout = s.layout;
+  return p;
+}
 
 bool builtin_supports(const spec::encoding& e, kernel::strategy st) {
   if (std::holds_alternative<spec::rope>(e)) return true;
