@@ -87,8 +87,8 @@ struct outcome {
 /// Checks property `p` on `s` in dtype `t` with RapidCheck (shrinking on failure). Never throws
 /// for a failing property; the caller decides what a failure means (a regression or a caught
 /// mutant).
-/// `test_id` keys RapidCheck's reproduce map ("Suite/Name", as rapidcheck/gtest.h); the replay
-/// line names `gtest_filter`.
+/// RapidCheck's reproduce key is "<test_id>/<property id>/<dtype>" (test_id: "Suite/Name"); the
+/// replay line names `gtest_filter`.
 outcome check(const property& p, const subject& s, impl::dtype t, const run_config& cfg,
               const std::string& test_id, const std::string& gtest_filter = "");
 
