@@ -149,16 +149,16 @@ class builtin final : public typed_implementation<builtin> {
   }
 
   std::vector<float> inv_freq(std::optional<std::int64_t> seq) const override {
-    const auto f = rope(seq).inv_freq();
+    const auto f = rope(seq, output::inv_freq).inv_freq();
     return {f.begin(), f.end()};
   }
   double attention_factor(std::optional<std::int64_t> seq) const override {
-    return rope(seq).attention_factor();
+    return rope(seq, output::attention_factor).attention_factor();
   }
   template <class T>
   void table_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq, std::span<T> c,
                std::span<T> s) const {
-    rope(seq).template table<T>(p, c, s);
+    rope(seq, output::rope_table).template table<T>(p, c, s);
   }
   template <class TQ>
   void rotate_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
@@ -174,24 +174,31 @@ class builtin final : public typed_implementation<builtin> {
   }
   template <class T>
   void pe_t(std::span<const std::int64_t> p, std::span<T> out) const {
-    kernel::sinusoidal_table<T>(std::get<spec::sinusoidal>(spec_), st_, p, out);
+    kernel::sinusoidal_table<T>(family<spec::sinusoidal>(output::sinusoidal_pe), st_, p, out);
   }
   template <class T>
   void slopes_t(std::span<T> out) const {
-    kernel::alibi_slopes<T>(std::get<spec::alibi>(spec_), st_, out);
+    kernel::alibi_slopes<T>(family<spec::alibi>(output::alibi_slopes), st_, out);
   }
   template <class T>
   void bias_t(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
               std::span<T> out) const {
-    kernel::alibi_bias<T>(std::get<spec::alibi>(spec_), st_, q, k, out);
+    kernel::alibi_bias<T>(family<spec::alibi>(output::alibi_bias), st_, q, k, out);
   }
   void t5_buckets(std::span<const std::int64_t> r, std::span<std::int64_t> out) const override {
-    kernel::t5_buckets(std::get<spec::t5>(spec_), st_, r, out);
+    kernel::t5_buckets(family<spec::t5>(output::t5_buckets), st_, r, out);
   }
 
  private:
-  const kernel::rope_kernel& rope(std::optional<std::int64_t> seq) const {
-    const auto& s = std::get<spec::rope>(spec_);
+  // The spec of family S, or pev::error naming `what` for another family.
+  template <class S>
+  const S& family(output what) const {
+    if (const S* s = std::get_if<S>(&spec_)) return *s;
+    unsupported(what);
+  }
+
+  const kernel::rope_kernel& rope(std::optional<std::int64_t> seq, output what) const {
+    const auto& s = family<spec::rope>(what);
     if (!s.stateful()) seq.reset();
     const std::lock_guard lock(mutex_);
     auto it = kernels_.find(seq);
@@ -202,14 +209,14 @@ class builtin final : public typed_implementation<builtin> {
   template <class TT, class TQ>
   void rotate_with(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
                    kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
-    const kernel::rope_kernel& k = rope(seq);
+    const kernel::rope_kernel& k = rope(seq, output::rope_rotate);
     const auto n = p.size() * static_cast<std::size_t>(k.pairs());
     std::vector<TT> c(n), s(n);
     k.table<TT>(p, c, s);
     std::vector<std::int64_t> rows(p.size());
     std::iota(rows.begin(), rows.end(), std::int64_t{0});
     const kernel::rope_table_view<TT> view{c, s, static_cast<std::int64_t>(p.size()), k.pairs()};
-    kernel::rope_apply<TQ, TT>(std::get<spec::rope>(spec_), view, rows, in, out);
+    kernel::rope_apply<TQ, TT>(family<spec::rope>(output::rope_rotate), view, rows, in, out);
   }
 
   spec::encoding spec_;

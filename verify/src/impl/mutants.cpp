@@ -462,6 +462,7 @@ class mutant final : public typed_implementation<mutant> {
   }
 
   void t5_buckets(std::span<const std::int64_t> r, std::span<std::int64_t> out) const override {
+    if (!std::holds_alternative<spec::t5>(claimed_)) unsupported(output::t5_buckets);
     const auto& s = std::get<spec::t5>(claimed_);
     if (id_ == "t5-float64-log") {
       for (std::size_t i = 0; i < r.size(); ++i) out[i] = t5_bucket_f64(s, r[i]);
@@ -536,6 +537,7 @@ class mutant final : public typed_implementation<mutant> {
   }
 
   std::vector<float> slopes_f32() const {
+    if (!std::holds_alternative<spec::alibi>(claimed_)) unsupported(output::alibi_bias);
     const auto& a = std::get<spec::alibi>(claimed_);
     std::vector<float> m(static_cast<std::size_t>(a.num_heads));
     if (id_ == "alibi-pow2-rule") {
