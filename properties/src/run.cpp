@@ -128,6 +128,16 @@ subject mutant_subject(const impl::mutant_info& m) {
   return s;
 }
 
+subject control_subject() {
+  subject s;
+  s.name = "mutant:control";
+  s.make = [](const spec::encoding& e) { return impl::make_control(e); };
+  s.accepts = [](const spec::encoding& e) {
+    return impl::builtin_supports(e, kernel::strategy::hf);
+  };
+  return s;
+}
+
 run_config default_config(std::uint64_t default_seed) {
   // RC_PARAMS parsed directly (rc::detail::configuration() would also print a random seed that is
   // not the one used).
@@ -141,7 +151,7 @@ run_config default_config(std::uint64_t default_seed) {
   const char* cases = std::getenv("PEV_PROP_CASES");
   c.max_success = env_has_key("max_success") ? rc_conf.maxSuccess
                   : (cases && *cases)        ? std::atoi(cases)
-                                             : 25;
+                                             : 100;
   c.max_size = rc_conf.maxSize;
   c.shrink = !rc_conf.disableShrinking;
   return c;
@@ -150,7 +160,8 @@ run_config default_config(std::uint64_t default_seed) {
 outcome check(const property& p, const subject& s, impl::dtype t, const run_config& cfg,
               const std::string& test_id, const std::string& gtest_filter) {
   rc::detail::TestMetadata meta;
-  meta.id = test_id;
+  // One reproduce key per (test, property, dtype): a test may check several properties.
+  meta.id = test_id + "/" + p.id + "/" + impl::to_string(t);
   meta.description = std::string(p.id) + " on " + s.name + " (" + impl::to_string(t) + ")";
   rc::detail::TestParams params;
   params.seed = cfg.seed;

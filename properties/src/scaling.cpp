@@ -26,16 +26,7 @@ namespace gen = rc::gen;
 using metric::half_ulp;
 using metric::kF64;
 
-spec::rope plain_of(const spec::rope& s) {
-  spec::rope p;
-  p.head_dim = s.head_dim;
-  p.partial_rotary_factor = s.partial_rotary_factor;
-  p.rotary_dim = s.rotary_dim;
-  p.rope_theta = s.rope_theta;
-  p.layout = s.layout;
-  p.type = spec::rope_type::default_;
-  return p;
-}
+spec::rope plain_of(const spec::rope& s) { return impl::plain_rope(s); }
 
 /// One side of a cross-spec comparison: its implementation, exact reference and contract.
 struct side {

@@ -1,12 +1,14 @@
 // The mutant catalogue proves the suites' power: every mutant must be caught by at least one
-// property of its family in the default run. Properties are tried in catalogue order (per dtype
-// fp32, then bf16, then fp16) until one fails; the test prints a row
-//   MUTANT | id | property (dtype) | shrunk counterexample
+// property of its family in the default run. Every property of the family runs in fp32 (bf16 and
+// fp16 only if none fails there); the test prints the rows
+//   MUTANT | id | first property that failed (dtype) | shrunk counterexample | its message
+//   MUTANT-ALL | id | every property that failed
 // so the run's log is the table "mutant → property that caught it → counterexample". Failures are
 // caught programmatically (pev::prop::check returns RapidCheck's FailureResult, shrunk).
 //
-// The bug-free path of the mutants is pev's hf pipeline (mutants.cpp); CleanBaseline checks that
-// hf passes the same properties with the same seed, so a failure is the bug's, not the harness's.
+// Without its bug a mutant is pev's hf pipeline (mutants.cpp). Control.PassesEveryProperty runs
+// every property, in every dtype, on that bug-free machinery (impl::make_control) with the same
+// seed: a mutant's failure is its bug's, not the harness's.
 
 #include <gtest/gtest.h>
 
@@ -14,6 +16,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common.h"
 #include "pev/impl/mutants.h"
@@ -30,7 +33,8 @@ TEST_P(Mutants, Caught) {
   test::print_config(cfg, std::string("mutant ") + m.id);
   std::cout << "mutant " << m.id << ": " << m.description << " (" << m.reference << ")\n";
   const prop::subject sub = prop::mutant_subject(m);
-  std::string caught_by, counterexample, description;
+  std::string caught_by, counterexample, message;
+  std::vector<std::string> all_catchers;
   for (impl::dtype t : {impl::dtype::fp32, impl::dtype::bf16, impl::dtype::fp16}) {
     for (const prop::property& p : prop::all_properties()) {
       if (p.family != std::string(m.family) || !p.applies(kernel::strategy::hf)) continue;
@@ -42,21 +46,28 @@ TEST_P(Mutants, Caught) {
                     : o.result == prop::outcome::status::gave_up ? "gave up (not applicable)"
                                                                  : "passed")
                 << " after " << o.num_success << " cases\n";
-      if (o.result == prop::outcome::status::failed) {
+      if (o.result != prop::outcome::status::failed) continue;
+      all_catchers.push_back(p.id);
+      if (caught_by.empty()) {
         caught_by = std::string(p.id) + " (" + impl::to_string(t) + ")";
         counterexample = o.counterexample;
-        description = o.description;
+        // The failing check's own message: the last paragraph of RapidCheck's description.
+        const auto cut = o.description.rfind("\n\n");
+        message = cut == std::string::npos ? o.description : o.description.substr(cut + 2);
         std::cout << o.message << "\nreplay: " << o.replay << "\n";
-        break;
       }
     }
+    // Other dtypes only when no fp32 property sees the bug.
     if (!caught_by.empty()) break;
   }
   ASSERT_FALSE(caught_by.empty()) << "mutant " << m.id << " was not caught by any property";
   std::string one_line = counterexample;
   std::replace(one_line.begin(), one_line.end(), '\n', ';');
-  std::cout << "MUTANT | " << m.id << " | " << caught_by << " | " << one_line << " | "
-            << description << "\n";
+  std::cout << "MUTANT | " << m.id << " | " << caught_by << " | " << one_line << " | " << message
+            << "\n";
+  std::cout << "MUTANT-ALL | " << m.id << " | caught by " << all_catchers.size() << ":";
+  for (const auto& id : all_catchers) std::cout << " " << id;
+  std::cout << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogue, Mutants, ::testing::ValuesIn([] {
@@ -69,6 +80,22 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, Mutants, ::testing::ValuesIn([] {
                            std::replace(id.begin(), id.end(), '-', '_');
                            return id;
                          });
+
+TEST(Control, PassesEveryProperty) {
+  const auto cfg = prop::default_config(test::kPropertySeed);
+  test::print_config(cfg, "mutant:control (no bug)");
+  for (impl::dtype t : {impl::dtype::fp32, impl::dtype::fp16, impl::dtype::bf16}) {
+    for (const prop::property& p : prop::all_properties()) {
+      if (!p.per_dtype && t != impl::dtype::fp32) continue;
+      const auto o = prop::check(p, prop::control_subject(), t, cfg, test::current_test_id(),
+                                 test::current_test_filter());
+      EXPECT_EQ(o.result, prop::outcome::status::passed)
+          << p.id << " (" << impl::to_string(t) << ") on the control:\n"
+          << o.message << "\nshrunk counterexample:\n"
+          << o.counterexample;
+    }
+  }
+}
 
 TEST(MutantCatalogue, AtLeastTwentyWithStableIds) {
   const auto cat = impl::mutant_catalogue();

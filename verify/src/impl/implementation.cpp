@@ -117,7 +117,7 @@ namespace {
 // The adapter: one built-in strategy over one encoding. RoPE kernels are planned per sequence
 // length (stateful types) and cached; rotation uses the strategy's own table in its storage type
 // (fp32 for hf, ggml and accurate), as an engine would.
-class builtin final : public implementation {
+class builtin final : public typed_implementation<builtin> {
  public:
   builtin(const spec::encoding& e, kernel::strategy st) : spec_(e), st_(st) {
     spec::validate(e);
@@ -149,76 +149,56 @@ class builtin final : public implementation {
   }
 
   std::vector<float> inv_freq(std::optional<std::int64_t> seq) const override {
-    const auto f = rope(seq).inv_freq();
+    const auto f = rope(seq, output::inv_freq).inv_freq();
     return {f.begin(), f.end()};
   }
   double attention_factor(std::optional<std::int64_t> seq) const override {
-    return rope(seq).attention_factor();
+    return rope(seq, output::attention_factor).attention_factor();
   }
-  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                  std::span<float> c, std::span<float> s) const override {
-    rope(seq).table<float>(p, c, s);
+  template <class T>
+  void table_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq, std::span<T> c,
+               std::span<T> s) const {
+    rope(seq, output::rope_table).template table<T>(p, c, s);
   }
-  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                  std::span<half> c, std::span<half> s) const override {
-    rope(seq).table<half>(p, c, s);
+  template <class TQ>
+  void rotate_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
+    switch (kernel::storage_of(st_)) {
+      case kernel::storage::fp16:
+        return rotate_with<half>(p, seq, in, out);
+      case kernel::storage::bf16:
+        return rotate_with<bfloat16>(p, seq, in, out);
+      case kernel::storage::output:
+        return rotate_with<float>(p, seq, in, out);
+    }
   }
-  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                  std::span<bfloat16> c, std::span<bfloat16> s) const override {
-    rope(seq).table<bfloat16>(p, c, s);
+  template <class T>
+  void pe_t(std::span<const std::int64_t> p, std::span<T> out) const {
+    kernel::sinusoidal_table<T>(family<spec::sinusoidal>(output::sinusoidal_pe), st_, p, out);
   }
-  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                   kernel::heads_view<const float> in,
-                   kernel::heads_view<float> out) const override {
-    rotate(p, seq, in, out);
+  template <class T>
+  void slopes_t(std::span<T> out) const {
+    kernel::alibi_slopes<T>(family<spec::alibi>(output::alibi_slopes), st_, out);
   }
-  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                   kernel::heads_view<const half> in, kernel::heads_view<half> out) const override {
-    rotate(p, seq, in, out);
-  }
-  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                   kernel::heads_view<const bfloat16> in,
-                   kernel::heads_view<bfloat16> out) const override {
-    rotate(p, seq, in, out);
-  }
-
-  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<float> out) const override {
-    kernel::sinusoidal_table<float>(std::get<spec::sinusoidal>(spec_), st_, p, out);
-  }
-  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<half> out) const override {
-    kernel::sinusoidal_table<half>(std::get<spec::sinusoidal>(spec_), st_, p, out);
-  }
-  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<bfloat16> out) const override {
-    kernel::sinusoidal_table<bfloat16>(std::get<spec::sinusoidal>(spec_), st_, p, out);
-  }
-  void alibi_slopes(std::span<float> out) const override {
-    kernel::alibi_slopes<float>(std::get<spec::alibi>(spec_), st_, out);
-  }
-  void alibi_slopes(std::span<half> out) const override {
-    kernel::alibi_slopes<half>(std::get<spec::alibi>(spec_), st_, out);
-  }
-  void alibi_slopes(std::span<bfloat16> out) const override {
-    kernel::alibi_slopes<bfloat16>(std::get<spec::alibi>(spec_), st_, out);
-  }
-  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
-                  std::span<float> out) const override {
-    kernel::alibi_bias<float>(std::get<spec::alibi>(spec_), st_, q, k, out);
-  }
-  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
-                  std::span<half> out) const override {
-    kernel::alibi_bias<half>(std::get<spec::alibi>(spec_), st_, q, k, out);
-  }
-  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
-                  std::span<bfloat16> out) const override {
-    kernel::alibi_bias<bfloat16>(std::get<spec::alibi>(spec_), st_, q, k, out);
+  template <class T>
+  void bias_t(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
+              std::span<T> out) const {
+    kernel::alibi_bias<T>(family<spec::alibi>(output::alibi_bias), st_, q, k, out);
   }
   void t5_buckets(std::span<const std::int64_t> r, std::span<std::int64_t> out) const override {
-    kernel::t5_buckets(std::get<spec::t5>(spec_), st_, r, out);
+    kernel::t5_buckets(family<spec::t5>(output::t5_buckets), st_, r, out);
   }
 
  private:
-  const kernel::rope_kernel& rope(std::optional<std::int64_t> seq) const {
-    const auto& s = std::get<spec::rope>(spec_);
+  // The spec of family S, or pev::error naming `what` for another family.
+  template <class S>
+  const S& family(output what) const {
+    if (const S* s = std::get_if<S>(&spec_)) return *s;
+    unsupported(what);
+  }
+
+  const kernel::rope_kernel& rope(std::optional<std::int64_t> seq, output what) const {
+    const auto& s = family<spec::rope>(what);
     if (!s.stateful()) seq.reset();
     const std::lock_guard lock(mutex_);
     auto it = kernels_.find(seq);
@@ -229,27 +209,14 @@ class builtin final : public implementation {
   template <class TT, class TQ>
   void rotate_with(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
                    kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
-    const kernel::rope_kernel& k = rope(seq);
+    const kernel::rope_kernel& k = rope(seq, output::rope_rotate);
     const auto n = p.size() * static_cast<std::size_t>(k.pairs());
     std::vector<TT> c(n), s(n);
     k.table<TT>(p, c, s);
     std::vector<std::int64_t> rows(p.size());
     std::iota(rows.begin(), rows.end(), std::int64_t{0});
     const kernel::rope_table_view<TT> view{c, s, static_cast<std::int64_t>(p.size()), k.pairs()};
-    kernel::rope_apply<TQ, TT>(std::get<spec::rope>(spec_), view, rows, in, out);
-  }
-
-  template <class TQ>
-  void rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-              kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
-    switch (kernel::storage_of(st_)) {
-      case kernel::storage::fp16:
-        return rotate_with<half>(p, seq, in, out);
-      case kernel::storage::bf16:
-        return rotate_with<bfloat16>(p, seq, in, out);
-      case kernel::storage::output:
-        return rotate_with<float>(p, seq, in, out);
-    }
+    kernel::rope_apply<TQ, TT>(family<spec::rope>(output::rope_rotate), view, rows, in, out);
   }
 
   spec::encoding spec_;
@@ -259,6 +226,16 @@ class builtin final : public implementation {
 };
 
 }  // namespace
+
+spec::rope plain_rope(const spec::rope& s) {
+  spec::rope p;
+  p.head_dim = s.head_dim;
+  p.partial_rotary_factor = s.partial_rotary_factor;
+  p.rotary_dim = s.rotary_dim;
+  p.rope_theta = s.rope_theta;
+  p.layout = s.layout;
+  return p;
+}
 
 bool builtin_supports(const spec::encoding& e, kernel::strategy st) {
   if (std::holds_alternative<spec::rope>(e)) return true;

@@ -111,12 +111,7 @@ int llama3_band(const spec::rope& s, float wl) {
 }
 
 std::vector<float> default_inv_freq(const spec::rope& s) {
-  spec::rope plain;
-  plain.head_dim = s.head_dim;
-  plain.partial_rotary_factor = s.partial_rotary_factor;
-  plain.rotary_dim = s.rotary_dim;
-  plain.rope_theta = s.rope_theta;
-  plain.layout = s.layout;
+  const spec::rope plain = plain_rope(s);
   return make_builtin(plain, kernel::strategy::hf)->inv_freq(std::nullopt);
 }
 
@@ -296,7 +291,7 @@ T from_f(float v) {
   }
 }
 
-class mutant final : public implementation {
+class mutant final : public typed_implementation<mutant> {
  public:
   mutant(const mutant_info& info, const spec::encoding& e) : claimed_(e) {
     if (!info.applies(e)) {
@@ -405,61 +400,69 @@ class mutant final : public implementation {
     return static_cast<double>(magnitude(seq));
   }
 
-  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                  std::span<float> c, std::span<float> s) const override {
-    table_as(p, seq, c, s);
+  // The per-dtype overloads forward here (typed_implementation).
+  template <class T>
+  void table_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq, std::span<T> c,
+               std::span<T> s) const {
+    std::vector<float> cf(c.size()), sf(s.size());
+    table_f32(p, seq, cf, sf);
+    for (std::size_t k = 0; k < c.size(); ++k) {
+      c[k] = from_f<T>(cf[k]);
+      s[k] = from_f<T>(sf[k]);
+    }
   }
-  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                  std::span<half> c, std::span<half> s) const override {
-    table_as(p, seq, c, s);
+  template <class TQ>
+  void rotate_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
+    const std::int64_t pairs = rotation_.pairs();
+    const auto n = p.size() * static_cast<std::size_t>(pairs);
+    std::vector<float> c(n), s(n);
+    if (full_) {
+      full_->rope_table(p, length(seq), std::span<float>(c), std::span<float>(s));
+    } else {
+      table_f32(p, seq, c, s);
+    }
+    if (id_ == "rotate-inverse") {
+      for (float& v : s) v = -v;
+    }
+    std::vector<std::int64_t> rows(p.size());
+    std::iota(rows.begin(), rows.end(), std::int64_t{0});
+    const kernel::rope_table_view<float> view{c, s, static_cast<std::int64_t>(p.size()), pairs};
+    kernel::rope_apply<TQ, float>(rotation_, view, rows, in, out);
   }
-  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                  std::span<bfloat16> c, std::span<bfloat16> s) const override {
-    table_as(p, seq, c, s);
+  template <class T>
+  void pe_t(std::span<const std::int64_t> p, std::span<T> out) const {
+    base_->sinusoidal_pe(p, out);
+    if (id_ == "sinusoidal-cos-first") {
+      const auto d = static_cast<std::size_t>(std::get<spec::sinusoidal>(claimed_).d_model);
+      for (std::size_t r = 0; r < p.size(); ++r) {
+        for (std::size_t j = 0; j + 1 < d; j += 2) std::swap(out[r * d + j], out[r * d + j + 1]);
+      }
+    }
   }
-  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                   kernel::heads_view<const float> in,
-                   kernel::heads_view<float> out) const override {
-    rotate(p, seq, in, out);
+  template <class T>
+  void slopes_t(std::span<T> out) const {
+    if (id_ != "alibi-pow2-rule") return base_->alibi_slopes(out);
+    const auto m = slopes_f32();
+    for (std::size_t h = 0; h < m.size(); ++h) out[h] = from_f<T>(m[h]);
   }
-  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                   kernel::heads_view<const half> in, kernel::heads_view<half> out) const override {
-    rotate(p, seq, in, out);
-  }
-  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-                   kernel::heads_view<const bfloat16> in,
-                   kernel::heads_view<bfloat16> out) const override {
-    rotate(p, seq, in, out);
+  template <class T>
+  void bias_t(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
+              std::span<T> out) const {
+    const auto m = slopes_f32();
+    std::size_t idx = 0;
+    for (float mh : m) {
+      for (std::int64_t a : q) {
+        for (std::int64_t b : k) {
+          const std::int64_t dist = id_ == "alibi-bias-sign" ? a - b : b - a;  // the bug
+          out[idx++] = from_f<T>(mh * static_cast<float>(dist));
+        }
+      }
+    }
   }
 
-  // Sinusoidal -----------------------------------------------------------------------------------
-  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<float> out) const override {
-    pe_as(p, out);
-  }
-  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<half> out) const override {
-    pe_as(p, out);
-  }
-  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<bfloat16> out) const override {
-    pe_as(p, out);
-  }
-
-  // Relative -------------------------------------------------------------------------------------
-  void alibi_slopes(std::span<float> out) const override { slopes_as(out); }
-  void alibi_slopes(std::span<half> out) const override { slopes_as(out); }
-  void alibi_slopes(std::span<bfloat16> out) const override { slopes_as(out); }
-  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
-                  std::span<float> out) const override {
-    bias_as(q, k, out);
-  }
-  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
-                  std::span<half> out) const override {
-    bias_as(q, k, out);
-  }
-  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
-                  std::span<bfloat16> out) const override {
-    bias_as(q, k, out);
-  }
   void t5_buckets(std::span<const std::int64_t> r, std::span<std::int64_t> out) const override {
+    if (!std::holds_alternative<spec::t5>(claimed_)) unsupported(output::t5_buckets);
     const auto& s = std::get<spec::t5>(claimed_);
     if (id_ == "t5-float64-log") {
       for (std::size_t i = 0; i < r.size(); ++i) out[i] = t5_bucket_f64(s, r[i]);
@@ -493,10 +496,10 @@ class mutant final : public implementation {
 
   bool own_table() const {
     static const char* const kOwn[] = {
-        "exponent-i-over-d",        "inv-freq-bf16",         "positions-bf16",
-        "positions-tf32",           "positions-fp16",        "angle-bf16",
-        "position-off-by-one",      "yarn-ramp-clamp-half",  "llama3-band-edge",
-        "attention-factor-missing", "attention-factor-twice"};
+        "control",          "exponent-i-over-d",        "inv-freq-bf16",
+        "positions-bf16",   "positions-tf32",           "positions-fp16",
+        "angle-bf16",       "position-off-by-one",      "yarn-ramp-clamp-half",
+        "llama3-band-edge", "attention-factor-missing", "attention-factor-twice"};
     return std::find(std::begin(kOwn), std::end(kOwn), id_) != std::end(kOwn);
   }
 
@@ -533,49 +536,8 @@ class mutant final : public implementation {
     }
   }
 
-  template <class T>
-  void table_as(std::span<const std::int64_t> p, std::optional<std::int64_t> seq, std::span<T> c,
-                std::span<T> s) const {
-    std::vector<float> cf(c.size()), sf(s.size());
-    table_f32(p, seq, cf, sf);
-    for (std::size_t k = 0; k < c.size(); ++k) {
-      c[k] = from_f<T>(cf[k]);
-      s[k] = from_f<T>(sf[k]);
-    }
-  }
-
-  template <class TQ>
-  void rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
-              kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
-    const std::int64_t pairs = rotation_.pairs();
-    const auto n = p.size() * static_cast<std::size_t>(pairs);
-    std::vector<float> c(n), s(n);
-    if (full_) {
-      full_->rope_table(p, length(seq), std::span<float>(c), std::span<float>(s));
-    } else {
-      table_f32(p, seq, c, s);
-    }
-    if (id_ == "rotate-inverse") {
-      for (float& v : s) v = -v;
-    }
-    std::vector<std::int64_t> rows(p.size());
-    std::iota(rows.begin(), rows.end(), std::int64_t{0});
-    const kernel::rope_table_view<float> view{c, s, static_cast<std::int64_t>(p.size()), pairs};
-    kernel::rope_apply<TQ, float>(rotation_, view, rows, in, out);
-  }
-
-  template <class T>
-  void pe_as(std::span<const std::int64_t> p, std::span<T> out) const {
-    base_->sinusoidal_pe(p, out);
-    if (id_ == "sinusoidal-cos-first") {
-      const auto d = static_cast<std::size_t>(std::get<spec::sinusoidal>(claimed_).d_model);
-      for (std::size_t r = 0; r < p.size(); ++r) {
-        for (std::size_t j = 0; j + 1 < d; j += 2) std::swap(out[r * d + j], out[r * d + j + 1]);
-      }
-    }
-  }
-
   std::vector<float> slopes_f32() const {
+    if (!std::holds_alternative<spec::alibi>(claimed_)) unsupported(output::alibi_bias);
     const auto& a = std::get<spec::alibi>(claimed_);
     std::vector<float> m(static_cast<std::size_t>(a.num_heads));
     if (id_ == "alibi-pow2-rule") {
@@ -587,28 +549,6 @@ class mutant final : public implementation {
       base_->alibi_slopes(std::span<float>(m));
     }
     return m;
-  }
-
-  template <class T>
-  void slopes_as(std::span<T> out) const {
-    if (id_ != "alibi-pow2-rule") return base_->alibi_slopes(out);
-    const auto m = slopes_f32();
-    for (std::size_t h = 0; h < m.size(); ++h) out[h] = from_f<T>(m[h]);
-  }
-
-  template <class T>
-  void bias_as(std::span<const std::int64_t> q, std::span<const std::int64_t> k,
-               std::span<T> out) const {
-    const auto m = slopes_f32();
-    std::size_t idx = 0;
-    for (float mh : m) {
-      for (std::int64_t a : q) {
-        for (std::int64_t b : k) {
-          const std::int64_t dist = id_ == "alibi-bias-sign" ? a - b : b - a;  // the bug
-          out[idx++] = from_f<T>(mh * static_cast<float>(dist));
-        }
-      }
-    }
   }
 
   std::string id_;
@@ -633,6 +573,13 @@ const mutant_info& find_mutant(std::string_view id) {
 
 std::unique_ptr<implementation> make_mutant(std::string_view id, const spec::encoding& e) {
   return std::make_unique<mutant>(find_mutant(id), e);
+}
+
+std::unique_ptr<implementation> make_control(const spec::encoding& e) {
+  static const mutant_info kControl = {"control", "any",
+                                       "no bug: the mutants' own pipelines (hf recipe restated)",
+                                       "", [](const spec::encoding&) { return true; }};
+  return std::make_unique<mutant>(kControl, e);
 }
 
 }  // namespace pev::impl

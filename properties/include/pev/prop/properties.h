@@ -39,6 +39,8 @@ subject builtin_subject(kernel::strategy st);
 /// A mutant: the mutant where its bug applies, the correct hf pipeline elsewhere (where the bug
 /// changes nothing, the buggy engine computes what hf computes).
 subject mutant_subject(const impl::mutant_info& m);
+/// The mutants' bug-free machinery (impl::make_control) on every encoding.
+subject control_subject();
 
 struct property {
   const char* id;           // e.g. "rope.rotate_exact"
@@ -61,11 +63,11 @@ const property& find_property(const std::string& id);
 const property& known_non_property_kv_cache();
 
 /// RapidCheck parameters of a run. Defaults: a fixed seed (determinism), PEV_PROP_CASES cases
-/// (default 25), max_size 100; PEV_SEED overrides the seed, and RC_PARAMS overrides everything it
-/// names (seed, max_success, max_size, noshrink).
+/// (default 100, RapidCheck's own default), max_size 100; PEV_SEED overrides the seed, and
+/// RC_PARAMS overrides everything it names (seed, max_success, max_size, noshrink).
 struct run_config {
   std::uint64_t seed = 0;
-  int max_success = 25;
+  int max_success = 100;
   int max_size = 100;
   bool shrink = true;
 };
@@ -85,8 +87,8 @@ struct outcome {
 /// Checks property `p` on `s` in dtype `t` with RapidCheck (shrinking on failure). Never throws
 /// for a failing property; the caller decides what a failure means (a regression or a caught
 /// mutant).
-/// `test_id` keys RapidCheck's reproduce map ("Suite/Name", as rapidcheck/gtest.h); the replay
-/// line names `gtest_filter`.
+/// RapidCheck's reproduce key is "<test_id>/<property id>/<dtype>" (test_id: "Suite/Name"); the
+/// replay line names `gtest_filter`.
 outcome check(const property& p, const subject& s, impl::dtype t, const run_config& cfg,
               const std::string& test_id, const std::string& gtest_filter = "");
 

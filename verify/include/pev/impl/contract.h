@@ -68,7 +68,9 @@ std::int64_t rotating_pairs(const spec::rope& s);
 double rotation_bound(double terms, double abs_y, format out);
 
 /// A strategy's RoPE table contract (rope.h): bound on |ĉ − m·cos(p·θ_i)| (or sin) for the value
-/// of pair i at position p whose exact magnitude is y, in output format `out`.
+/// of pair i at position p whose exact magnitude is y, in output format `out`. The ggml model
+/// assumes YaRN's truncated correction range: llama.cpp always truncates (notes/encodings.md §7),
+/// so a spec with truncate=false is outside the ggml recipe and its contract.
 class rope_contract {
  public:
   /// m_exact and theta_exact: the exact reference's attention factor and frequencies.

@@ -119,6 +119,41 @@ class implementation {
   [[noreturn]] void unsupported(output what) const;
 };
 
+/// Implements the per-dtype overloads of `implementation` by forwarding to the member templates
+/// of Derived (CRTP): table_t, rotate_t, pe_t, slopes_t and bias_t, each templated on the element
+/// type. Adapters written once for all three dtypes derive from it.
+template <class Derived>
+class typed_implementation : public implementation {
+ public:
+#define PEV_IMPL_TYPED(T)                                                                      \
+  void rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,            \
+                  std::span<T> c, std::span<T> s) const override {                             \
+    self().template table_t<T>(p, seq, c, s);                                                  \
+  }                                                                                            \
+  void rope_rotate(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,           \
+                   kernel::heads_view<const T> in, kernel::heads_view<T> out) const override { \
+    self().template rotate_t<T>(p, seq, in, out);                                              \
+  }                                                                                            \
+  void sinusoidal_pe(std::span<const std::int64_t> p, std::span<T> out) const override {       \
+    self().template pe_t<T>(p, out);                                                           \
+  }                                                                                            \
+  void alibi_slopes(std::span<T> out) const override { self().template slopes_t<T>(out); }     \
+  void alibi_bias(std::span<const std::int64_t> q, std::span<const std::int64_t> k,            \
+                  std::span<T> out) const override {                                           \
+    self().template bias_t<T>(q, k, out);                                                      \
+  }
+  PEV_IMPL_TYPED(float)
+  PEV_IMPL_TYPED(half)
+  PEV_IMPL_TYPED(bfloat16)
+#undef PEV_IMPL_TYPED
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+
+/// The plain RoPE spec (rope_type default) with the same head_dim, rotary dims, base and layout.
+spec::rope plain_rope(const spec::rope& s);
+
 /// The built-in kernel of strategy `st` for encoding `e` as an implementation (an adapter over
 /// pev::kernel). Throws pev::error if the strategy has no pipeline for the family (ggml: RoPE
 /// only; learned and Shaw tables are not adapted yet).

@@ -35,4 +35,10 @@ const mutant_info& find_mutant(std::string_view id);
 /// "mutant:<id>".
 std::unique_ptr<implementation> make_mutant(std::string_view id, const spec::encoding& e);
 
+/// The control: the mutants' machinery with no bug (RoPE tables from their own restatement of
+/// the hf recipe — fp32 position × fp32 frequency, cosf/sinf, × m — everything else from the hf
+/// kernel). It must pass every property; tests/properties checks that it does, so that a
+/// mutant's failure is its bug's and not the machinery's. Its name is "mutant:control".
+std::unique_ptr<implementation> make_control(const spec::encoding& e);
+
 }  // namespace pev::impl
