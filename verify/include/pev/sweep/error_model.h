@@ -1,0 +1,140 @@
+#pragma once
+// Analytic error models of the kernels' pipelines (notes/numerics.md §3), evaluated per pair and
+// per element: the bounds of the accuracy-contract table.
+//
+// A model replays a pipeline's operations on `tv` values: x is the exact value of the quantity
+// (the mathematical definition, in double) and e a bound on |computed − x|. Each operation
+// propagates the operands' bounds to first and second order (no neglected terms) and adds its
+// own rounding, ½ ulp of the largest value the result can take, or the libm's documented bound
+// in ulps for library functions. Roundings whose operands are exact and known (the exponent
+// fl(2i/d), a base or factor cast to fp32) enter with their exact error. Nothing here is a
+// measured error: the only inputs are the operations of the pipeline, the formats, and the libm
+// bounds below.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+
+namespace pev::sweep {
+
+// Libm accuracy bounds, in ulps of the exact result (notes/numerics.md §6; glibc 2.36 x86-64
+// uses ARM's optimized-routines code for these binary32 functions, whose design bounds are
+// quoted; sinf/cosf's 0.5607 is also the exhaustive measured maximum).
+inline constexpr double kSinCosF = 0.5607;  // sinf, cosf
+inline constexpr double kPowF = 0.82;       // powf
+inline constexpr double kLogF = 0.818;      // logf
+inline constexpr double kExpF = 0.502;      // expf
+inline constexpr double kLibm64 = 1.0;      // glibc double pow, log, exp, sin, cos (< 1 ulp)
+
+/// A binary format: precision p (with the implicit bit) and minimum normal exponent.
+struct format {
+  int p;
+  int emin;
+};
+inline constexpr format kF64{53, -1022};
+inline constexpr format kF32{24, -126};
+inline constexpr format kF16{11, -14};
+inline constexpr format kBF16{8, -126};
+
+/// Spacing of the format at magnitude `mag` (its binade), floored at the subnormal quantum.
+inline double ulp_at(double mag, format f) {
+  if (!(mag > 0)) return std::ldexp(1.0, f.emin - f.p + 1);
+  const int e = std::ilogb(mag);
+  return std::ldexp(1.0, std::max(e, f.emin) - f.p + 1);
+}
+
+/// Bound on a round-to-nearest error for results of magnitude ≤ mag.
+inline double half_ulp(double mag, format f) { return ulp_at(mag, f) / 2; }
+
+/// Exact value and error bound of a computed quantity.
+struct tv {
+  double x = 0;
+  double e = 0;
+};
+
+inline tv exact(double x) { return {x, 0.0}; }
+
+/// An fp32 operand converted from a double `rep` that stands for the exact x (rep == x for exact
+/// inputs such as integers and spec parameters).
+inline tv as_f32(double x, double rep) {
+  return {x, std::fabs(static_cast<double>(static_cast<float>(rep)) - x)};
+}
+inline tv as_f32(double x) { return as_f32(x, x); }
+
+/// Arithmetic in one format: every result is rounded to nearest.
+class arith {
+ public:
+  explicit arith(format f) : f_(f) {}
+
+  tv round(tv a) const { return {a.x, a.e + half_ulp(std::fabs(a.x) + a.e, f_)}; }
+  tv add(tv a, tv b) const { return round({a.x + b.x, a.e + b.e}); }
+  tv sub(tv a, tv b) const { return round({a.x - b.x, a.e + b.e}); }
+  tv mul(tv a, tv b) const {
+    return round({a.x * b.x, std::fabs(a.x) * b.e + std::fabs(b.x) * a.e + a.e * b.e});
+  }
+  tv div(tv a, tv b) const {
+    const double q = a.x / b.x;
+    return round({q, (a.e + std::fabs(q) * b.e) / (std::fabs(b.x) - b.e)});
+  }
+  /// A library pow(b, y) with `ulps` of error, b > 0: |ln b̂^ŷ − ln b^y| ≤ (|y| + e_y)·|ln b̂ − ln b|
+  /// + e_y·|ln b|, and |ln b̂ − ln b| ≤ −ln(1 − e_b/b).
+  tv pow(tv b, tv y, double ulps) const {
+    const double v = std::pow(b.x, y.x);
+    const double dl = -std::log1p(-b.e / b.x);
+    const double L = (std::fabs(y.x) + y.e) * dl + y.e * std::fabs(std::log(b.x));
+    const double in = v * std::expm1(L);
+    return {v, in + ulps * ulp_at(v + in, f_)};
+  }
+  /// A library log with `ulps` of error, a > 0.
+  tv log(tv a, double ulps) const {
+    const double v = std::log(a.x);
+    const double in = -std::log1p(-a.e / a.x);
+    return {v, in + ulps * ulp_at(std::fabs(v) + in, f_)};
+  }
+  /// A library exp with `ulps` of error.
+  tv exp(tv y, double ulps) const {
+    const double v = std::exp(y.x);
+    const double in = v * std::expm1(y.e);
+    return {v, in + ulps * ulp_at(v + in, f_)};
+  }
+  /// A correctly rounded square root.
+  tv sqrt(tv a) const {
+    const double v = std::sqrt(a.x);
+    return round({v, v - std::sqrt(std::max(0.0, a.x - a.e))});
+  }
+
+ private:
+  format f_;
+};
+
+inline const arith f32{kF32};
+inline const arith f64{kF64};
+
+/// clamp(a, 0, 1): 1-Lipschitz, and exact when the computed value must be clamped too.
+inline tv clamp01(tv a) {
+  if (a.x - a.e >= 1.0) return {1.0, 0.0};
+  if (a.x + a.e <= 0.0) return {0.0, 0.0};
+  return {std::clamp(a.x, 0.0, 1.0), a.e};
+}
+
+/// The fp32 exponent fl(fl(2i)/d) of the power method, with its exact rounding error.
+inline tv exponent_f32(std::int64_t two_i, std::int64_t d) {
+  const float xf = static_cast<float>(two_i) / static_cast<float>(d);
+  // x̂·d − 2i is exact in double (24-bit × ≤ 2^21 integer); the division adds a relative 2^−53.
+  const double num =
+      std::fabs(static_cast<double>(xf) * static_cast<double>(d) - static_cast<double>(two_i));
+  return {static_cast<double>(two_i) / static_cast<double>(d),
+          num / static_cast<double>(d) * (1 + 0x1p-50)};
+}
+
+/// Bound on |cos θ̂ − cos θ| (or sin) for a computed fp32 angle within dtheta of θ, evaluated by an
+/// fp32 libm with `trig_ulps`, when the exact |cos θ| is c.
+inline double trig_f32_bound(double c, double dtheta, double trig_ulps) {
+  const double d = std::min(dtheta, 2.0);
+  // |cos θ̂| < 1 unless θ̂ = 0 (then it is exact): its ulp is at most 2^−24.
+  const double mag = std::min(c + d, 1.0 - 0x1p-25);
+  return d + trig_ulps * ulp_at(mag, kF32);
+}
+
+}  // namespace pev::sweep

@@ -1,0 +1,375 @@
+// Analytic error bounds of the RoPE kernels (notes/numerics.md §3), shared by the kernels'
+// accuracy-contract table (tests/kernel) and the report's sweeps.
+
+#include "pev/sweep/bound.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "pev/core/real.h"
+#include "pev/ref/rope.h"
+
+namespace pev::sweep {
+namespace {
+
+double to_d(const real& v) { return v.convert_to<double>(); }
+
+tv reciprocal(tv P) { return f32.div(exact(1), P); }
+
+std::vector<tv> powers_model(tv base, std::int64_t d, std::int64_t n) {
+  std::vector<tv> P;
+  for (std::int64_t i = 0; i < n; ++i) {
+    P.push_back(f32.pow(base, exponent_f32(2 * i, d), kPowF));
+  }
+  return P;
+}
+
+std::vector<tv> reciprocals(const std::vector<tv>& P) {
+  std::vector<tv> v;
+  for (const tv& p : P) v.push_back(reciprocal(p));
+  return v;
+}
+
+/// An fp32 operand from an inexact double: adds the double's own ½ ulp.
+tv as_f32_inexact(double x) {
+  tv t = as_f32(x);
+  t.e += half_ulp(std::fabs(x), kF64);
+  return t;
+}
+
+/// llama3's three bands for a computed frequency `inv` (exact θ): the kernel compares its fp32
+/// wavelength with fp32 thresholds; every branch it may take near an edge is bounded against the
+/// exact θ' (the blend is continuous, so a branch flip costs only the distance to the edge).
+struct llama3_bands {
+  double Lo, low, high, f;
+  float low_wl, high_wl;  // the kernel's fp32 thresholds
+};
+
+template <class Low, class Mid, class High>
+tv llama3_branches(tv wl, double exact_value, const llama3_bands& b, Low&& low, Mid&& mid,
+                   High&& high) {
+  double E = 0;
+  auto take = [&](tv v) { E = std::max(E, v.e + std::fabs(v.x - exact_value)); };
+  if (wl.x + wl.e > b.low_wl) take(low());
+  if (wl.x - wl.e <= b.low_wl && wl.x + wl.e >= b.high_wl) take(mid());
+  if (wl.x - wl.e < b.high_wl) take(high());
+  return {exact_value, E};
+}
+
+/// The exact llama3 θ' of a default frequency θ.
+double llama3_exact(double theta, const llama3_bands& b) {
+  const double wl = 2 * std::numbers::pi / theta;
+  if (wl > b.Lo / b.low) return theta / b.f;
+  if (wl < b.Lo / b.high) return theta;
+  const double s = (b.Lo / wl - b.low) / (b.high - b.low);
+  return (1 - s) * theta / b.f + s * theta;
+}
+
+llama3_bands bands_of(const spec::rope& s) {
+  const auto Lo = static_cast<double>(s.original_max_position_embeddings);
+  return {Lo,
+          s.low_freq_factor,
+          s.high_freq_factor,
+          s.factor,
+          static_cast<float>(Lo / s.low_freq_factor),
+          static_cast<float>(Lo / s.high_freq_factor)};
+}
+
+std::int64_t rotating_pairs(const spec::rope& s) {
+  if (s.type != spec::rope_type::proportional) return s.pairs();
+  return static_cast<std::int64_t>(std::floor(s.partial_rotary_factor * double(s.head_dim) / 2.0));
+}
+
+std::int64_t effective_seq(const spec::rope& s, std::optional<std::int64_t> seq) {
+  return std::max(seq.value_or(s.max_position_embeddings), s.max_position_embeddings);
+}
+
+const std::vector<double>& longrope_factors(const spec::rope& s, std::optional<std::int64_t> seq) {
+  const bool long_ = seq && *seq != 0 && *seq > s.original_max_position_embeddings;
+  return long_ ? s.long_factor : s.short_factor;
+}
+
+// get_mscale in fp32 host arithmetic, as the ggml recipe evaluates it.
+tv ggml_get_mscale(double f, double mu) {
+  if (f <= 1.0) return exact(1);
+  const tv a = f32.round(f64.mul(as_f32(0.1, 0.1), exact(mu)));
+  const tv lg = f32.round(f64.log(exact(f), kLibm64));
+  return f32.add(f32.mul(a, lg), exact(1));
+}
+
+tv ggml_attention(const spec::rope& s) {
+  using spec::rope_type;
+  if (s.type == rope_type::yarn) {
+    if (s.attention_factor) return as_f32(*s.attention_factor);
+    if (s.mscale && *s.mscale != 0 && s.mscale_all_dim && *s.mscale_all_dim != 0) {
+      return f32.div(ggml_get_mscale(s.factor, *s.mscale),
+                     ggml_get_mscale(s.factor, *s.mscale_all_dim));
+    }
+    return ggml_get_mscale(s.factor, 1.0);
+  }
+  if (s.type == rope_type::longrope) {
+    if (s.attention_factor) return as_f32(*s.attention_factor);
+    if (s.factor <= 1.0) return exact(1);
+    const tv ratio =
+        f32.div(f32.round(f64.log(exact(s.factor), kLibm64)),
+                f32.round(f64.log(exact(double(s.original_max_position_embeddings)), kLibm64)));
+    return f32.sqrt(f32.add(exact(1), ratio));
+  }
+  return exact(1);
+}
+
+}  // namespace
+
+rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double m_exact) {
+  using spec::rope_type;
+  rope_model out;
+  const std::int64_t d = s.rotary_dim;
+  const std::int64_t pairs = s.pairs();
+  const double b = s.rope_theta;
+  const tv base = as_f32(b);
+  switch (s.type) {
+    case rope_type::default_: {
+      out.freq = reciprocals(powers_model(base, d, pairs));
+      if (s.freq_scale != 1.0) {
+        for (tv& v : out.freq) v = f32.mul(v, as_f32(s.freq_scale));
+      }
+      break;
+    }
+    case rope_type::linear:
+      for (const tv& v : reciprocals(powers_model(base, d, pairs))) {
+        out.freq.push_back(f32.div(v, as_f32(s.factor)));
+      }
+      break;
+    case rope_type::ntk: {
+      const tv e = f64.div(exact(double(d)), exact(double(d - 2)));
+      const tv bp = f64.mul(exact(b), f64.pow(exact(s.factor), e, kLibm64));
+      out.freq = reciprocals(powers_model(f32.round(bp), d, pairs));
+      break;
+    }
+    case rope_type::dynamic: {
+      const std::int64_t sq = effective_seq(s, seq);
+      if (sq <= s.max_position_embeddings) {
+        out.freq = reciprocals(powers_model(base, d, pairs));
+        break;
+      }
+      const tv fs = f32.mul(as_f32(s.factor), as_f32(double(sq)));
+      const tv q = f32.div(fs, as_f32(double(s.max_position_embeddings)));
+      const tv fm1 = f32.round(f64.sub(exact(s.factor), exact(1)));
+      const tv alpha = f32.sub(q, fm1);
+      const tv e = f32.round(f64.div(exact(double(d)), exact(double(d - 2))));
+      const tv bp = f32.mul(base, f32.pow(alpha, e, kPowF));
+      out.freq = reciprocals(powers_model(bp, d, pairs));
+      break;
+    }
+    case rope_type::yarn: {
+      const auto P = powers_model(base, d, pairs);
+      const auto range = ref::yarn_correction_range(s);
+      double low = to_d(range.low), high = to_d(range.high);
+      // The kernel's host doubles (find_correction_range), to model their fp32 casts.
+      const auto dd = static_cast<double>(d);
+      const double two_log_b = 2.0 * std::log(b);
+      const auto Lo = static_cast<double>(s.original_max_position_embeddings);
+      auto cdim = [&](double beta) {
+        return (dd * std::log(Lo / (beta * 2.0 * std::numbers::pi))) / two_log_b;
+      };
+      double low_d = cdim(s.beta_fast), high_d = cdim(s.beta_slow);
+      if (s.truncate) {
+        low_d = std::floor(low_d);
+        high_d = std::ceil(high_d);
+      }
+      low_d = std::max(low_d, 0.0);
+      high_d = std::min(high_d, dd - 1.0);
+      double host_err = 0;
+      if (!s.truncate) host_err = 32 * 0x1p-53 * (std::fabs(low) + std::fabs(high));
+      if (low == high) {
+        high += 0.001;
+        high_d += 0.001;
+        host_err += 0x1p-40;
+      }
+      const tv lo{low, std::fabs(double(float(low_d)) - low) + host_err};
+      const tv width{high - low,
+                     std::fabs(double(float(high_d - low_d)) - (high - low)) + host_err};
+      for (std::int64_t j = 0; j < pairs; ++j) {
+        const tv ramp = clamp01(f32.div(f32.sub(exact(double(j)), lo), width));
+        const tv gamma = f32.sub(exact(1), ramp);
+        const tv extrap = reciprocal(P[j]);
+        const tv interp = f32.div(exact(1), f32.mul(as_f32(s.factor), P[j]));
+        out.freq.push_back(
+            f32.add(f32.mul(interp, f32.sub(exact(1), gamma)), f32.mul(extrap, gamma)));
+      }
+      break;
+    }
+    case rope_type::llama3: {
+      const llama3_bands bands = bands_of(s);
+      const tv two_pi = as_f32_inexact(2 * std::numbers::pi);
+      const tv band = as_f32(s.high_freq_factor - s.low_freq_factor);
+      for (const tv& inv : reciprocals(powers_model(base, d, pairs))) {
+        const tv wl = f32.div(two_pi, inv);
+        out.freq.push_back(llama3_branches(
+            wl, llama3_exact(inv.x, bands), bands, [&] { return f32.div(inv, as_f32(s.factor)); },
+            [&] {
+              const tv sm =
+                  f32.div(f32.sub(f32.div(as_f32(bands.Lo), wl), as_f32(s.low_freq_factor)), band);
+              return f32.add(f32.div(f32.mul(f32.sub(exact(1), sm), inv), as_f32(s.factor)),
+                             f32.mul(sm, inv));
+            },
+            [&] { return inv; }));
+      }
+      break;
+    }
+    case rope_type::longrope: {
+      const auto& ext = longrope_factors(s, seq);
+      const auto P = powers_model(base, d, pairs);
+      for (std::int64_t j = 0; j < pairs; ++j) {
+        out.freq.push_back(f32.div(exact(1), f32.mul(as_f32(ext[j]), P[j])));
+      }
+      break;
+    }
+    case rope_type::proportional: {
+      for (const tv& v : reciprocals(powers_model(base, s.head_dim, rotating_pairs(s)))) {
+        out.freq.push_back(f32.div(v, as_f32(s.factor)));
+      }
+      out.freq.resize(static_cast<std::size_t>(pairs), tv{0, 0});
+      break;
+    }
+  }
+  // Attention factor: a host double (≤ 8 double roundings and libm calls, each ≤ 2^−53·m),
+  // cast to fp32.
+  if (s.type == rope_type::yarn || s.type == rope_type::longrope) {
+    out.m = {m_exact, half_ulp(m_exact * (1 + 0x1p-40), kF32) + 8 * 0x1p-53 * m_exact};
+  }
+  return out;
+}
+
+std::vector<tv> ggml_model::angles(std::int64_t p) const {
+  std::vector<tv> out(static_cast<std::size_t>(pairs), tv{0, 0});
+  const auto pd = static_cast<double>(p);
+  tv theta{pd, std::fabs(double(float(p)) - pd)};
+  for (std::int64_t i = 0; i < std::min(pairs, rotating); ++i) {
+    const tv extrap = factors.empty() ? theta : f32.div(theta, factors[i]);
+    const tv interp = f32.mul(freq_scale, extrap);
+    tv angle = interp;
+    if (yarn) {
+      const tv y = clamp01(f32.div(f32.sub(exact(double(i)), exact(corr_low)), exact(corr_width)));
+      const tv mix = f32.sub(exact(1), y);  // times ext_factor 1: exact
+      angle = f32.add(f32.mul(interp, f32.sub(exact(1), mix)), f32.mul(extrap, mix));
+    }
+    out[i] = angle;
+    theta = f32.mul(theta, ts);
+  }
+  return out;
+}
+
+ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq) {
+  using spec::rope_type;
+  ggml_model g;
+  g.pairs = s.pairs();
+  g.rotating = rotating_pairs(s);
+  const std::int64_t n = s.rotary_dim;
+  const auto nd = static_cast<double>(n);
+  tv base = as_f32(s.rope_theta);
+  // −2/n_dims in fp32, with its exact rounding error.
+  const float e2 = -2.0f / static_cast<float>(n);
+  const tv exponent{-2.0 / nd, std::fabs(double(e2) * nd + 2.0) / nd * (1 + 0x1p-50)};
+  const tv e_ntk{nd / (nd - 2.0), std::fabs(double(float(nd / (nd - 2.0))) * (nd - 2.0) - nd) /
+                                      (nd - 2.0) * (1 + 0x1p-50)};
+  switch (s.type) {
+    case rope_type::default_:
+      g.freq_scale = as_f32(s.freq_scale);
+      break;
+    case rope_type::linear:
+    case rope_type::proportional:
+      g.freq_scale = as_f32_inexact(1.0 / s.factor);
+      break;
+    case rope_type::ntk: {
+      const tv pw = f32.round(f64.pow(exact(s.factor), e_ntk, kLibm64));
+      base = f32.round(f64.mul(exact(s.rope_theta), pw));
+      break;
+    }
+    case rope_type::dynamic: {
+      const std::int64_t sq = effective_seq(s, seq);
+      if (sq > s.max_position_embeddings) {
+        const tv fs = f32.round(f64.mul(exact(s.factor), exact(double(sq))));
+        const tv q = f32.round(f64.div(fs, exact(double(s.max_position_embeddings))));
+        const tv fm1 = as_f32(s.factor - 1.0);
+        const tv alpha = f32.round(f64.sub(q, fm1));
+        const tv pw = f32.round(f64.pow(alpha, e_ntk, kLibm64));
+        base = f32.round(f64.mul(exact(s.rope_theta), pw));
+      }
+      break;
+    }
+    case rope_type::yarn: {
+      g.freq_scale = as_f32_inexact(1.0 / s.factor);
+      g.yarn = true;
+      const auto range = ref::yarn_correction_range(s);
+      g.corr_low = to_d(range.low);
+      g.corr_width = std::max(to_d(range.high) - g.corr_low, 0.001);
+      const tv lg = f32.round(f64.log(exact(s.factor), kLibm64));
+      const tv attn = f32.div(ggml_attention(s), f32.add(exact(1), f32.mul(as_f32(0.1, 0.1), lg)));
+      // mscale·(1 + 0.1f·logf(1/freq_scale)), exact value m_HF.
+      const tv inv_fs = f32.div(exact(1), g.freq_scale);
+      g.m = f32.mul(attn, f32.add(exact(1), f32.mul(as_f32(0.1, 0.1), f32.log(inv_fs, kLogF))));
+      break;
+    }
+    case rope_type::llama3: {
+      const llama3_bands bands = bands_of(s);
+      // The host's fp32 thresholds (RN32 of the exact quotient; the kernel's double-then-float
+      // agrees with them).
+      const tv two_pi{2 * std::numbers::pi,
+                      std::fabs(2.0 * double(float(std::numbers::pi)) - 2 * std::numbers::pi) +
+                          half_ulp(2 * std::numbers::pi, kF64)};
+      const tv band = as_f32(s.high_freq_factor - s.low_freq_factor);
+      for (const tv& inv : reciprocals(powers_model(base, n, g.pairs))) {
+        const tv wl = f32.div(two_pi, inv);
+        const double theta_prime = llama3_exact(inv.x, bands);
+        g.factors.push_back(llama3_branches(
+            wl, inv.x / theta_prime, bands, [&] { return as_f32(s.factor); },
+            [&] {
+              const tv ratio = f32.round(f64.div(exact(bands.Lo), wl));
+              const tv num = f32.round(f64.sub(ratio, exact(s.low_freq_factor)));
+              const tv t = f32.round(f64.div(num, band));
+              const tv a = f32.round(f64.sub(exact(1), t));
+              const tv over_f = f32.round(f64.div(a, exact(s.factor)));
+              return f32.round(f64.div(exact(1), f32.add(over_f, t)));
+            },
+            [&] { return exact(1); }));
+      }
+      break;
+    }
+    case rope_type::longrope:
+      for (double c : longrope_factors(s, seq)) g.factors.push_back(as_f32(c));
+      g.m = ggml_attention(s);
+      break;
+  }
+  g.ts = f32.pow(base, exponent, kPowF);
+  return g;
+}
+
+double trig_times_m(double dtheta, tv m, double c) {
+  const double bcs = trig_f32_bound(c, dtheta, kSinCosF);
+  if (m.x == 1.0 && m.e == 0.0) return bcs;  // times exactly 1: no rounding
+  const double mm = m.x + m.e;
+  return mm * bcs + m.e * c + half_ulp(mm * (c + bcs), kF32);
+}
+
+double hf_angle_error(std::int64_t p, tv f) {
+  const auto pd = static_cast<double>(p);
+  const auto ph = static_cast<double>(static_cast<float>(p));
+  return ph * f.e + std::fabs(ph - pd) * f.x + half_ulp(ph * (f.x + f.e), kF32);
+}
+
+double path_bound(double B, double y, kernel::storage st, format out, format cur) {
+  if (st == kernel::storage::fp16) {
+    B += half_ulp(y + B, kF16);
+    cur = kF16;
+  } else if (st == kernel::storage::bf16) {
+    B += half_ulp(y + B, kBF16);
+    cur = kBF16;
+  }
+  const bool wider = out.p == 24 && cur.p <= 24;  // fp32 holds fp16 and bf16 exactly
+  if (!(out.p == cur.p && out.emin == cur.emin) && !wider) B += half_ulp(y + B, out);
+  return B;
+}
+
+}  // namespace pev::sweep
