@@ -4,10 +4,15 @@
 #include "pev/sweep/bound.h"
 
 #include <algorithm>
+#include <bit>
+#include <boost/multiprecision/gmp.hpp>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
 
 #include "pev/core/real.h"
+#include "pev/ref/relative.h"
 #include "pev/ref/rope.h"
 
 namespace pev::sweep {
@@ -370,6 +375,96 @@ double path_bound(double B, double y, kernel::storage st, format out, format cur
   const bool wider = out.p == 24 && cur.p <= 24;  // fp32 holds fp16 and bf16 exactly
   if (!(out.p == cur.p && out.emin == cur.emin) && !wider) B += half_ulp(y + B, out);
   return B;
+}
+
+sinusoidal_model::sinusoidal_model(const spec::sinusoidal& s)
+    : s_(s), interleaved_(s.layout == spec::sinusoidal_layout::interleaved), h_(s.d_model / 2) {
+  if (!interleaved_) {
+    const tv lg = f64.log(exact(s.base), kLibm64);
+    const tv step = f32.round(f64.div(lg, exact(double(h_) - s.freq_shift)));
+    for (std::int64_t k = 0; k < h_; ++k) {
+      const tv prod = f32.mul(exact(double(k)), step);
+      omega_.push_back(f32.exp({-prod.x, prod.e}, kExpF));
+    }
+  }
+}
+
+std::int64_t sinusoidal_model::pair_of(std::int64_t col) const {
+  if (interleaved_) return col / 2;
+  if (col >= 2 * h_) return -1;
+  return col < h_ ? col : col - h_;
+}
+
+double sinusoidal_model::bound(std::int64_t p, std::int64_t col, double y, kernel::storage stored,
+                               format out) const {
+  const std::int64_t pair = pair_of(col);
+  if (interleaved_) {
+    const double x0 = 2.0 * double(pair) / double(s_.d_model);
+    const tv Pw = f64.pow(exact(s_.base), {x0, half_ulp(x0, kF64)}, kLibm64);
+    const tv a = f64.div(exact(double(p)), Pw);
+    const double B = std::min(a.e, 2.0) + kLibm64 * ulp_at(std::min(y + a.e, 1.0), kF64);
+    return path_bound(B, y, stored, out, kF64);
+  }
+  if (pair < 0) return 0.0;
+  const tv a = f32.mul(as_f32(double(p)), omega_[static_cast<std::size_t>(pair)]);
+  return path_bound(trig_f32_bound(y, a.e, kSinCosF), y, stored, out, kF32);
+}
+
+std::vector<tv> alibi_model(const spec::alibi& s) {
+  const std::int64_t H = s.num_heads;
+  const auto P = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(H)));
+  std::vector<tv> out;
+  auto base_of = [&](double denom) {
+    return f32.round(f64.pow(exact(2.0), exact(-s.max_bias / denom), kLibm64));
+  };
+  const tv base = base_of(double(P));
+  for (std::int64_t h = 1; h <= P; ++h) out.push_back(f32.pow(base, exact(double(h)), kPowF));
+  const tv extra = base_of(double(2 * P));
+  for (std::int64_t k = 1; k <= H - P; ++k) {
+    out.push_back(f32.pow(extra, exact(double(2 * k - 1)), kPowF));
+  }
+  return out;
+}
+
+double alibi_bias_bound(tv slope, std::int64_t distance, double y, kernel::storage stored,
+                        format out) {
+  const tv v = f32.mul(slope, as_f32(double(distance)));
+  return path_bound(v.e, y, stored, out, kF32);
+}
+
+bool t5_on_integer_boundary(const spec::t5& s, std::int64_t r, std::int64_t bucket) {
+  using boost::multiprecision::mpz_int;
+  const std::int64_t nb = s.bidirectional ? s.num_buckets / 2 : s.num_buckets;
+  const std::int64_t e = nb / 2;
+  const std::int64_t w = nb - e;
+  if (r == INT64_MIN) return false;  // saturated long before any boundary
+  const std::int64_t n = s.bidirectional ? (r < 0 ? -r : r) : (r < 0 ? -r : 0);
+  const std::int64_t k = bucket - (s.bidirectional && r > 0 ? nb : 0) - e;
+  if (n < e || k <= 0 || k >= w) return false;
+  const mpz_int lhs =
+      pow(mpz_int(n), static_cast<unsigned>(w)) * pow(mpz_int(e), static_cast<unsigned>(k));
+  const mpz_int rhs = pow(mpz_int(s.max_distance), static_cast<unsigned>(k)) *
+                      pow(mpz_int(e), static_cast<unsigned>(w));
+  return lhs == rhs;
+}
+
+std::int64_t t5_exact_bucket(const spec::t5& s, std::int64_t r) {
+  const std::int64_t b = ref::t5_bucket(s, r);
+  return t5_on_integer_boundary(s, r, b + 1) ? b + 1 : b;
+}
+
+bool t5_fp32_may_differ(const spec::t5& s, std::int64_t r) {
+  const std::int64_t nb = s.bidirectional ? s.num_buckets / 2 : s.num_buckets;
+  const std::int64_t e = nb / 2;
+  const std::int64_t n = s.bidirectional ? (r == INT64_MIN ? INT64_MAX : std::llabs(r))
+                                         : (r < 0 ? (r == INT64_MIN ? INT64_MAX : -r) : 0);
+  if (n < e) return false;
+  const tv ratio = f32.div(as_f32(double(n)), as_f32(double(e)));
+  const tv lg = f32.log(ratio, kLogF);
+  const tv denom =
+      f32.round(f64.log(f64.div(exact(double(s.max_distance)), exact(double(e))), kLibm64));
+  const tv sc = f32.mul(f32.div(lg, denom), as_f32(double(nb - e)));
+  return std::fabs(sc.x - std::round(sc.x)) <= sc.e;
 }
 
 }  // namespace pev::sweep

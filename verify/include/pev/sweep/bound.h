@@ -56,4 +56,43 @@ double hf_angle_error(std::int64_t p, tv f);
 /// are exact).
 double path_bound(double B, double y, kernel::storage st, format out, format cur);
 
+/// Sinusoidal hf pipelines (kernel/absolute.h): interleaved = the DistilBERT float64 pipeline
+/// cast once; blocked = fairseq's fp32 exp-based frequencies.
+class sinusoidal_model {
+ public:
+  explicit sinusoidal_model(const spec::sinusoidal& s);
+  /// Pair of column `col` (−1: the zero padding column of an odd d_model, blocked layout).
+  std::int64_t pair_of(std::int64_t col) const;
+  /// Bound on |ŷ − y| of the hf (or table-*, by `stored`) value at position p, column col, with
+  /// |y| = y, in output format `out`.
+  double bound(std::int64_t p, std::int64_t col, double y, kernel::storage stored,
+               format out) const;
+
+ private:
+  spec::sinusoidal s_;
+  bool interleaved_;
+  std::int64_t h_;
+  std::vector<tv> omega_;  // blocked: fp32 ω_k
+};
+
+/// ALiBi hf slopes: BLOOM's fp32 pow of an fp32 base, per head (exact value and bound).
+std::vector<tv> alibi_model(const spec::alibi& s);
+
+/// Bound on the hf (or table-*) bias m̂_h·(j − i) in fp32 for a slope model `slope` and distance
+/// j − i, |y| = y, after the storage and output roundings.
+double alibi_bias_bound(tv slope, std::int64_t distance, double y, kernel::storage stored,
+                        format out);
+
+/// Whether relative distance r lies exactly on the lower edge of log-branch bucket `bucket`
+/// (verified in integers: n^w·e^k = max_distance^k·e^w).
+bool t5_on_integer_boundary(const spec::t5& s, std::int64_t r, std::int64_t bucket);
+
+/// The exact T5 bucket of r: ref::t5_bucket, corrected where its rounded logarithms truncate an
+/// exact integer boundary downward.
+std::int64_t t5_exact_bucket(const spec::t5& s, std::int64_t r);
+
+/// The hf (fp32 log) bucket may be off by one at r: the exact log-branch value lies within the
+/// fp32 model's error of an integer (a truncation boundary).
+bool t5_fp32_may_differ(const spec::t5& s, std::int64_t r);
+
 }  // namespace pev::sweep
