@@ -404,8 +404,12 @@ std::map<std::string, std::string> plot_scripts(const results& r, const std::str
   for (const auto& c : r.checks) {
     if (!wants_heatmap(r, c)) continue;
     std::ostringstream os;
-    os << kTerminal << "unset key\nset title '" << c.id
-       << ": max ρ = error / bound per position octave and pair'\n"
+    const auto n_index = c.octaves.front().rho_by_index.size();
+    os << kTerminal << "unset key\n"
+       << fmt::format("set xrange [-0.5:{}.5]\nset yrange [{}:{}]\n", n_index - 1,
+                      std::log2(double(c.octaves.front().hi)) - 0.5,
+                      std::log2(double(c.octaves.back().hi)) + 0.5)
+       << "set title '" << c.id << ": max ρ = error / bound per position octave and pair'\n"
        << "set xlabel 'frequency pair index i'\nset ylabel 'position octave (log2 of its end)'\n"
        << "set cblabel 'max ρ (dimensionless; ≤ 1 passes)'\nset cbrange [0:*]\n"
        << "set palette defined (0 '#ffffff', 0.5 '#fdae61', 1 '#d7191c')\n"

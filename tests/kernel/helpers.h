@@ -15,6 +15,7 @@
 #include "error_model.h"
 #include "pev/scalar/traits.h"
 #include "pev/spec/parse.h"
+#include "pev/sweep/bound.h"
 
 namespace pev::test {
 
@@ -65,24 +66,7 @@ inline std::vector<std::int64_t> octave_positions(std::int64_t dense, int top, i
   return p;
 }
 
-/// T5: true when the log-branch value of distance r is exactly the integer bucket − e, i.e.
-/// n^w·e^k = D^k·e^w with k = bucket − e (an integer boundary, where trunc must give k; a
-/// reference that evaluates the logarithms with rounding can land just below it).
-inline bool t5_on_integer_boundary(const spec::t5& s, std::int64_t r, std::int64_t bucket) {
-  using boost::multiprecision::mpz_int;
-  const std::int64_t nb = s.bidirectional ? s.num_buckets / 2 : s.num_buckets;
-  const std::int64_t e = nb / 2;
-  const std::int64_t w = nb - e;
-  if (r == INT64_MIN) return false;  // saturated long before any boundary
-  const std::int64_t n = s.bidirectional ? (r < 0 ? -r : r) : (r < 0 ? -r : 0);
-  const std::int64_t k = bucket - (s.bidirectional && r > 0 ? nb : 0) - e;
-  if (n < e || k <= 0 || k >= w) return false;
-  const mpz_int lhs =
-      pow(mpz_int(n), static_cast<unsigned>(w)) * pow(mpz_int(e), static_cast<unsigned>(k));
-  const mpz_int rhs = pow(mpz_int(s.max_distance), static_cast<unsigned>(k)) *
-                      pow(mpz_int(e), static_cast<unsigned>(w));
-  return lhs == rhs;
-}
+using sweep::t5_on_integer_boundary;
 
 template <class E>
 E parse_as(const std::string& text) {

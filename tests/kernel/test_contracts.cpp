@@ -462,24 +462,7 @@ void sinusoidal_lines(const sinusoidal_case& c, const spec::sinusoidal& s,
   constexpr format out = test::format_of<T>();
   const auto d = static_cast<std::size_t>(s.d_model);
   const bool interleaved = s.layout == spec::sinusoidal_layout::interleaved;
-  const std::int64_t h = s.d_model / 2;
-  // Pair of a column and whether it holds a sin; −1: the zero padding column.
-  auto pair_of = [&](std::size_t j) -> std::pair<std::int64_t, bool> {
-    const auto jj = static_cast<std::int64_t>(j);
-    if (interleaved) return {jj / 2, jj % 2 == 0};
-    if (jj >= 2 * h) return {-1, false};
-    return {jj < h ? jj : jj - h, jj < h};
-  };
-  // hf angle models per pair.
-  std::vector<tv> omega;  // blocked: fp32 ω_k
-  if (!interleaved) {
-    const tv lg = f64.log(exact(s.base), test::kLibm64);
-    const tv step = f32.round(f64.div(lg, exact(double(h) - s.freq_shift)));
-    for (std::int64_t k = 0; k < h; ++k) {
-      const tv prod = f32.mul(exact(double(k)), step);
-      omega.push_back(f32.exp({-prod.x, prod.e}, test::kExpF));
-    }
-  }
+  const sweep::sinusoidal_model model(s);
   for (strategy st : kernel::all_strategies()) {
     if (st == strategy::ggml) continue;
     std::vector<T> got(pos.size() * d);
@@ -496,26 +479,11 @@ void sinusoidal_lines(const sinusoidal_case& c, const spec::sinusoidal& s,
       L.bound = "1 ulp";
       L.ulp_limit = 1;
       bound = [&](std::size_t k) { return one_ulp<T>(ex.y[k]); };
-    } else if (interleaved) {
-      L.bound = "fp64 pipeline, cast once";
-      bound = [&](std::size_t k) {
-        const auto [pair, is_sin] = pair_of(k % d);
-        const double y = std::fabs(ex.y[k]);
-        const tv x{2.0 * double(pair) / double(s.d_model),
-                   half_ulp(2.0 * double(pair) / double(s.d_model), kF64)};
-        const tv Pw = f64.pow(exact(s.base), x, test::kLibm64);
-        const tv a = f64.div(exact(double(pos[k / d])), Pw);
-        const double B = std::min(a.e, 2.0) + test::kLibm64 * ulp_at(std::min(y + a.e, 1.0), kF64);
-        return path_bound(B, y, stored, out, kF64);
-      };
     } else {
-      L.bound = "fp32 exp model";
+      L.bound = interleaved ? "fp64 pipeline, cast once" : "fp32 exp model";
       bound = [&](std::size_t k) {
-        const auto [pair, is_sin] = pair_of(k % d);
-        if (pair < 0) return 0.0;
-        const double y = std::fabs(ex.y[k]);
-        const tv a = f32.mul(test::as_f32(double(pos[k / d])), omega[pair]);
-        return path_bound(test::trig_f32_bound(y, a.e, test::kSinCosF), y, stored, out, kF32);
+        return model.bound(pos[k / d], static_cast<std::int64_t>(k % d), std::fabs(ex.y[k]), stored,
+                           out);
       };
     }
     if (st != strategy::hf && st != strategy::accurate) {
@@ -698,28 +666,12 @@ INSTANTIATE_TEST_SUITE_P(Table, KernelContractsLearned, ::testing::ValuesIn(kLea
 class KernelContractsAlibi : public ::testing::TestWithParam<int> {};
 
 /// BLOOM's fp32 slope model: fl32(2^(−b/P)) in double then powf(base, h).
-std::vector<tv> alibi_model(const spec::alibi& s) {
-  const std::int64_t H = s.num_heads;
-  const auto P = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(H)));
-  std::vector<tv> out;
-  auto base_of = [&](double denom) {
-    return f32.round(f64.pow(exact(2.0), exact(-s.max_bias / denom), test::kLibm64));
-  };
-  const tv base = base_of(double(P));
-  for (std::int64_t h = 1; h <= P; ++h) out.push_back(f32.pow(base, exact(double(h)), test::kPowF));
-  const tv extra = base_of(double(2 * P));
-  for (std::int64_t k = 1; k <= H - P; ++k) {
-    out.push_back(f32.pow(extra, exact(double(2 * k - 1)), test::kPowF));
-  }
-  return out;
-}
-
 template <class T>
 void alibi_lines(const spec::alibi& s, const std::vector<real>& slopes,
                  const std::vector<std::int64_t>& q, const std::vector<std::int64_t>& kpos) {
   constexpr format out = test::format_of<T>();
   const std::string family = "alibi/H=" + std::to_string(s.num_heads);
-  const auto model = alibi_model(s);
+  const auto model = sweep::alibi_model(s);
   rounded ex_slopes, ex_bias;
   for (const real& m : slopes) ex_slopes.push(m);
   for (const real& m : slopes) {
@@ -767,8 +719,8 @@ void alibi_lines(const spec::alibi& s, const std::vector<real>& slopes,
             const std::size_t h = k / per_head;
             const std::size_t a = (k % per_head) / kpos.size();
             const std::size_t b = k % kpos.size();
-            const tv v = f32.mul(model[h], test::as_f32(double(kpos[b] - q[a])));
-            return path_bound(v.e, std::fabs(ex_bias.y[k]), stored, out, kF32);
+            return sweep::alibi_bias_bound(model[h], kpos[b] - q[a], std::fabs(ex_bias.y[k]),
+                                           stored, out);
           },
           [&](std::size_t k) {
             const std::size_t a = (k % per_head) / kpos.size();
@@ -827,11 +779,8 @@ TEST_P(KernelContractsT5, Table) {
   std::vector<std::int64_t> want;
   std::size_t corrected = 0;
   for (std::int64_t v : r) {
-    std::int64_t b = ref::t5_bucket(s, v);
-    if (test::t5_on_integer_boundary(s, v, b + 1)) {
-      ++b;
-      ++corrected;
-    }
+    const std::int64_t b = sweep::t5_exact_bucket(s, v);
+    corrected += b != ref::t5_bucket(s, v) ? 1 : 0;
     want.push_back(b);
   }
   std::cout << "note: " << corrected
@@ -848,24 +797,9 @@ TEST_P(KernelContractsT5, Table) {
     L.bound = st == strategy::accurate ? "exact" : "fp32 log near integer";
     for (std::size_t k = 0; k < r.size(); ++k) {
       const double err = std::fabs(double(got[k] - want[k]));
-      double allowed = 0;
-      if (st != strategy::accurate) {
-        // Off by one only where the exact log-branch value is within the fp32 model's error of
-        // an integer (truncation boundary).
-        const std::int64_t nb = c.bidirectional ? c.buckets / 2 : c.buckets;
-        const std::int64_t e = nb / 2;
-        const std::int64_t n = c.bidirectional
-                                   ? (r[k] == INT64_MIN ? INT64_MAX : std::llabs(r[k]))
-                                   : (r[k] < 0 ? (r[k] == INT64_MIN ? INT64_MAX : -r[k]) : 0);
-        if (n >= e) {
-          const tv ratio = f32.div(test::as_f32(double(n)), test::as_f32(double(e)));
-          const tv lg = f32.log(ratio, test::kLogF);
-          const tv denom = f32.round(
-              f64.log(f64.div(exact(double(c.max_distance)), exact(double(e))), test::kLibm64));
-          const tv sc = f32.mul(f32.div(lg, denom), test::as_f32(double(nb - e)));
-          if (std::fabs(sc.x - std::round(sc.x)) <= sc.e) allowed = 1;
-        }
-      }
+      // Off by one only where the exact log-branch value is within the fp32 model's error of
+      // an integer (truncation boundary).
+      const double allowed = st != strategy::accurate && sweep::t5_fp32_may_differ(s, r[k]) ? 1 : 0;
       L.add(err, allowed, err == 0 ? 0 : 1, [&] {
         return "r=" + std::to_string(r[k]) + " got " + std::to_string(got[k]) + " want " +
                std::to_string(want[k]);
