@@ -273,7 +273,7 @@ std::map<std::string, std::string> csv_files(const results& r) {
     // Plot c: percentage of values per ulp bucket, per strategy × dtype.
     std::ostringstream os;
     os << "strategy,dtype";
-    for (const char* b : kUlpBucketNames) os << ",\"" << b << '"';
+    for (const char* b : kUlpBucketLabels) os << ',' << b;
     os << '\n';
     for (const auto& st : unique_in_order([&] {
            std::vector<std::string> v;
@@ -321,7 +321,7 @@ std::map<std::string, std::string> csv_files(const results& r) {
         }
       }
       for (int b = 0; b < kUlpBuckets; ++b) {
-        h << '"' << kUlpBucketNames[std::size_t(b)] << '"';
+        h << kUlpBucketLabels[std::size_t(b)];
         for (int d = 0; d < 3; ++d) h << ',' << d17(pct[std::size_t(d)][std::size_t(b)]);
         h << '\n';
       }

@@ -287,6 +287,8 @@ struct rope_cell {
     }
   }
 
+  bool serial() const { return false; }  // planned at construction, on the calling thread
+
   double bound(double dtheta, double y) const {
     const format f = format_of(dt);
     if (st == strategy::accurate) return ulp_at(y, f);
@@ -398,6 +400,10 @@ struct pe_cell {
   const sinusoidal_model* model = nullptr;
   std::unique_ptr<accumulator> acc;
 
+  // sinusoidal_table plans on every call, and the accurate plan reads the MPFR reference
+  // (single-threaded).
+  bool serial() const { return st == strategy::accurate; }
+
   template <class T>
   void evaluate_as(const pe_rows& r, const std::vector<std::size_t>& rows) {
     const auto d = static_cast<std::size_t>(s->d_model);
@@ -483,6 +489,9 @@ struct alibi_cell {
   std::unique_ptr<accumulator> acc;
   std::uint64_t out_of_range = 0;
 
+  // alibi_bias plans on every call; the accurate plan reads the MPFR reference.
+  bool serial() const { return st == strategy::accurate; }
+
   template <class T>
   void evaluate_as(const alibi_rows& r, const std::vector<std::size_t>& rows) {
     const auto H = static_cast<std::size_t>(s->num_heads);
@@ -559,6 +568,8 @@ struct t5_cell {
   const spec::t5* s = nullptr;
   strategy st = strategy::hf;
   std::unique_ptr<accumulator> acc;
+
+  bool serial() const { return false; }  // integer plans, no pev::real
 
   void evaluate(const t5_rows& r, const std::vector<std::size_t>& rows) {
     std::vector<std::int64_t> dist;
@@ -693,10 +704,17 @@ void sweep_cells(Ref& ref, std::vector<Cell>& cells, const options& o, tbb::task
                        const std::function<std::vector<std::size_t>(std::size_t)>& rows_of) {
     arena.execute([&] {
       tbb::parallel_for(std::size_t{0}, cells.size(), [&](std::size_t c) {
+        if (cells[c].serial()) return;
         const auto rows = rows_of(c);
         if (!rows.empty()) cells[c].evaluate(r, rows);
       });
     });
+    // Cells whose kernel touches pev::real at evaluation time run here, on this thread.
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (!cells[c].serial()) continue;
+      const auto rows = rows_of(c);
+      if (!rows.empty()) cells[c].evaluate(r, rows);
+    }
   };
   const std::vector<std::int64_t> pos = sample_positions(o);
   for (std::size_t b = 0; b < pos.size(); b += kChunk) {

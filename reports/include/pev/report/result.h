@@ -23,6 +23,9 @@ inline constexpr int kSchemaVersion = 1;
 inline constexpr int kUlpBuckets = 7;
 inline constexpr std::array<const char*, kUlpBuckets> kUlpBucketNames = {
     "0", "(0,0.5]", "(0.5,1]", "(1,2]", "(2,4]", "(4,8]", ">8"};
+/// The same buckets as labels without commas (CSV columns, plot tics): (lo, hi] as "lo-hi".
+inline constexpr std::array<const char*, kUlpBuckets> kUlpBucketLabels = {
+    "0", "0-0.5", "0.5-1", "1-2", "2-4", "4-8", ">8"};
 /// Bucket index of an ulp error (NaN and +Inf go to the last bucket).
 int ulp_bucket(double ulp_error);
 
