@@ -411,7 +411,9 @@ std::map<std::string, std::string> plot_scripts(const results& r, const std::str
                       std::log2(double(c.octaves.back().hi)) + 0.5)
        << "set title '" << c.id << ": max ρ = error / bound per position octave and pair'\n"
        << "set xlabel 'frequency pair index i'\nset ylabel 'position octave (log2 of its end)'\n"
-       << "set cblabel 'max ρ (dimensionless; ≤ 1 passes)'\nset cbrange [0:*]\n"
+       << "set cblabel 'max ρ (dimensionless; ≤ 1 passes)'\n"
+       << fmt::format("set cbrange [0:{}]\n",
+                      c.max_rho > 1 && std::isfinite(c.max_rho) ? g(c.max_rho) : "1")
        << "set palette defined (0 '#ffffff', 0.5 '#fdae61', 1 '#d7191c')\n"
        << "plot '" << dd << heatmap_csv_name(c) << "' using 1:2:3 with image\n";
     out["heatmap_" + slug(c.id) + ".svg"] = os.str();
@@ -571,7 +573,9 @@ std::string run_gnuplot(const std::string& gnuplot, const std::filesystem::path&
                         const std::string& script) {
   const std::string cmd =
       "cd " + shell_quote(dir.string()) + " && " + shell_quote(gnuplot) + " " + shell_quote(script);
-  FILE* f = popen(cmd.c_str(), "r");
+  // gnuplot's warnings (e.g. an all-zero colour range) stay out of pev's stderr; on failure its
+  // messages are collected by a second run for the error.
+  FILE* f = popen((cmd + " 2>/dev/null").c_str(), "r");
   if (!f) throw error("gnuplot: cannot run '" + gnuplot + "'");
   std::string outp;
   char buf[65536];
@@ -579,8 +583,13 @@ std::string run_gnuplot(const std::string& gnuplot, const std::filesystem::path&
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) outp.append(buf, n);
   const int rc = pclose(f);
   if (rc != 0 || outp.find("<svg") == std::string::npos) {
+    std::string msg;
+    if (FILE* e = popen((cmd + " 2>&1 >/dev/null").c_str(), "r")) {
+      while ((n = std::fread(buf, 1, sizeof buf, e)) > 0) msg.append(buf, n);
+      pclose(e);
+    }
     throw error("gnuplot failed on " + (dir / script).string() + " (exit status " +
-                std::to_string(rc) + ")");
+                std::to_string(rc) + "): " + msg);
   }
   return outp;
 }
