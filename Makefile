@@ -1,5 +1,6 @@
-# Quick start (README): `make test` builds and runs every test; `make report` arrives with the
-# reports issue. Both install the Debian packages that are missing first (scripts/install-deps.sh).
+# Quick start (README): `make report` builds pev and writes the precision-drift report of the
+# default suite; `make test` builds and runs every test. Both install the Debian packages that are
+# missing first (scripts/install-deps.sh).
 
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
@@ -7,7 +8,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PEV_WERROR ?= OFF
 
-.PHONY: all deps configure build test test-exhaustive format check-format install clean
+.PHONY: all deps configure build test test-exhaustive report format check-format install clean
 
 all: build
 
@@ -29,6 +30,20 @@ test: build
 
 test-exhaustive: build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -L exhaustive
+
+# The default suite's report (pev report, DESIGN §4) into REPORT_DIR; prints where it is and its
+# headline table, and exits with pev's status (0: every check passes, 1: a check failed).
+REPORT_DIR ?= pev-report
+REPORT_FLAGS ?=
+
+report: build
+	@echo "pev: running the default suite (pev report --out $(REPORT_DIR) $(REPORT_FLAGS))"
+	@start=$$(date +%s); \
+	$(BUILD_DIR)/verify/pev report --out $(REPORT_DIR) $(REPORT_FLAGS); status=$$?; \
+	end=$$(date +%s); \
+	if [ -f $(REPORT_DIR)/summary.md ]; then echo; cat $(REPORT_DIR)/summary.md; echo; fi; \
+	echo "pev: report written to $(REPORT_DIR)/index.html (summary.md, report.json, junit.xml, plots/, data/) in $$((end - start)) s"; \
+	exit $$status
 
 format:
 	@scripts/check-format.sh --fix

@@ -1103,6 +1103,9 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
         sweep_cells(ref, cells, o, arena);
         for (auto& c : cells) {
           c.acc->finish(*c.out);
+          // Buckets are integers: shown as such, not in hex.
+          c.out->worst.got_hex = std::to_string(static_cast<std::int64_t>(c.out->worst.got));
+          c.out->worst.exact_hex = std::to_string(static_cast<std::int64_t>(c.out->worst.exact));
           c.out->note = "buckets of relative distances -p (index 0) and +p (index 1)";
         }
       }
