@@ -390,6 +390,25 @@ std::map<std::string, std::string> plot_scripts(const results& r, const std::str
       }
     }
     if (series.str().empty()) continue;
+    // Reference lines of notes/numerics.md §9.3 for values of magnitude ≤ 1 (cos/sin, PE): the
+    // fp32 angle floor p·2^−24 and the ½ ulp below 1 of each 16-bit type involved.
+    const auto one = std::find_if(r.checks.begin(), r.checks.end(), [&](const check& c) {
+      return c.spec_name == spec && c.strategy == st;
+    });
+    if (one->family == "rope" || one->family == "sinusoidal") {
+      series << ", \\\n     x*2**-24 with lines lw 1 dt 4 lc rgb '#7f7f7f' title 'p·2^{-24}'";
+      std::set<std::string> halves;
+      for (const auto& c : r.checks) {
+        if (c.spec_name == spec && c.strategy == st && c.dtype != "fp32") halves.insert(c.dtype);
+      }
+      if (st == "table-fp16") halves.insert("fp16");
+      if (st == "table-bf16") halves.insert("bf16");
+      for (const auto& h : halves) {
+        series << ", \\\n     " << (h == "fp16" ? "2**-12" : "2**-9")
+               << " with lines lw 1 dt 5 lc rgb '" << dtype_colour(h) << "' title '" << h
+               << " ½ ulp below 1'";
+      }
+    }
     std::ostringstream os;
     os << kTerminal << "set logscale xy 2\nset format x '2^{%L}'\nset format y '10^{%L}'\n"
        << "set logscale y 10\n"

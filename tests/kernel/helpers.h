@@ -13,6 +13,7 @@
 
 #include "common/seed.h"
 #include "error_model.h"
+#include "pev/core/splitmix.h"
 #include "pev/scalar/traits.h"
 #include "pev/spec/parse.h"
 #include "pev/sweep/bound.h"
@@ -25,24 +26,7 @@ inline std::uint64_t env_count(const char* name, std::uint64_t fallback) {
   return env ? std::strtoull(env, nullptr, 0) : fallback;
 }
 
-/// splitmix64: deterministic samples from a seed.
-class splitmix {
- public:
-  explicit splitmix(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [lo, hi).
-  std::int64_t in(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo));
-  }
-
- private:
-  std::uint64_t state_;
-};
+using pev::splitmix;  // pev/core/splitmix.h
 
 /// Every p < dense, then per octave [2^k, 2^(k+1)) up to 2^top: its ends, 2^k + 1 and
 /// `per_octave` deterministic samples. Sorted, unique.

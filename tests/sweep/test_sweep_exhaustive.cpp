@@ -17,7 +17,9 @@ TEST(SweepExhaustive, EveryPositionBelow2To20) {
   for (const auto& c : r.checks) {
     EXPECT_TRUE(c.pass) << c.id << " rho " << c.max_rho;
     EXPECT_EQ(c.positions, std::uint64_t{1} << 20) << c.id;
-    if (c.strategy == "accurate") EXPECT_LE(c.max_ulp_error, 1.0) << c.id;
+    if (c.strategy == "accurate") {
+      EXPECT_LE(c.max_ulp_error, 1.0) << c.id;
+    }
   }
 }
 

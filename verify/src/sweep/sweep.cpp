@@ -22,6 +22,7 @@
 #include "pev/build_info.h"
 #include "pev/core/error.h"
 #include "pev/core/real.h"
+#include "pev/core/splitmix.h"
 #include "pev/core/version.h"
 #include "pev/kernel/absolute.h"
 #include "pev/kernel/apply.h"
@@ -75,25 +76,6 @@ std::string hex(double v) {
   std::snprintf(buf, sizeof buf, "%a", v);
   return buf;
 }
-
-/// splitmix64: deterministic samples from the seed.
-class splitmix {
- public:
-  explicit splitmix(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  std::int64_t in(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo));
-  }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1p-53; }
-
- private:
-  std::uint64_t state_;
-};
 
 /// Per-check accumulator of the report's statistics (see report::check).
 class accumulator {
@@ -198,24 +180,35 @@ class accumulator {
 // ---------------------------------------------------------------------------------------------
 // RoPE.
 
-/// Exact reference rows of a batch of positions: RN_double (the "exact" value of the metrics) and
-/// RN_T for each output type (the correctly rounded value of the ulp distance).
-struct rope_rows {
-  std::vector<std::int64_t> pos;
-  std::vector<double> c64, s64;
-  std::vector<float> c32, s32;
-  std::vector<half> c16, s16;
-  std::vector<bfloat16> cb, sb;
+/// Reference values of a batch rounded once to each type: RN_double (the "exact" value of the
+/// metrics) and RN_T of each output type (the correctly rounded value of the ulp distance).
+struct rounded_values {
+  std::vector<double> f64;
+  std::vector<float> f32;
+  std::vector<half> f16;
+  std::vector<bfloat16> bf16;
   template <class T>
-  std::pair<const std::vector<T>&, const std::vector<T>&> get() const {
-    if constexpr (std::is_same_v<T, float>) {
-      return {c32, s32};
+  std::vector<T>& get() {
+    if constexpr (std::is_same_v<T, double>) {
+      return f64;
+    } else if constexpr (std::is_same_v<T, float>) {
+      return f32;
     } else if constexpr (std::is_same_v<T, half>) {
-      return {c16, s16};
+      return f16;
     } else {
-      return {cb, sb};
+      return bf16;
     }
   }
+  template <class T>
+  const std::vector<T>& get() const {
+    return const_cast<rounded_values*>(this)->get<T>();
+  }
+};
+
+/// Exact rows of a batch of RoPE positions: m·cos and m·sin, [pos, pair].
+struct rope_rows {
+  std::vector<std::int64_t> pos;
+  rounded_values c, s;
 };
 
 class rope_reference_source {
@@ -228,10 +221,10 @@ class rope_reference_source {
     rope_rows r;
     r.pos = std::move(pos);
     const std::size_t n = r.pos.size() * static_cast<std::size_t>(fast_.pairs());
-    fill(r.pos, n, r.c64, r.s64);
-    fill(r.pos, n, r.c32, r.s32);
-    fill(r.pos, n, r.c16, r.s16);
-    fill(r.pos, n, r.cb, r.sb);
+    fill(r.pos, n, r.c.f64, r.s.f64);
+    fill(r.pos, n, r.c.f32, r.s.f32);
+    fill(r.pos, n, r.c.f16, r.s.f16);
+    fill(r.pos, n, r.c.bf16, r.s.bf16);
     return r;
   }
   const ref::fast_stats& stats() const { return stats_; }
@@ -306,7 +299,8 @@ struct rope_cell {
     for (std::size_t k : rows) pos.push_back(r.pos[k]);
     std::vector<T> c(pos.size() * P), sn(pos.size() * P);
     kern->table<T>(pos, c, sn);
-    const auto [rc, rs] = r.get<T>();
+    const auto& rc = r.c.get<T>();
+    const auto& rs = r.s.get<T>();
     const format f = format_of(dt);
     std::vector<double> dth;
     for (std::size_t q = 0; q < pos.size(); ++q) {
@@ -317,7 +311,7 @@ struct rope_cell {
       for (std::size_t i = 0; i < P; ++i) {
         for (int comp = 0; comp < 2; ++comp) {
           const T got = comp == 0 ? c[q * P + i] : sn[q * P + i];
-          const double y = comp == 0 ? r.c64[k * P + i] : r.s64[k * P + i];
+          const double y = comp == 0 ? r.c.f64[k * P + i] : r.s.f64[k * P + i];
           const T cr = comp == 0 ? rc[k * P + i] : rs[k * P + i];
           const double g = to_double(got);
           const double ay = std::fabs(y);
@@ -338,22 +332,10 @@ struct rope_cell {
 // ---------------------------------------------------------------------------------------------
 // Sinusoidal PE tables.
 
+/// Exact PE rows of a batch of positions, [pos, column].
 struct pe_rows {
   std::vector<std::int64_t> pos;
-  std::vector<double> y;
-  std::vector<float> f32;
-  std::vector<half> f16;
-  std::vector<bfloat16> bf16;
-  template <class T>
-  const std::vector<T>& get() const {
-    if constexpr (std::is_same_v<T, float>) {
-      return f32;
-    } else if constexpr (std::is_same_v<T, half>) {
-      return f16;
-    } else {
-      return bf16;
-    }
-  }
+  rounded_values v;
 };
 
 class pe_reference_source {
@@ -362,10 +344,10 @@ class pe_reference_source {
   pe_rows rows(std::vector<std::int64_t> pos) {
     pe_rows r;
     r.pos = std::move(pos);
-    fill(r.pos, r.y);
-    fill(r.pos, r.f32);
-    fill(r.pos, r.f16);
-    fill(r.pos, r.bf16);
+    fill(r.pos, r.v.f64);
+    fill(r.pos, r.v.f32);
+    fill(r.pos, r.v.f16);
+    fill(r.pos, r.v.bf16);
     return r;
   }
   const ref::fast_stats& stats() const { return stats_; }
@@ -411,14 +393,14 @@ struct pe_cell {
     for (std::size_t k : rows) pos.push_back(r.pos[k]);
     std::vector<T> got(pos.size() * d);
     kernel::sinusoidal_table<T>(*s, st, pos, got);
-    const auto& cr = r.get<T>();
+    const auto& cr = r.v.get<T>();
     const format f = format_of(dt);
     for (std::size_t q = 0; q < pos.size(); ++q) {
       acc->add_position(pos[q]);
       const std::size_t k = rows[q];
       for (std::size_t j = 0; j < d; ++j) {
         const double g = to_double(got[q * d + j]);
-        const double y = r.y[k * d + j];
+        const double y = r.v.f64[k * d + j];
         const double ay = std::fabs(y);
         const double B =
             st == strategy::accurate
@@ -441,20 +423,7 @@ struct pe_cell {
 
 struct alibi_rows {
   std::vector<std::int64_t> pos;
-  std::vector<double> y;  // [pos, head]
-  std::vector<float> f32;
-  std::vector<half> f16;
-  std::vector<bfloat16> bf16;
-  template <class T>
-  const std::vector<T>& get() const {
-    if constexpr (std::is_same_v<T, float>) {
-      return f32;
-    } else if constexpr (std::is_same_v<T, half>) {
-      return f16;
-    } else {
-      return bf16;
-    }
-  }
+  rounded_values v;  // [pos, head]
 };
 
 class alibi_reference_source {
@@ -466,10 +435,10 @@ class alibi_reference_source {
     for (std::int64_t p : r.pos) {
       for (const real& m : slopes_) {
         const real b = ref::alibi_bias(m, 0, p);
-        r.y.push_back(round_to<double>(b));
-        r.f32.push_back(round_to<float>(b));
-        r.f16.push_back(round_to<half>(b));
-        r.bf16.push_back(round_to<bfloat16>(b));
+        r.v.f64.push_back(round_to<double>(b));
+        r.v.f32.push_back(round_to<float>(b));
+        r.v.f16.push_back(round_to<half>(b));
+        r.v.bf16.push_back(round_to<bfloat16>(b));
       }
     }
     return r;
@@ -500,7 +469,7 @@ struct alibi_cell {
     const std::int64_t q0[1] = {0};
     std::vector<T> got(H * pos.size());  // [H, 1, keys]
     kernel::alibi_bias<T>(*s, st, q0, pos, got);
-    const auto& cr = r.get<T>();
+    const auto& cr = r.v.get<T>();
     const format f = format_of(dt);
     for (std::size_t q = 0; q < pos.size(); ++q) {
       acc->add_position(pos[q]);
@@ -508,16 +477,16 @@ struct alibi_cell {
       for (std::size_t h = 0; h < H; ++h) {
         const T gv = got[h * pos.size() + q];
         // The exact bias rounded to the storage type (table-*) must fit the output type.
-        const double stored = st == strategy::table_fp16   ? to_double(r.f16[k * H + h])
-                              : st == strategy::table_bf16 ? to_double(r.bf16[k * H + h])
-                                                           : r.y[k * H + h];
+        const double stored = st == strategy::table_fp16   ? to_double(r.v.f16[k * H + h])
+                              : st == strategy::table_bf16 ? to_double(r.v.bf16[k * H + h])
+                                                           : r.v.f64[k * H + h];
         if (!std::isfinite(to_double(cr[k * H + h])) || !std::isfinite(stored) ||
             !std::isfinite(to_double(T(static_cast<float>(stored))))) {
           ++out_of_range;
           continue;
         }
         const double g = to_double(gv);
-        const double y = r.y[k * H + h];
+        const double y = r.v.f64[k * H + h];
         const double ay = std::fabs(y);
         // accurate: the exact bias rounded once (its contract).
         const double B = st == strategy::accurate
