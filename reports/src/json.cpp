@@ -41,6 +41,14 @@ std::vector<double> to_nums(const json& j) {
   return v;
 }
 
+json steps(const worst_case& w) {
+  json a = json::array();
+  for (const auto& st : w.intermediates) {
+    a.push_back({{"name", st.name}, {"got_hex", st.got_hex}, {"exact_hex", st.exact_hex}});
+  }
+  return a;
+}
+
 }  // namespace
 
 std::string to_json(const results& r) {
@@ -122,7 +130,8 @@ std::string to_json(const results& r) {
                         {"got_hex", w.got_hex},
                         {"exact_hex", w.exact_hex},
                         {"bound", num(w.bound)},
-                        {"rho", num(w.rho)}}},
+                        {"rho", num(w.rho)},
+                        {"intermediates", steps(w)}}},
                       {"octaves", oct}});
   }
   j["checks"] = checks;
@@ -218,7 +227,13 @@ results from_json(std::string_view text, const std::string& source) {
                  to_num(w.at("bound")),
                  to_num(w.at("rho")),
                  w.at("got_hex").get<std::string>(),
-                 w.at("exact_hex").get<std::string>()};
+                 w.at("exact_hex").get<std::string>(),
+                 {}};
+      for (const json& st : w.at("intermediates")) {
+        k.worst.intermediates.push_back({st.at("name").get<std::string>(),
+                                         st.at("got_hex").get<std::string>(),
+                                         st.at("exact_hex").get<std::string>()});
+      }
       for (const json& o : c.at("octaves")) {
         k.octaves.push_back({o.at("lo").get<std::int64_t>(), o.at("hi").get<std::int64_t>(),
                              o.at("positions").get<std::uint64_t>(),

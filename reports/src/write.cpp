@@ -199,10 +199,13 @@ std::string junit_xml(const results& r) {
   for (const check& c : r.checks) {
     os << "  <testcase classname=\"pev." << xml_escape(c.spec_name) << "\" name=\""
        << xml_escape(c.strategy + "/" + c.dtype) << "\" time=\"0\">";
-    const std::string detail =
+    std::string detail =
         fmt::format("max rho {} (bound: {}), max abs {}, worst p={} {}[{}] got {} exact {}",
                     g(c.max_rho), c.bound_name, g(c.max_abs), c.worst.position, c.worst.component,
                     c.worst.index, c.worst.got_hex, c.worst.exact_hex);
+    for (const auto& st : c.worst.intermediates) {
+      detail += fmt::format("; {} {} exact {}", st.name, st.got_hex, st.exact_hex);
+    }
     if (!c.pass) {
       os << "\n   <failure message=\"" << xml_escape("max rho " + g(c.max_rho) + " > 1")
          << "\" type=\"bound\">" << xml_escape(detail) << "</failure>\n  ";
@@ -546,7 +549,12 @@ std::string index_html(const results& r, const std::map<std::string, std::string
        << "</td><td>" << fmt::format("{:.2f}", c.pct_faithful)
        << "</td><td><code>p=" << c.worst.position << " " << xml_escape(c.worst.component) << "["
        << c.worst.index << "] " << xml_escape(c.worst.got_hex) << " vs "
-       << xml_escape(c.worst.exact_hex) << "</code></td></tr>\n";
+       << xml_escape(c.worst.exact_hex);
+    for (const auto& st : c.worst.intermediates) {
+      os << "<br>" << xml_escape(st.name) << ": " << xml_escape(st.got_hex) << " vs "
+         << xml_escape(st.exact_hex);
+    }
+    os << "</code></td></tr>\n";
   }
   os << "</table>\n";
   const std::pair<const char*, const char*> sections[] = {

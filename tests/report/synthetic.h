@@ -47,7 +47,8 @@ inline report::check synthetic_check(std::int64_t index, const std::string& spec
   c.pct_correctly_rounded = 90;
   c.pct_faithful = 99;
   c.ulp_histogram = {1, 2, 3, 4, 5, 6, c.values - 21};
-  c.worst = {63, 2, "cos", 0.5, 0.25, 0.5, c.max_rho, "0x1p-1", "0x1p-2"};
+  c.worst = {63,  2,         "cos",    0.5,      0.25,
+             0.5, c.max_rho, "0x1p-1", "0x1p-2", {{"angle", "0x1p+0", "0x1.8p+0"}}};
   return c;
 }
 

@@ -163,6 +163,7 @@ TEST(ReportWrite, EveryFileWrittenAndPlotsRendered) {
   EXPECT_EQ(html.find(" src="), std::string::npos);
   EXPECT_EQ(html.find("href=\"http"), std::string::npos);
   EXPECT_EQ(html.find("<?xml"), std::string::npos);
+  EXPECT_NE(html.find("angle: 0x1p+0 vs 0x1.8p+0"), std::string::npos);  // worst-case steps
   EXPECT_EQ(report::from_json(io::read_file(dir / "report.json"), "report.json").checks.size(),
             r.checks.size());
   std::filesystem::remove_all(dir);

@@ -155,6 +155,10 @@ TEST_F(SweepModel, CountsAndHistogramsAddUp) {
   const check& c = find(*r_, "llama2/hf/fp32");
   EXPECT_EQ(c.worst.rho, c.max_rho);
   EXPECT_NE(c.worst.got_hex.find("0x"), std::string::npos);
+  // With the steps of the fp32 pipeline: frequency, angle, attention factor.
+  ASSERT_EQ(c.worst.intermediates.size(), 3u);
+  EXPECT_EQ(c.worst.intermediates[0].name, "inv_freq");
+  EXPECT_EQ(c.worst.intermediates[1].name, "angle");
 }
 
 TEST_F(SweepModel, InvarianceDriftOfHfGrowsAccurateDoesNot) {

@@ -117,7 +117,7 @@ class accumulator {
     faithful_ += ulp_dist <= 1 ? 1 : 0;
     hist_[static_cast<std::size_t>(report::ulp_bucket(ulp_err))]++;
     if (rho > worst_.rho || values_ == 1) {
-      worst_ = {p, i, comp, got, y, B, rho, hex(got), hex(y)};
+      worst_ = {p, i, comp, got, y, B, rho, hex(got), hex(y), {}};
     }
   }
   void add_position(std::int64_t p) {
@@ -762,6 +762,22 @@ void sweep_rope(const spec::rope& s, const std::vector<report::check*>& outs,
   sweep_cells(ref, cells, o, arena);
   for (auto& cell : cells) {
     cell.acc->finish(*cell.out);
+    // The worst case's intermediates (here, on the reference's thread): the frequency and the
+    // attention factor as the strategy uses them, and for the fp32 pipelines the angle
+    // fl(fl(p)·f̂), each next to its exact value (rounded to double).
+    auto& w = cell.out->worst;
+    const auto i = static_cast<std::size_t>(w.index);
+    const float f = cell.kern->inv_freq()[i];
+    w.intermediates.push_back({cell.st == strategy::ggml ? "angle at p=1 (recurrence)" : "inv_freq",
+                               hex(f), hex(ref.fast().inv_freq<double>()[i])});
+    if (cell.st == strategy::hf || cell.st == strategy::table_fp16 ||
+        cell.st == strategy::table_bf16) {
+      const float angle = static_cast<float>(w.position) * f;
+      w.intermediates.push_back(
+          {"angle", hex(angle), hex(ref.fast().angle<double>(w.position, w.index))});
+    }
+    w.intermediates.push_back(
+        {"attention_factor", hex(cell.kern->attention_factor()), hex(m_exact)});
     if (seq) {
       cell.out->note =
           "stateful rope_type: frequencies for sequence length " + std::to_string(*seq);
@@ -1049,8 +1065,15 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
           cells[c].acc = std::make_unique<accumulator>(o.max_position, s->num_heads);
         }
         sweep_cells(ref, cells, o, arena);
+        const std::vector<real> exact_slopes = ref::alibi_slopes(*s);
         for (auto& c : cells) {
           c.acc->finish(*c.out);
+          // Intermediate of the worst case: the head's slope (fp32 as the strategy computes it).
+          std::vector<float> slopes(static_cast<std::size_t>(s->num_heads));
+          kernel::alibi_slopes<float>(*s, c.st, slopes);
+          const auto h = static_cast<std::size_t>(c.out->worst.index);
+          c.out->worst.intermediates.push_back({"slope (as stored, in fp32)", hex(slopes[h]),
+                                                hex(round_to<double>(exact_slopes[h]))});
           c.out->note = "bias of a query at 0 and a key at p, per head";
           if (c.out_of_range) {
             c.out->note += "; " + std::to_string(c.out_of_range) +

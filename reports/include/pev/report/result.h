@@ -54,6 +54,14 @@ struct worst_case {
   double rho = 0;
   std::string got_hex;
   std::string exact_hex;
+  /// The pipeline's intermediates at the worst case next to their exact values ("which step
+  /// lost the bits", notes/numerics.md §9.5), e.g. the frequency and the angle, in hex.
+  struct step {
+    std::string name;
+    std::string got_hex;
+    std::string exact_hex;
+  };
+  std::vector<step> intermediates;
 };
 
 /// One check: a spec × strategy × dtype against the exact reference, gated by ρ ≤ 1.
