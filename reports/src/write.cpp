@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -159,6 +160,62 @@ bool wants_heatmap(const results& r, const check& c) {
   return c.strategy == "hf" || (!r.checks.empty() && c.spec_name == r.checks.front().spec_name);
 }
 
+const check* find_check(const results& r, const std::string& spec, const char* st, const char* dt) {
+  for (const auto& c : r.checks) {
+    if (c.spec_name == spec && c.strategy == st && c.dtype == dt) return &c;
+  }
+  return nullptr;
+}
+
+/// Max abs error over the octaves below `below`.
+double max_below(const check& c, std::int64_t below) {
+  double m = 0;
+  for (const auto& o : c.octaves) {
+    if (o.hi <= below) m = std::max(m, o.max_abs);
+  }
+  return m;
+}
+
+/// The known facts of notes/numerics.md §3 as this run measured them, one line per RoPE spec:
+/// hf fp32 drift against p·2^−24 and its growth per octave, the table-bf16 floor against 2^−9
+/// and where the phase error overtakes it, accurate's max ulp error.
+std::vector<std::string> headline(const results& r) {
+  std::vector<std::string> out;
+  std::vector<std::string> specs;
+  for (const auto& c : r.checks) {
+    if (c.family == "rope") specs.push_back(c.spec_name);
+  }
+  for (const auto& spec : unique_in_order(specs)) {
+    std::string line = spec + ":";
+    if (const check* hf = find_check(r, spec, "hf", "fp32"); hf && hf->octaves.size() >= 5) {
+      const auto& last = hf->octaves.back();
+      const auto& back4 = hf->octaves[hf->octaves.size() - 5];
+      const double p = static_cast<double>(last.hi - 1);
+      const double growth = std::pow(last.max_abs / back4.max_abs, 0.25);
+      line += fmt::format(" hf fp32 max error {} at p < {} = {:.2f}·p·2^-24, ×{:.2f} per octave;",
+                          g(last.max_abs), last.hi, last.max_abs / (p * 0x1p-24), growth);
+    }
+    if (const check* tb = find_check(r, spec, "table-bf16", "fp32"); tb && !tb->octaves.empty()) {
+      const double low = max_below(*tb, 4096);
+      std::string cross = "nowhere in the range";
+      for (const auto& o : tb->octaves) {
+        if (o.max_abs > 2 * low) {
+          cross = fmt::format("from the octave at p = {}", o.lo);
+          break;
+        }
+      }
+      line += fmt::format(
+          " table-bf16 fp32 {} below 4096 = {:.2f}·2^-9, doubled by the phase error {};", g(low),
+          low / 0x1p-9, cross);
+    }
+    if (const check* ac = find_check(r, spec, "accurate", "fp32")) {
+      line += fmt::format(" accurate fp32 max {} ulp at every position", g(ac->max_ulp_error));
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string summary_markdown(const results& r) {
@@ -175,6 +232,12 @@ std::string summary_markdown(const results& r) {
         "output dtype.\n\n";
   for (const auto& n : r.notes) os << "- " << md_escape(n) << "\n";
   if (!r.notes.empty()) os << "\n";
+  const auto head = headline(r);
+  if (!head.empty()) {
+    os << "<details><summary>Headline: drift against the analytic model</summary>\n\n";
+    for (const auto& h : head) os << "- " << md_escape(h) << "\n";
+    os << "\n</details>\n\n";
+  }
   os << "| check | result | max ρ | max abs error | max ulp err (vs exact) | % CR | % faithful | "
         "worst case (position, index) |\n";
   os << "|---|---|---|---|---|---|---|---|\n";
@@ -536,7 +599,13 @@ std::string index_html(const results& r, const std::map<std::string, std::string
   row("generated at", p.generated_at);
   os << "</table>\n";
   for (const auto& n : r.notes) os << "<p>Note: " << xml_escape(n) << "</p>\n";
-  os << "<h2>Checks</h2>\n<p>Pass: max ρ ≤ 1, ρ = |computed − exact| / B, B the "
+  os << "<p>Contents: <a href=\"#headline\">headline</a> · <a href=\"#checks\">checks</a> · "
+        "<a href=\"#plot-a\">(a) drift</a> · <a href=\"#plot-b\">(b) heatmaps</a> · "
+        "<a href=\"#plot-c\">(c) ulp histograms</a> · <a href=\"#plot-d\">(d) invariance</a> · "
+        "<a href=\"#plot-e\">(e) wavelengths</a></p>\n<h2 id=\"headline\">Headline</h2>\n<ul>\n";
+  for (const auto& h : headline(r)) os << "<li>" << xml_escape(h) << "</li>\n";
+  os << "</ul>\n";
+  os << "<h2 id=\"checks\">Checks</h2>\n<p>Pass: max ρ ≤ 1, ρ = |computed − exact| / B, B the "
         "strategy's analytic bound (accurate: 1 ulp of the output type). Abs errors in the "
         "value's units; ulps of the output dtype.</p>\n<table>\n<tr><th>check</th><th>result"
         "</th><th>bound</th><th>max ρ</th><th>max abs error</th><th>max ulp err</th><th>% CR"
@@ -557,14 +626,14 @@ std::string index_html(const results& r, const std::map<std::string, std::string
     os << "</code></td></tr>\n";
   }
   os << "</table>\n";
-  const std::pair<const char*, const char*> sections[] = {
-      {"drift_", "(a) Absolute error against position"},
-      {"heatmap_", "(b) Error/bound heatmaps"},
-      {"ulp_histogram_", "(c) Ulp histograms"},
-      {"invariance_", "(d) Relative-position invariance drift"},
-      {"wavelength_", "(e) Effective wavelengths of scaled RoPE"}};
-  for (const auto& [prefix, title] : sections) {
-    os << "<h2>" << title << "</h2>\n";
+  const std::array<std::array<const char*, 3>, 5> sections = {
+      {{"drift_", "plot-a", "(a) Absolute error against position"},
+       {"heatmap_", "plot-b", "(b) Error/bound heatmaps"},
+       {"ulp_histogram_", "plot-c", "(c) Ulp histograms"},
+       {"invariance_", "plot-d", "(d) Relative-position invariance drift"},
+       {"wavelength_", "plot-e", "(e) Effective wavelengths of scaled RoPE"}}};
+  for (const auto& [prefix, anchor, title] : sections) {
+    os << "<h2 id=\"" << anchor << "\">" << title << "</h2>\n";
     bool any = false;
     for (const auto& [name, svg] : svgs) {
       if (name.rfind(prefix, 0) != 0) continue;

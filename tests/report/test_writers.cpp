@@ -64,6 +64,10 @@ TEST(ReportMarkdown, OneTableRowPerCheckWithVerdictAndHeadline) {
   EXPECT_NE(md.find("`0x1p-1` vs `0x1p-2`"), std::string::npos);
   EXPECT_NE(md.find("seed 42"), std::string::npos);
   EXPECT_NE(md.find("a note \\| with a pipe"), std::string::npos);
+  // Headline: the synthetic hf fp32 error is exactly 2^-24 times the octave's end, i.e. ≈ 1·p·2^-24
+  // and ×2 per octave.
+  EXPECT_NE(md.find("- spec<a>: hf fp32 max error"), std::string::npos) << md;
+  EXPECT_NE(md.find("×2.00 per octave"), std::string::npos) << md;
   EXPECT_LT(md.size(), std::size_t{1} << 20);  // GitHub's job-summary limit
 }
 
