@@ -199,3 +199,26 @@ TEST(CliReport, FailedCheckExitsOne) {
 
 }  // namespace
 }  // namespace pev
+
+namespace pev {
+namespace {
+
+TEST(CliReport, ConfigFilesAreSweptUnderTheirNames) {
+  const std::string d = temp_dir("report_config");
+  const std::string cfg =
+      std::string(PEV_SOURCE_DIR) + "/tests/spec/configs/llama3_1_8b_instruct.json";
+  const auto r = test::run_pev({"report", "--config", cfg, "--max-position", "4096", "--out", d});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = report_json(d);
+  ASSERT_EQ(j["checks"].size(), 15u);
+  EXPECT_EQ(j["checks"][0]["spec_name"], "llama3_1_8b_instruct");
+  EXPECT_NE(j["checks"][0]["spec"].get<std::string>().find("rope_type=llama3"), std::string::npos);
+  // With --suite default too, the default suite comes first.
+  const auto both = test::run_pev(
+      {"report", "--suite", "default", "--config", cfg, "--max-position", "64", "--out", d});
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_EQ(report_json(d)["provenance"]["suite"], "default+custom");
+}
+
+}  // namespace
+}  // namespace pev
