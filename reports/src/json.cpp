@@ -62,6 +62,7 @@ std::string to_json(const results& r) {
                      {"build_flags", p.build_flags},
                      {"libc", p.libc},
                      {"host", p.host},
+                     {"cpu", p.cpu},
                      {"mpfr_precision_bits", p.mpfr_precision_bits},
                      {"reference", p.reference},
                      {"reference_values", p.reference_values},
@@ -181,6 +182,7 @@ results from_json(std::string_view text, const std::string& source) {
     v.build_flags = p.at("build_flags").get<std::string>();
     v.libc = p.at("libc").get<std::string>();
     v.host = p.at("host").get<std::string>();
+    v.cpu = p.at("cpu").get<std::string>();
     v.mpfr_precision_bits = p.at("mpfr_precision_bits").get<unsigned>();
     v.reference = p.at("reference").get<std::string>();
     v.reference_values = p.at("reference_values").get<std::uint64_t>();

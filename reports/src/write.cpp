@@ -591,6 +591,7 @@ std::string index_html(const results& r, const std::map<std::string, std::string
   row("build flags", p.build_flags);
   row("libc", p.libc);
   row("host", p.host);
+  row("cpu", p.cpu);
   row("reference", reference_text(p));
   row("positions", sampling_text(p));
   row("seed", std::to_string(p.seed));

@@ -11,6 +11,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -658,6 +659,18 @@ std::vector<std::int64_t> sample_positions(const options& o) {
 
 namespace {
 
+/// The CPU model (Linux /proc/cpuinfo), or "unknown".
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+  }
+  return "unknown";
+}
+
 std::string host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
@@ -917,6 +930,7 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
   pv.build_flags = std::string(PEV_BUILD_TYPE) + ": " + PEV_CXX_FLAGS;
   pv.libc = libc_version();
   pv.host = host_name();
+  pv.cpu = cpu_model();
   pv.mpfr_precision_bits = precision_bits();
   pv.reference = o.mpfr_reference ? "mpfr" : "fast";
   pv.seed = o.seed;

@@ -120,6 +120,7 @@ struct provenance {
   std::string build_flags;
   std::string libc;
   std::string host;
+  std::string cpu;
   unsigned mpfr_precision_bits = 0;
   std::string reference;  // "fast" or "mpfr"
   std::uint64_t reference_values = 0;
