@@ -1,5 +1,6 @@
-# Quick start (README): `make test` builds and runs every test; `make report` arrives with the
-# reports issue. Both install the Debian packages that are missing first (scripts/install-deps.sh).
+# Quick start (README): `make report` builds pev and writes the precision-drift report of the
+# default suite; `make test` builds and runs every test. Both install the Debian packages that are
+# missing first (scripts/install-deps.sh).
 
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
@@ -9,7 +10,8 @@ PEV_WERROR ?= OFF
 PEV_SANITIZE ?= OFF
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps configure build test test-exhaustive test-sanitize fuzz format check-format install clean
+.PHONY: all deps configure build test test-exhaustive test-sanitize fuzz report format check-format \
+  install clean
 
 all: build
 
@@ -43,6 +45,21 @@ test-sanitize:
 # libFuzzer targets (clang, ASan + UBSan), FUZZ_SECONDS per target (default 600: the long run).
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The default suite's report (pev report, DESIGN §4) into REPORT_DIR: builds only the tool, prints
+# where the report is and its table, and exits with pev's status (0: all pass, 1: a check failed).
+REPORT_DIR ?= pev-report
+REPORT_FLAGS ?=
+
+report: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target pev
+	@echo "pev: running the default suite (pev report --out $(REPORT_DIR) $(REPORT_FLAGS))"
+	@start=$$(date +%s); \
+	$(BUILD_DIR)/verify/pev report --out $(REPORT_DIR) $(REPORT_FLAGS); status=$$?; \
+	end=$$(date +%s); \
+	if [ -f $(REPORT_DIR)/summary.md ]; then echo; cat $(REPORT_DIR)/summary.md; echo; fi; \
+	echo "pev: report written to $(REPORT_DIR)/index.html (summary.md, report.json, junit.xml, plots/, data/) in $$((end - start)) s"; \
+	exit $$status
 
 format:
 	@scripts/check-format.sh --fix

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages pev needs when they are missing (DESIGN §7). Nothing is downloaded
 # outside Debian's package registry. Safe to run repeatedly: it only calls apt-get when a package is
-# absent. Set PEV_DEPS_EXTRA="pkg ..." to add packages (e.g. chromium for the report renderer test).
+# absent. Set PEV_DEPS_EXTRA="pkg ..." to add packages. chromium renders the report's index.html in
+# a test (headless; skipped when it is missing).
 set -euo pipefail
 
 packages=(
@@ -9,7 +10,7 @@ packages=(
   libboost-dev libmpfr-dev libgmp-dev
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libtbb-dev libssl-dev
-  gnuplot-nox clang-format python3 python3-numpy
+  gnuplot-nox clang-format python3 python3-numpy chromium
   clang libclang-rt-14-dev
 )
 # shellcheck disable=SC2206

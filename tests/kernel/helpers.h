@@ -2,7 +2,6 @@
 // Shared helpers of the kernel tests: seeds, position sets, specs, output types.
 
 #include <algorithm>
-#include <boost/multiprecision/gmp.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -12,6 +11,8 @@
 #include <vector>
 
 #include "common/seed.h"
+#include "pev/core/splitmix.h"
+#include "pev/impl/contract.h"
 #include "pev/metric/error_model.h"
 #include "pev/scalar/traits.h"
 #include "pev/spec/parse.h"
@@ -27,24 +28,7 @@ inline std::uint64_t env_count(const char* name, std::uint64_t fallback) {
   return env ? std::strtoull(env, nullptr, 0) : fallback;
 }
 
-/// splitmix64: deterministic samples from a seed.
-class splitmix {
- public:
-  explicit splitmix(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [lo, hi).
-  std::int64_t in(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo));
-  }
-
- private:
-  std::uint64_t state_;
-};
+using pev::splitmix;  // pev/core/splitmix.h
 
 /// Every p < dense, then per octave [2^k, 2^(k+1)) up to 2^top: its ends, 2^k + 1 and
 /// `per_octave` deterministic samples. Sorted, unique.
@@ -68,24 +52,7 @@ inline std::vector<std::int64_t> octave_positions(std::int64_t dense, int top, i
   return p;
 }
 
-/// T5: true when the log-branch value of distance r is exactly the integer bucket − e, i.e.
-/// n^w·e^k = D^k·e^w with k = bucket − e (an integer boundary, where trunc must give k; a
-/// reference that evaluates the logarithms with rounding can land just below it).
-inline bool t5_on_integer_boundary(const spec::t5& s, std::int64_t r, std::int64_t bucket) {
-  using boost::multiprecision::mpz_int;
-  const std::int64_t nb = s.bidirectional ? s.num_buckets / 2 : s.num_buckets;
-  const std::int64_t e = nb / 2;
-  const std::int64_t w = nb - e;
-  if (r == INT64_MIN) return false;  // saturated long before any boundary
-  const std::int64_t n = s.bidirectional ? (r < 0 ? -r : r) : (r < 0 ? -r : 0);
-  const std::int64_t k = bucket - (s.bidirectional && r > 0 ? nb : 0) - e;
-  if (n < e || k <= 0 || k >= w) return false;
-  const mpz_int lhs =
-      pow(mpz_int(n), static_cast<unsigned>(w)) * pow(mpz_int(e), static_cast<unsigned>(k));
-  const mpz_int rhs = pow(mpz_int(s.max_distance), static_cast<unsigned>(k)) *
-                      pow(mpz_int(e), static_cast<unsigned>(w));
-  return lhs == rhs;
-}
+using impl::t5_on_integer_boundary;  // pev/impl/contract.h
 
 template <class E>
 E parse_as(const std::string& text) {

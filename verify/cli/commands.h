@@ -25,6 +25,8 @@ command add_list(CLI::App& app);
 command add_reference(CLI::App& app);
 command add_compute(CLI::App& app);
 command add_certify(CLI::App& app);
+command add_report(CLI::App& app);
+command add_merge(CLI::App& app);
 
 /// Options shared by commands that evaluate one encoding at a set of positions.
 struct encoding_options {

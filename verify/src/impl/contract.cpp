@@ -1,15 +1,19 @@
 // The accuracy contracts of the built-in strategies (contract.h): the analytic models of the
-// hf and ggml pipelines, moved here from the accuracy-contract table so that the tests and the
-// property suites evaluate one and the same bound.
+// hf and ggml pipelines, moved here from the accuracy-contract table so that the tests, the
+// property suites, the certifier and the report's sweeps evaluate one and the same bound.
 
 #include "pev/impl/contract.h"
 
 #include <algorithm>
 #include <bit>
+#include <boost/multiprecision/gmp.hpp>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
 
 #include "pev/core/real.h"
+#include "pev/ref/relative.h"
 #include "pev/ref/rope.h"
 
 namespace pev::impl {
@@ -425,18 +429,36 @@ rope_contract::rope_contract(const spec::rope& s, kernel::strategy st,
 }
 
 double rope_contract::table_bound(std::int64_t p, std::int64_t i, double y, format out) const {
+  const auto k = static_cast<std::size_t>(i);
+  double dtheta = 0;
+  if (st_ == kernel::strategy::ggml) {
+    dtheta = ggml_->angles(p)[k].e;
+  } else if (st_ != kernel::strategy::accurate) {
+    dtheta = hf_angle_error(p, hf_.freq[k]);
+  }
+  return table_bound_at(dtheta, y, out);
+}
+
+void rope_contract::angle_errors(std::int64_t p, std::vector<double>& out) const {
+  out.assign(hf_.freq.size(), 0.0);
+  if (st_ == kernel::strategy::ggml) {
+    const std::vector<tv> a = ggml_->angles(p);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = a[i].e;
+  } else if (st_ != kernel::strategy::accurate) {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = hf_angle_error(p, hf_.freq[i]);
+  }
+}
+
+double rope_contract::table_bound_at(double dtheta, double y, format out) const {
   y = std::fabs(y);
   const double c = m_ > 0 ? y / m_ : y;
-  const auto k = static_cast<std::size_t>(i);
   switch (st_) {
     case kernel::strategy::hf:
     case kernel::strategy::table_fp16:
     case kernel::strategy::table_bf16:
-      return path_bound(trig_times_m(hf_angle_error(p, hf_.freq[k]), hf_.m, c), y,
-                        kernel::storage_of(st_), out, kF32);
+      return path_bound(trig_times_m(dtheta, hf_.m, c), y, kernel::storage_of(st_), out, kF32);
     case kernel::strategy::ggml:
-      return path_bound(trig_times_m(ggml_->angles(p)[k].e, ggml_->m, c), y, storage::output, out,
-                        kF32);
+      return path_bound(trig_times_m(dtheta, ggml_->m, c), y, storage::output, out, kF32);
     case kernel::strategy::accurate:
       break;
   }
@@ -516,6 +538,43 @@ double alibi_contract::bias_bound(std::int64_t h, std::int64_t distance, double 
   if (st_ == kernel::strategy::accurate) return half_ulp(y, out);
   const tv v = f32.mul(model_[static_cast<std::size_t>(h)], metric::as_f32(double(distance)));
   return path_bound(v.e, y, kernel::storage_of(st_), out, kF32);
+}
+
+bool t5_on_integer_boundary(const spec::t5& s, std::int64_t r, std::int64_t bucket) {
+  using boost::multiprecision::mpz_int;
+  const std::int64_t nb = s.bidirectional ? s.num_buckets / 2 : s.num_buckets;
+  const std::int64_t e = nb / 2;
+  const std::int64_t w = nb - e;
+  if (r == INT64_MIN) return false;  // saturated long before any boundary
+  const std::int64_t n = s.bidirectional ? (r < 0 ? -r : r) : (r < 0 ? -r : 0);
+  const std::int64_t k = bucket - (s.bidirectional && r > 0 ? nb : 0) - e;
+  if (n < e || k <= 0 || k >= w) return false;
+  const mpz_int lhs =
+      pow(mpz_int(n), static_cast<unsigned>(w)) * pow(mpz_int(e), static_cast<unsigned>(k));
+  const mpz_int rhs = pow(mpz_int(s.max_distance), static_cast<unsigned>(k)) *
+                      pow(mpz_int(e), static_cast<unsigned>(w));
+  return lhs == rhs;
+}
+
+std::int64_t t5_exact_bucket(const spec::t5& s, std::int64_t r) {
+  const std::int64_t b = ref::t5_bucket(s, r);
+  return t5_on_integer_boundary(s, r, b + 1) ? b + 1 : b;
+}
+
+bool t5_fp32_may_differ(const spec::t5& s, std::int64_t r) {
+  const std::int64_t nb = s.bidirectional ? s.num_buckets / 2 : s.num_buckets;
+  const std::int64_t e = nb / 2;
+  const std::int64_t n = s.bidirectional ? (r == INT64_MIN ? INT64_MAX : std::llabs(r))
+                                         : (r < 0 ? (r == INT64_MIN ? INT64_MAX : -r) : 0);
+  if (n < e) return false;
+  // transformers: trunc(log(n/e)/log(max_distance/e)·(nb − e)) with fp32 tensors (the
+  // denominator a host double, cast).
+  const tv ratio = f32.div(metric::as_f32(double(n)), metric::as_f32(double(e)));
+  const tv lg = f32.log(ratio, metric::kLogF);
+  const tv denom =
+      f32.round(f64.log(f64.div(exact(double(s.max_distance)), exact(double(e))), metric::kLibm64));
+  const tv sc = f32.mul(f32.div(lg, denom), metric::as_f32(double(nb - e)));
+  return std::fabs(sc.x - std::round(sc.x)) <= sc.e;
 }
 
 }  // namespace pev::impl

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "detail.h"
+#include "pev/core/splitmix.h"
 
 namespace pev::spec {
 namespace {
@@ -540,13 +541,9 @@ std::vector<double> learned_table_from_seed(std::uint64_t seed, std::int64_t num
                     num_positions, d_model));
   }
   std::vector<double> table(static_cast<std::size_t>(num_positions * d_model));
-  std::uint64_t state = seed;
+  splitmix rng(seed);
   for (double& v : table) {
-    // splitmix64 (Steele, Lea, Flood 2014; Vigna's reference constants).
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
+    const std::uint64_t z = rng.next();
     // Top 24 bits → an integer in [−2^23, 2^23), scaled by 2^−23: exact in float32.
     const auto k = static_cast<std::int64_t>(z >> 40) - (std::int64_t{1} << 23);
     v = std::ldexp(static_cast<double>(k), -23);

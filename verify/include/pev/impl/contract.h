@@ -1,9 +1,10 @@
 #pragma once
 // The accuracy contracts of pev's built-in strategies as evaluable bounds (notes/numerics.md §3):
 // the analytic error models of each pipeline, evaluated per pair and element. One piece of code
-// for the accuracy-contract table (tests/kernel), the rotation tests (tests/kernel_apply) and the
-// property suites (properties/), which gate every comparison with an exact reference by these
-// bounds (ρ = err/B ≤ 1) instead of a guessed constant.
+// for the accuracy-contract table (tests/kernel), the rotation tests (tests/kernel_apply), the
+// property suites (properties/), the certifier (pev certify) and the report's sweeps (pev report),
+// which gate every comparison with an exact reference by these bounds (ρ = err/B ≤ 1) instead of
+// a guessed constant.
 
 #include <cstdint>
 #include <optional>
@@ -77,6 +78,12 @@ class rope_contract {
   rope_contract(const spec::rope& s, kernel::strategy st, std::optional<std::int64_t> seq,
                 double m_exact);
   double table_bound(std::int64_t p, std::int64_t i, double y, format out) const;
+  /// The same bound split in two for callers that evaluate every pair of a position (the
+  /// report's sweeps): angle_errors gives the bound on every pair's computed angle at position
+  /// p (ggml's recurrence is replayed once per position; zeros for accurate), and
+  /// table_bound_at(angle_errors(p)[i], y, out) == table_bound(p, i, y, out).
+  void angle_errors(std::int64_t p, std::vector<double>& out) const;
+  double table_bound_at(double dtheta, double y, format out) const;
   /// Bound on |f̂_i − θ_i| of the strategy's fp32 inv_freq (none for ggml, whose frequencies are
   /// a per-position recurrence).
   std::optional<double> inv_freq_bound(std::int64_t i) const;
@@ -119,5 +126,18 @@ class alibi_contract {
   kernel::strategy st_;
   std::vector<tv> model_;
 };
+
+/// T5 buckets (relative.h) are integers: the accurate strategy's contract is the exact bucket;
+/// hf and table-* (transformers' fp32 logarithms) may be off by one only where the exact
+/// log-branch value lies within the fp32 model's error of an integer (a truncation boundary).
+
+/// Whether relative distance r lies exactly on the lower edge of log-branch bucket `bucket`:
+/// n^w·e^k = max_distance^k·e^w with k = bucket − e (verified in integers).
+bool t5_on_integer_boundary(const spec::t5& s, std::int64_t r, std::int64_t bucket);
+/// The exact T5 bucket of r: ref::t5_bucket, corrected where its rounded logarithms would truncate
+/// an exact integer boundary downward (an independent integer check of the reference).
+std::int64_t t5_exact_bucket(const spec::t5& s, std::int64_t r);
+/// Whether the hf (fp32 log) bucket may be off by one at r.
+bool t5_fp32_may_differ(const spec::t5& s, std::int64_t r);
 
 }  // namespace pev::impl

@@ -1,0 +1,158 @@
+#pragma once
+// Results of a precision-drift sweep (DESIGN §2 "results"): plain, versioned data that the writers
+// only read. Nothing here depends on the reference or the kernels, so writers can be tested on
+// synthetic results (STYLE §3).
+//
+// Units are named in every field: `abs` = absolute error |ŷ − y| against the exact value y (in the
+// value's own units, cos/sin are dimensionless), `ulp_error` = |ŷ − y| / ulp_T(y)
+// (notes/numerics.md §2.1), `ulp_distance` = ordinal distance to RN_T(y) (§2.2), ρ = |ŷ − y| / B
+// with B the analytic bound of the strategy's contract (§2.5).
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pev::report {
+
+/// Version of the report.json layout; bumped on any incompatible change.
+inline constexpr int kSchemaVersion = 1;
+
+/// The fixed ulp-error buckets of notes/numerics.md §2.7: {0, (0, 0.5], (0.5, 1], (1, 2], (2, 4],
+/// (4, 8], > 8}, in ulps of the output type against the exact value.
+inline constexpr int kUlpBuckets = 7;
+inline constexpr std::array<const char*, kUlpBuckets> kUlpBucketNames = {
+    "0", "(0,0.5]", "(0.5,1]", "(1,2]", "(2,4]", "(4,8]", ">8"};
+/// The same buckets as labels without commas (CSV columns, plot tics): (lo, hi] as "lo-hi".
+inline constexpr std::array<const char*, kUlpBuckets> kUlpBucketLabels = {
+    "0", "0-0.5", "0.5-1", "1-2", "2-4", "4-8", ">8"};
+/// Bucket index of an ulp error (NaN and +Inf go to the last bucket).
+int ulp_bucket(double ulp_error);
+
+/// Error statistics of one check over the positions of one octave [lo, hi) (the first octave
+/// starts at 0).
+struct octave {
+  std::int64_t lo = 0;
+  std::int64_t hi = 0;
+  std::uint64_t positions = 0;  // distinct positions evaluated
+  std::uint64_t values = 0;
+  double max_abs = 0;                // max |ŷ − y|
+  double p99_abs = 0;                // 99th percentile of |ŷ − y| (nearest rank)
+  double max_bound = 0;              // max analytic bound B over the octave's values
+  double max_rho = 0;                // max |ŷ − y| / B
+  std::vector<double> rho_by_index;  // max ρ per frequency index (pair or column)
+};
+
+/// The value with the largest ρ: inputs and outputs in C99 hex (%a) next to decimals.
+struct worst_case {
+  std::int64_t position = 0;
+  std::int64_t index = 0;  // pair (RoPE), column (PE) or head (ALiBi)
+  std::string component;   // "cos", "sin", "pe", "slope"
+  double got = 0;
+  double exact = 0;
+  double bound = 0;
+  double rho = 0;
+  std::string got_hex;
+  std::string exact_hex;
+  /// The pipeline's intermediates at the worst case next to their exact values ("which step
+  /// lost the bits", notes/numerics.md §9.5), e.g. the frequency and the angle, in hex.
+  struct step {
+    std::string name;
+    std::string got_hex;
+    std::string exact_hex;
+  };
+  std::vector<step> intermediates;
+};
+
+/// One check: a spec × strategy × dtype against the exact reference, gated by ρ ≤ 1.
+struct check {
+  std::int64_t index = 0;  // position in the unsharded run's list of checks (merge order)
+  std::string id;          // "<spec name>/<strategy>/<dtype>", unique in a report
+  std::string spec_name;   // suite name, e.g. "llama3.1"
+  std::string spec;        // canonical SPEC string
+  std::string family;      // "rope", "sinusoidal", ...
+  std::string strategy;
+  std::string dtype;       // "fp32", "fp16", "bf16"
+  std::string bound_name;  // what B is, e.g. "hf model + bf16 store", "1 ulp"
+  std::string note;        // anything a reader must know (e.g. sequence length of stateful types)
+  bool pass = false;
+  std::uint64_t values = 0;
+  std::uint64_t positions = 0;
+  std::int64_t max_position = 0;
+  double max_abs = 0;
+  double max_rho = 0;
+  double max_ulp_error = 0;            // ulps vs exact
+  std::uint64_t max_ulp_distance = 0;  // ulps vs correctly rounded
+  double pct_correctly_rounded = 0;    // % with ulp distance 0
+  double pct_faithful = 0;             // % with ulp distance ≤ 1
+  std::array<std::uint64_t, kUlpBuckets> ulp_histogram{};
+  worst_case worst;
+  std::vector<octave> octaves;
+};
+
+/// Relative-position invariance drift |⟨R(m)q, R(n)k⟩ − ⟨q, R(n−m)k⟩| (exact right-hand side) for
+/// one spec × strategy × dtype, n − m fixed, per position m.
+struct invariance_series {
+  std::int64_t index = 0;  // merge order
+  std::string spec_name;
+  std::string strategy;
+  std::string dtype;
+  std::int64_t offset = 0;  // n − m
+  std::vector<std::int64_t> position;
+  std::vector<double> max_drift;  // max over the sampled (q, k) pairs, in units of |q|·|k| = 1
+};
+
+/// Effective wavelength 2π/θ_i (tokens) per frequency pair of a scaled RoPE spec and of the plain
+/// RoPE with the same head_dim and θ.
+struct wavelength_series {
+  std::int64_t index = 0;  // merge order
+  std::string spec_name;
+  std::vector<double> scaled;
+  std::vector<double> plain;
+};
+
+/// Provenance of a run (notes/numerics.md §9.1).
+struct provenance {
+  std::string pev_version;
+  std::string git_revision;
+  std::string compiler;
+  std::string fp_flags;
+  std::string build_flags;
+  std::string libc;
+  std::string host;
+  std::string cpu;
+  unsigned mpfr_precision_bits = 0;
+  std::string reference;  // "fast" or "mpfr"
+  std::uint64_t reference_values = 0;
+  std::uint64_t reference_fallbacks = 0;  // values the fast path took from MPFR
+  std::uint64_t seed = 0;
+  std::string suite;  // "default" or "custom"
+  std::int64_t max_position = 0;
+  bool exhaustive = false;
+  std::int64_t dense_below = 0;  // every position below this is evaluated
+  int samples_per_octave = 0;    // deterministic samples per octave above dense_below
+  int search_radius = 0;         // local worst-case search: ± this many positions
+  int shard_index = 0;
+  int shard_count = 1;
+  std::vector<int> merged_shards;  // shard indices combined by `pev merge` (empty: not merged)
+  std::string generated_at;        // UTC timestamp (ISO 8601): differs between runs
+};
+
+/// Everything a report shows.
+struct results {
+  int schema_version = kSchemaVersion;
+  provenance prov;
+  std::vector<check> checks;
+  std::vector<invariance_series> invariance;
+  std::vector<wavelength_series> wavelengths;
+  std::vector<std::string> notes;  // suite-level remarks (e.g. cells left out and why)
+
+  bool all_pass() const {
+    for (const auto& c : checks) {
+      if (!c.pass) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace pev::report

@@ -1,0 +1,42 @@
+#pragma once
+// Report writers (DESIGN §4): everything `pev report` leaves in its output directory. They only
+// read results.
+//
+//   report.json     json.h
+//   summary.md      one table of checks with pass/fail and the headline figure (a CI job summary)
+//   junit.xml       one test case per check
+//   data/*.csv      the figures behind every plot
+//   plots/*.svg     rendered by gnuplot (a subprocess on a generated script; no network)
+//   index.html      self-contained: the SVGs inline, no external resources
+// Every file is written atomically (temporary file, then rename).
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "pev/report/result.h"
+
+namespace pev::report {
+
+std::string summary_markdown(const results& r);
+std::string junit_xml(const results& r);
+
+/// CSV files by name (relative to data/): octaves.csv (every check × octave), checks.csv,
+/// heatmap_<check>.csv, invariance.csv, wavelengths.csv, ulp_histogram.csv.
+std::map<std::string, std::string> csv_files(const results& r);
+
+/// gnuplot scripts by SVG name (relative to plots/), reading the CSVs from `data_dir`.
+std::map<std::string, std::string> plot_scripts(const results& r, const std::string& data_dir);
+
+/// index.html with the given SVG documents (name → text) inline.
+std::string index_html(const results& r, const std::map<std::string, std::string>& svgs);
+
+struct write_options {
+  std::string gnuplot = "gnuplot";  // executable; empty: no plots (index.html says so)
+};
+
+/// Writes the whole report into `dir` (created if missing). Throws pev::error naming the file on
+/// I/O failure or when gnuplot fails.
+void write_report(const results& r, const std::filesystem::path& dir, const write_options& o = {});
+
+}  // namespace pev::report

@@ -1,0 +1,224 @@
+// End-to-end tests of `pev report` and `pev merge` (DESIGN §4, §6): files written, exit codes,
+// bad usage, shards, the fast reference against the MPFR path, and determinism.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "pev/io/file.h"
+#include "run.h"
+
+namespace pev {
+namespace {
+
+using test::run_pev;
+using test::temp_dir;
+
+nlohmann::json report_json(const std::string& dir) {
+  return nlohmann::json::parse(io::read_file(std::filesystem::path(dir) / "report.json"));
+}
+
+// Small but every family: positions < 8192 (two sampled octaves above the dense range).
+const std::vector<std::string> kSmall = {"report",
+                                         "--spec",
+                                         "rope:head_dim=16,rope_theta=10000",
+                                         "--spec",
+                                         "sinusoidal:d_model=16",
+                                         "--spec",
+                                         "alibi:num_heads=4",
+                                         "--spec",
+                                         "t5:num_buckets=32,max_distance=128",
+                                         "--max-position",
+                                         "8192",
+                                         "--samples-per-octave",
+                                         "8"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(CliReport, HelpExplainsTheOptions) {
+  const auto h = run_pev({"report", "--help"});
+  EXPECT_EQ(h.exit_code, 0);
+  for (const char* opt : {"--suite", "--spec", "--config", "--max-position", "--threads", "--seed",
+                          "--shard", "--out", "--reference", "--exhaustive"}) {
+    EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
+  }
+  const auto m = run_pev({"merge", "--help"});
+  EXPECT_EQ(m.exit_code, 0);
+  EXPECT_NE(m.out.find("--out"), std::string::npos);
+}
+
+TEST(CliReport, WritesEveryOutputAndExitsZero) {
+  const std::string dir = temp_dir("report_small");
+  const auto r = run_pev(with(kSmall, {"--out", dir, "--threads", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;  // not a terminal: no progress
+  EXPECT_NE(r.out.find(dir), std::string::npos);
+  namespace fs = std::filesystem;
+  for (const char* f : {"index.html", "report.json", "summary.md", "junit.xml", "data/checks.csv",
+                        "data/octaves.csv"}) {
+    EXPECT_TRUE(fs::is_regular_file(fs::path(dir) / f)) << f;
+  }
+  std::size_t svgs = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(dir) / "plots")) {
+    if (e.path().extension() != ".svg") continue;
+    ++svgs;
+    EXPECT_GT(fs::file_size(e.path()), 1000u) << e.path();
+  }
+  EXPECT_GE(svgs, 10u);
+  const auto j = report_json(dir);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["provenance"]["reference"], "fast");
+  EXPECT_EQ(j["provenance"]["suite"], "custom");
+  EXPECT_FALSE(j["provenance"]["generated_at"].get<std::string>().empty());
+  // rope 5×3, sinusoidal 4×3, alibi 4×3, t5 4.
+  EXPECT_EQ(j["checks"].size(), 15u + 12u + 12u + 4u);
+  for (const auto& c : j["checks"]) EXPECT_TRUE(c["pass"].get<bool>()) << c["id"];
+}
+
+TEST(CliReport, SameSeedIdenticalJsonApartFromTheTimestamp) {
+  const std::string a = temp_dir("report_det_a"), b = temp_dir("report_det_b");
+  ASSERT_EQ(run_pev(with(kSmall, {"--out", a, "--seed", "9"})).exit_code, 0);
+  ASSERT_EQ(run_pev(with(kSmall, {"--out", b, "--seed", "9", "--threads", "1"})).exit_code, 0);
+  auto ja = report_json(a), jb = report_json(b);
+  ja["provenance"].erase("generated_at");
+  jb["provenance"].erase("generated_at");
+  EXPECT_EQ(ja.dump(), jb.dump());
+  // Byte-identical files apart from that one line.
+  std::string ta = io::read_file(std::filesystem::path(a) / "report.json");
+  std::string tb = io::read_file(std::filesystem::path(b) / "report.json");
+  auto drop = [](std::string t) {
+    const auto p = t.find("\"generated_at\"");
+    return t.erase(p, t.find('\n', p) - p);
+  };
+  EXPECT_EQ(drop(ta), drop(tb));
+  const std::string c = temp_dir("report_det_c");
+  ASSERT_EQ(run_pev(with(kSmall, {"--out", c, "--seed", "10"})).exit_code, 0);
+  EXPECT_NE(report_json(c)["checks"].dump(), ja["checks"].dump());  // other samples
+}
+
+TEST(CliReport, FourShardsMergedEqualTheUnshardedRun) {
+  const std::string whole = temp_dir("report_whole");
+  ASSERT_EQ(run_pev(with(kSmall, {"--out", whole})).exit_code, 0);
+  std::vector<std::string> merge_args = {"merge"};
+  for (int i = 0; i < 4; ++i) {
+    const std::string d = temp_dir("report_shard" + std::to_string(i));
+    const auto r = run_pev(with(kSmall, {"--out", d, "--shard", std::to_string(i) + "/4"}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    merge_args.push_back(d);
+  }
+  const std::string merged = temp_dir("report_merged");
+  merge_args.push_back("--out");
+  merge_args.push_back(merged);
+  const auto m = run_pev(merge_args);
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const auto jw = report_json(whole), jm = report_json(merged);
+  for (const char* k : {"checks", "invariance", "wavelengths", "notes"}) {
+    EXPECT_EQ(jw[k].dump(), jm[k].dump()) << k;
+  }
+  EXPECT_EQ(jm["provenance"]["merged_shards"].size(), 4u);
+  // Three of four shards: bad input.
+  merge_args.erase(merge_args.begin() + 1);
+  EXPECT_EQ(run_pev(merge_args).exit_code, 2);
+}
+
+TEST(CliReport, FastReferenceGivesTheSameFiguresAsMpfr) {
+  const std::vector<std::string> tiny = {"report",
+                                         "--spec",
+                                         "rope:head_dim=8,rope_theta=10000",
+                                         "--spec",
+                                         "sinusoidal:d_model=8",
+                                         "--max-position",
+                                         "300"};
+  const std::string f = temp_dir("report_fast"), m = temp_dir("report_mpfr");
+  ASSERT_EQ(run_pev(with(tiny, {"--out", f})).exit_code, 0);
+  const auto r = run_pev(with(tiny, {"--out", m, "--reference", "mpfr"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto jf = report_json(f), jm = report_json(m);
+  EXPECT_EQ(jm["provenance"]["reference"], "mpfr");
+  EXPECT_EQ(jf["checks"].dump(), jm["checks"].dump());
+  EXPECT_GT(jf["provenance"]["reference_values"].get<std::uint64_t>(), 0u);
+}
+
+TEST(CliReport, ExhaustiveCoversEveryPosition) {
+  const std::string d = temp_dir("report_exhaustive");
+  const auto r = run_pev({"report", "--spec", "rope:head_dim=8", "--max-position", "5000",
+                          "--exhaustive", "--out", d});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = report_json(d);
+  EXPECT_TRUE(j["provenance"]["exhaustive"].get<bool>());
+  for (const auto& c : j["checks"]) EXPECT_EQ(c["positions"], 5000) << c["id"];
+}
+
+TEST(CliReport, BadUsageExitsTwo) {
+  const std::string d = temp_dir("report_bad");
+  const std::vector<std::vector<std::string>> bad = {
+      {"report", "--suite", "nope", "--out", d},
+      {"report", "--spec", "rope:head_dim=7", "--out", d},
+      {"report", "--spec", "shaw:max_relative_position=4", "--out", d},
+      {"report", "--spec", "rope:head_dim=8", "--max-position", "1", "--out", d},
+      {"report", "--spec", "rope:head_dim=8", "--shard", "4/4", "--out", d},
+      {"report", "--spec", "rope:head_dim=8", "--shard", "x", "--out", d},
+      {"report", "--spec", "rope:head_dim=8", "--reference", "exact", "--out", d},
+      {"report", "--config", "/nonexistent/config.json", "--out", d},
+      {"report", "--bogus"},
+      {"merge", "--out", d},
+      {"merge", "/nonexistent/dir", "--out", d},
+  };
+  for (const auto& args : bad) {
+    const auto r = run_pev(args);
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << line << "\n" << r.err;
+    EXPECT_FALSE(r.err.empty()) << line;
+  }
+}
+
+TEST(CliReport, FailedCheckExitsOne) {
+  // A report whose check failed, merged as a single shard: the verdict is exit code 1.
+  const std::string src = temp_dir("report_failed_src");
+  ASSERT_EQ(run_pev({"report", "--spec", "rope:head_dim=8", "--max-position", "64", "--out", src})
+                .exit_code,
+            0);
+  auto j = report_json(src);
+  j["checks"][0]["pass"] = false;
+  j["checks"][0]["max_rho"] = 2.5;
+  std::ofstream(std::filesystem::path(src) / "report.json") << j.dump(1);
+  const std::string out = temp_dir("report_failed_out");
+  const auto r = run_pev({"merge", src, "--out", out});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string md = io::read_file(std::filesystem::path(out) / "summary.md");
+  EXPECT_NE(md.find("1 failed"), std::string::npos);
+  EXPECT_NE(io::read_file(std::filesystem::path(out) / "junit.xml").find("<failure"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace pev
+
+namespace pev {
+namespace {
+
+TEST(CliReport, ConfigFilesAreSweptUnderTheirNames) {
+  const std::string d = temp_dir("report_config");
+  const std::string cfg =
+      std::string(PEV_SOURCE_DIR) + "/tests/spec/configs/llama3_1_8b_instruct.json";
+  const auto r = test::run_pev({"report", "--config", cfg, "--max-position", "4096", "--out", d});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = report_json(d);
+  ASSERT_EQ(j["checks"].size(), 15u);
+  EXPECT_EQ(j["checks"][0]["spec_name"], "llama3_1_8b_instruct");
+  EXPECT_NE(j["checks"][0]["spec"].get<std::string>().find("rope_type=llama3"), std::string::npos);
+  // With --suite default too, the default suite comes first.
+  const auto both = test::run_pev(
+      {"report", "--suite", "default", "--config", cfg, "--max-position", "64", "--out", d});
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_EQ(report_json(d)["provenance"]["suite"], "default+custom");
+}
+
+}  // namespace
+}  // namespace pev

@@ -1,0 +1,183 @@
+// `pev report` and `pev merge` (DESIGN §4, §6): precision-drift sweeps of a suite into a report
+// directory, and the merge of sharded runs.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "pev/core/error.h"
+#include "pev/io/file.h"
+#include "pev/report/json.h"
+#include "pev/report/merge.h"
+#include "pev/report/write.h"
+#include "pev/spec/config.h"
+#include "pev/spec/parse.h"
+#include "pev/sweep/sweep.h"
+
+namespace pev::cli {
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  auto bad = [&]() -> std::pair<int, int> {
+    throw error("--shard: expected I/N with integers 0 <= I < N, got '" + text + "'");
+  };
+  if (slash == std::string::npos) return bad();
+  try {
+    std::size_t a = 0, b = 0;
+    const int i = std::stoi(text.substr(0, slash), &a);
+    const int n = std::stoi(text.substr(slash + 1), &b);
+    if (a != slash || b != text.size() - slash - 1 || n < 1 || i < 0 || i >= n) return bad();
+    return {i, n};
+  } catch (const std::exception&) {
+    return bad();
+  }
+}
+
+/// Writes the report and prints where it is; the exit code of the checks.
+int finish(const report::results& r, const std::string& out) {
+  report::write_report(r, out);
+  std::size_t failed = 0;
+  for (const auto& c : r.checks) failed += c.pass ? 0 : 1;
+  std::printf(
+      "pev: report in %s (index.html, summary.md, report.json, junit.xml): %zu checks, "
+      "%zu failed\n",
+      out.c_str(), r.checks.size(), failed);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+command add_report(CLI::App& app) {
+  struct state {
+    std::string suite;
+    std::vector<std::string> specs;
+    std::vector<std::string> configs;
+    std::int64_t max_position = std::int64_t{1} << 20;
+    int threads = 0;
+    std::uint64_t seed = 1;
+    std::string shard;
+    std::string out = "pev-report";
+    std::string reference = "fast";
+    bool exhaustive = false;
+    int samples = 64;
+  };
+  auto st = std::make_shared<state>();
+  CLI::App* cmd = app.add_subcommand(
+      "report",
+      "Precision-drift report: every spec of the suite × strategy (hf, ggml for RoPE, table-fp16, "
+      "table-bf16, accurate) × dtype (fp32, fp16, bf16), kernel output against the exact "
+      "reference at every position below 4096, then deterministic samples in every octave up to "
+      "--max-position with a local worst-case search around each octave's maximum. A check "
+      "passes when max ρ = error / analytic bound ≤ 1 (accurate: ≤ 1 ulp). Writes index.html, "
+      "report.json, summary.md, junit.xml, plots/*.svg (gnuplot) and data/*.csv into --out.\n"
+      "Exit codes: 0 every check passes, 1 a check failed, 2 bad usage or input.");
+  cmd->add_option("--suite", st->suite,
+                  "Built-in suite: 'default' (Llama-2, Llama-3.1, Qwen2.5 YaRN, DeepSeek-V3, "
+                  "gpt-oss, Gemma-3, Phi-3 LongRoPE, sinusoidal, ALiBi, T5). Used when no "
+                  "--spec/--config is given");
+  cmd->add_option("--spec", st->specs, "SPEC to sweep (repeatable), e.g. rope:head_dim=128");
+  cmd->add_option("--config", st->configs, "HF config.json to sweep (repeatable)");
+  cmd->add_option("--max-position", st->max_position,
+                  "Positions swept: 0 <= p < N (N >= 2; default 2^20 = 1048576)");
+  cmd->add_option("--threads", st->threads, "Worker threads (oneTBB); 0 = all cores")
+      ->capture_default_str();
+  cmd->add_option("--seed", st->seed, "Seed of the deterministic position samples")
+      ->capture_default_str();
+  cmd->add_option("--shard", st->shard,
+                  "Run shard I of N (I/N, 0-based): every N-th check; combine with `pev merge`");
+  cmd->add_option("--out", st->out, "Output directory")->capture_default_str();
+  cmd->add_option("--reference", st->reference,
+                  "Exact reference: fast (double/double-double with MPFR fallback, "
+                  "bit-identical) or mpfr (the slow path)")
+      ->capture_default_str();
+  cmd->add_flag("--exhaustive", st->exhaustive,
+                "Every position below --max-position instead of samples (slow)");
+  cmd->add_option("--samples-per-octave", st->samples,
+                  "Deterministic samples per octave above 4096")
+      ->capture_default_str();
+  return {cmd, [st]() -> int {
+            sweep::options o;
+            if (st->max_position < 2) {
+              throw error("--max-position: expected an integer >= 2, got " +
+                          std::to_string(st->max_position));
+            }
+            if (st->threads < 0) throw error("--threads: expected N >= 0");
+            if (st->samples < 0) throw error("--samples-per-octave: expected N >= 0");
+            if (st->reference != "fast" && st->reference != "mpfr") {
+              throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
+            }
+            if (!st->suite.empty() && st->suite != "default") {
+              throw error("--suite: the only built-in suite is 'default', got '" + st->suite + "'");
+            }
+            o.max_position = st->max_position;
+            o.threads = st->threads;
+            o.seed = st->seed;
+            o.exhaustive = st->exhaustive;
+            o.samples_per_octave = st->samples;
+            o.mpfr_reference = st->reference == "mpfr";
+            if (!st->shard.empty()) std::tie(o.shard_index, o.shard_count) = parse_shard(st->shard);
+            std::vector<sweep::suite_entry> suite;
+            const bool custom = !st->specs.empty() || !st->configs.empty();
+            if (!custom || st->suite == "default") suite = sweep::default_suite();
+            for (std::size_t k = 0; k < st->specs.size(); ++k) {
+              suite.push_back({"spec" + std::to_string(k + 1), spec::parse_spec(st->specs[k])});
+            }
+            for (const auto& c : st->configs) {
+              suite.push_back({std::filesystem::path(c).stem().string(),
+                               spec::encoding(spec::parse_config_file(c))});
+            }
+            o.suite_name =
+                custom ? (st->suite == "default" ? "default+custom" : "custom") : "default";
+            if (isatty(STDERR_FILENO)) {
+              o.progress = [](std::size_t done, std::size_t total) {
+                std::fprintf(stderr, "\rpev: report %zu/%zu specs", done, total);
+                if (done == total) std::fputc('\n', stderr);
+              };
+            }
+            report::results r = sweep::run(suite, o);
+            r.prov.generated_at = utc_now();
+            return finish(r, st->out);
+          }};
+}
+
+command add_merge(CLI::App& app) {
+  struct state {
+    std::vector<std::string> dirs;
+    std::string out = "pev-report";
+  };
+  auto st = std::make_shared<state>();
+  CLI::App* cmd = app.add_subcommand(
+      "merge",
+      "Combine the report directories of `pev report --shard I/N` runs (all N of them) into the "
+      "report an unsharded run gives.\nExit codes: 0 every check passes, 1 a check failed, 2 bad "
+      "usage or input.");
+  cmd->add_option("dirs", st->dirs, "Report directories of the shards (each with report.json)")
+      ->required();
+  cmd->add_option("--out", st->out, "Output directory")->capture_default_str();
+  return {cmd, [st]() -> int {
+            std::vector<report::results> shards;
+            for (const auto& d : st->dirs) {
+              const auto file = std::filesystem::path(d) / "report.json";
+              shards.push_back(report::from_json(io::read_file(file), file.string()));
+            }
+            return finish(report::merge(std::move(shards)), st->out);
+          }};
+}
+
+}  // namespace pev::cli

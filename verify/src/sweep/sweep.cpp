@@ -1,0 +1,1093 @@
+// Precision-drift sweeps: kernels against the exact reference over the positions of sweep.h.
+
+#include "pev/sweep/sweep.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <variant>
+
+#include "pev/build_info.h"
+#include "pev/core/error.h"
+#include "pev/core/real.h"
+#include "pev/core/splitmix.h"
+#include "pev/core/version.h"
+#include "pev/impl/contract.h"
+#include "pev/kernel/absolute.h"
+#include "pev/kernel/apply.h"
+#include "pev/kernel/relative.h"
+#include "pev/kernel/rope.h"
+#include "pev/metric/ulp.h"
+#include "pev/ref/fast.h"
+#include "pev/ref/relative.h"
+#include "pev/ref/rope.h"
+#include "pev/ref/sinusoidal.h"
+#include "pev/scalar/round.h"
+#include "sweep_detail.h"
+
+namespace pev::sweep {
+namespace {
+
+using kernel::strategy;
+using metric::format;
+using metric::kBF16;
+using metric::kF16;
+using metric::kF32;
+using metric::ulp_at;
+
+// Bounds are sums of positive terms evaluated in double; this covers their own roundings (as the
+// contract table does).
+constexpr double kSlack = 1 + 0x1p-40;
+constexpr std::size_t kChunk = 4096;  // positions per reference/kernel batch
+
+enum class dtype { fp32, fp16, bf16 };
+constexpr dtype kDtypes[] = {dtype::fp32, dtype::fp16, dtype::bf16};
+const char* name_of(dtype d) {
+  return d == dtype::fp32 ? "fp32" : d == dtype::fp16 ? "fp16" : "bf16";
+}
+format format_of(dtype d) { return d == dtype::fp32 ? kF32 : d == dtype::fp16 ? kF16 : kBF16; }
+
+template <class F>
+void with_type(dtype d, F&& f) {
+  switch (d) {
+    case dtype::fp32:
+      return f(float{});
+    case dtype::fp16:
+      return f(half{});
+    case dtype::bf16:
+      return f(bfloat16{});
+  }
+}
+
+template <class T>
+double to_double(T v) {
+  return scalar_traits<T>::to_double(v);
+}
+
+std::string hex(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+/// Per-check accumulator of the report's statistics (see report::check).
+class accumulator {
+ public:
+  accumulator(std::int64_t max_position, std::int64_t indices)
+      : octaves_(static_cast<std::size_t>(octave_count(max_position))), indices_(indices) {
+    for (std::size_t k = 0; k < octaves_.size(); ++k) {
+      octaves_[k].lo = k == 0 ? 0 : std::int64_t{1} << k;
+      octaves_[k].hi = std::min(std::int64_t{1} << (k + 1), max_position);
+      octaves_[k].rho_by_index.assign(static_cast<std::size_t>(indices), 0.0);
+    }
+  }
+
+  /// One value: position p, index i, component, got, exact y, bound B, ulp distance to RN_T(y),
+  /// ulp error vs y.
+  void add(std::int64_t p, std::int64_t i, const char* comp, double got, double y, double B,
+           std::uint64_t ulp_dist, double ulp_err) {
+    const double err =
+        std::isnan(got) ? std::numeric_limits<double>::infinity() : std::fabs(got - y);
+    const double Bs = B * kSlack;
+    const double rho =
+        Bs > 0 ? err / Bs : (err == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+    auto& o = octaves_[static_cast<std::size_t>(octave_of(p))];
+    o.values++;
+    o.max_abs = std::max(o.max_abs, err);
+    o.max_bound = std::max(o.max_bound, B);
+    o.hist.add(err);
+    if (rho > o.max_rho || o.argmax < 0) {
+      if (rho > o.max_rho) o.max_rho = rho;
+      if (o.argmax < 0 || rho >= o.max_rho) o.argmax = p;
+    }
+    auto& ri = o.rho_by_index[static_cast<std::size_t>(i)];
+    ri = std::max(ri, rho);
+    values_++;
+    max_abs_ = std::max(max_abs_, err);
+    max_ulp_err_ = std::max(max_ulp_err_, ulp_err);
+    max_ulp_dist_ = std::max(max_ulp_dist_, ulp_dist);
+    cr_ += ulp_dist == 0 ? 1 : 0;
+    faithful_ += ulp_dist <= 1 ? 1 : 0;
+    hist_[static_cast<std::size_t>(report::ulp_bucket(ulp_err))]++;
+    if (rho > worst_.rho || values_ == 1) {
+      worst_ = {p, i, comp, got, y, B, rho, hex(got), hex(y), {}};
+    }
+  }
+  void add_position(std::int64_t p) {
+    octaves_[static_cast<std::size_t>(octave_of(p))].positions++;
+    max_pos_ = std::max(max_pos_, p);
+  }
+
+  /// The octave's largest-ρ position (−1: none evaluated).
+  std::int64_t argmax(std::size_t k) const { return octaves_[k].argmax; }
+  std::size_t octaves() const { return octaves_.size(); }
+
+  void finish(report::check& c) const {
+    c.values = values_;
+    c.max_position = max_pos_;
+    c.max_abs = max_abs_;
+    c.max_ulp_error = max_ulp_err_;
+    c.max_ulp_distance = max_ulp_dist_;
+    c.pct_correctly_rounded = values_ ? 100.0 * double(cr_) / double(values_) : 0;
+    c.pct_faithful = values_ ? 100.0 * double(faithful_) / double(values_) : 0;
+    c.ulp_histogram = hist_;
+    c.worst = worst_;
+    c.max_rho = 0;
+    c.positions = 0;
+    c.octaves.clear();
+    for (const auto& o : octaves_) {
+      c.positions += o.positions;
+      if (o.values == 0) continue;
+      c.max_rho = std::max(c.max_rho, o.max_rho);
+      c.octaves.push_back({o.lo, o.hi, o.positions, o.values, o.max_abs, o.hist.quantile(0.99),
+                           o.max_bound, o.max_rho, o.rho_by_index});
+    }
+    c.pass = c.values > 0 && c.max_rho <= 1.0;
+  }
+
+  static std::int64_t octave_count(std::int64_t max_position) {
+    return std::max<std::int64_t>(1, std::bit_width(static_cast<std::uint64_t>(max_position - 1)));
+  }
+  static std::int64_t octave_of(std::int64_t p) {
+    return p < 2 ? 0 : std::bit_width(static_cast<std::uint64_t>(p)) - 1;
+  }
+
+ private:
+  struct oct {
+    std::int64_t lo = 0, hi = 0;
+    std::uint64_t positions = 0, values = 0;
+    double max_abs = 0, max_bound = 0, max_rho = 0;
+    std::int64_t argmax = -1;
+    std::vector<double> rho_by_index;
+    detail::log_histogram hist;
+  };
+  std::vector<oct> octaves_;
+  std::int64_t indices_;
+  std::int64_t max_pos_ = 0;
+  std::uint64_t values_ = 0, cr_ = 0, faithful_ = 0, max_ulp_dist_ = 0;
+  double max_abs_ = 0, max_ulp_err_ = 0;
+  std::array<std::uint64_t, report::kUlpBuckets> hist_{};
+  report::worst_case worst_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// RoPE.
+
+/// Reference values of a batch rounded once to each type: RN_double (the "exact" value of the
+/// metrics) and RN_T of each output type (the correctly rounded value of the ulp distance).
+struct rounded_values {
+  std::vector<double> f64;
+  std::vector<float> f32;
+  std::vector<half> f16;
+  std::vector<bfloat16> bf16;
+  template <class T>
+  std::vector<T>& get() {
+    if constexpr (std::is_same_v<T, double>) {
+      return f64;
+    } else if constexpr (std::is_same_v<T, float>) {
+      return f32;
+    } else if constexpr (std::is_same_v<T, half>) {
+      return f16;
+    } else {
+      return bf16;
+    }
+  }
+  template <class T>
+  const std::vector<T>& get() const {
+    return const_cast<rounded_values*>(this)->get<T>();
+  }
+};
+
+/// Exact rows of a batch of RoPE positions: m·cos and m·sin, [pos, pair].
+struct rope_rows {
+  std::vector<std::int64_t> pos;
+  rounded_values c, s;
+};
+
+class rope_reference_source {
+ public:
+  rope_reference_source(const spec::rope& s, std::optional<std::int64_t> seq, bool mpfr)
+      : fast_(s, seq), mpfr_(mpfr) {}
+  const ref::fast_rope_reference& fast() const { return fast_; }
+
+  rope_rows rows(std::vector<std::int64_t> pos) {
+    rope_rows r;
+    r.pos = std::move(pos);
+    const std::size_t n = r.pos.size() * static_cast<std::size_t>(fast_.pairs());
+    fill(r.pos, n, r.c.f64, r.s.f64);
+    fill(r.pos, n, r.c.f32, r.s.f32);
+    fill(r.pos, n, r.c.f16, r.s.f16);
+    fill(r.pos, n, r.c.bf16, r.s.bf16);
+    return r;
+  }
+  const ref::fast_stats& stats() const { return stats_; }
+
+ private:
+  template <class T>
+  void fill(const std::vector<std::int64_t>& pos, std::size_t n, std::vector<T>& c,
+            std::vector<T>& s) {
+    c.resize(n);
+    s.resize(n);
+    if (!mpfr_) {
+      fast_.table<T>(pos, c, s, &stats_);
+      return;
+    }
+    const auto P = static_cast<std::size_t>(fast_.pairs());
+    for (std::size_t k = 0; k < pos.size(); ++k) {
+      const auto row = fast_.reference().row(pos[k]);
+      for (std::size_t i = 0; i < P; ++i) {
+        c[k * P + i] = round_to<T>(row[i].cos);
+        s[k * P + i] = round_to<T>(row[i].sin);
+      }
+    }
+    stats_.values += 2 * n;
+    stats_.fallbacks += 2 * n;
+  }
+
+  ref::fast_rope_reference fast_;
+  bool mpfr_;
+  ref::fast_stats stats_;
+};
+
+/// One RoPE check: its kernel, its bound and its accumulator.
+struct rope_cell {
+  report::check* out = nullptr;
+  const spec::rope* s = nullptr;
+  strategy st = strategy::hf;
+  dtype dt = dtype::fp32;
+  std::unique_ptr<kernel::rope_kernel> kern;
+  std::unique_ptr<impl::rope_contract> contract;  // the strategy's contract (pev/impl/contract.h)
+  std::unique_ptr<accumulator> acc;
+
+  bool serial() const { return false; }  // planned at construction, on the calling thread
+
+  template <class T>
+  void evaluate_as(const rope_rows& r, const std::vector<std::size_t>& rows) {
+    const auto P = static_cast<std::size_t>(s->pairs());
+    std::vector<std::int64_t> pos;
+    for (std::size_t k : rows) pos.push_back(r.pos[k]);
+    std::vector<T> c(pos.size() * P), sn(pos.size() * P);
+    kern->table<T>(pos, c, sn);
+    const auto& rc = r.c.get<T>();
+    const auto& rs = r.s.get<T>();
+    const format f = format_of(dt);
+    std::vector<double> dth;
+    for (std::size_t q = 0; q < pos.size(); ++q) {
+      const std::int64_t p = pos[q];
+      acc->add_position(p);
+      contract->angle_errors(p, dth);
+      const std::size_t k = rows[q];
+      for (std::size_t i = 0; i < P; ++i) {
+        for (int comp = 0; comp < 2; ++comp) {
+          const T got = comp == 0 ? c[q * P + i] : sn[q * P + i];
+          const double y = comp == 0 ? r.c.f64[k * P + i] : r.s.f64[k * P + i];
+          const T cr = comp == 0 ? rc[k * P + i] : rs[k * P + i];
+          const double g = to_double(got);
+          const double ay = std::fabs(y);
+          const double ulp_err = std::isfinite(g) ? std::fabs(g - y) / ulp_at(ay, f)
+                                                  : std::numeric_limits<double>::infinity();
+          acc->add(p, static_cast<std::int64_t>(i), comp == 0 ? "cos" : "sin", g, y,
+                   contract->table_bound_at(dth[i], ay, f), metric::ulp_distance(got, cr), ulp_err);
+        }
+      }
+    }
+  }
+  void evaluate(const rope_rows& r, const std::vector<std::size_t>& rows) {
+    with_type(dt, [&](auto tag) { evaluate_as<decltype(tag)>(r, rows); });
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Sinusoidal PE tables.
+
+/// Exact PE rows of a batch of positions, [pos, column].
+struct pe_rows {
+  std::vector<std::int64_t> pos;
+  rounded_values v;
+};
+
+class pe_reference_source {
+ public:
+  pe_reference_source(const spec::sinusoidal& s, bool mpfr) : s_(s), fast_(s), mpfr_(mpfr) {}
+  pe_rows rows(std::vector<std::int64_t> pos) {
+    pe_rows r;
+    r.pos = std::move(pos);
+    fill(r.pos, r.v.f64);
+    fill(r.pos, r.v.f32);
+    fill(r.pos, r.v.f16);
+    fill(r.pos, r.v.bf16);
+    return r;
+  }
+  const ref::fast_stats& stats() const { return stats_; }
+
+ private:
+  template <class T>
+  void fill(const std::vector<std::int64_t>& pos, std::vector<T>& out) {
+    const auto d = static_cast<std::size_t>(s_.d_model);
+    out.resize(pos.size() * d);
+    if (!mpfr_) {
+      fast_.pe<T>(pos, out, &stats_);
+      return;
+    }
+    for (std::size_t k = 0; k < pos.size(); ++k) {
+      const auto row = ref::sinusoidal_row(s_, pos[k]);
+      for (std::size_t j = 0; j < d; ++j) out[k * d + j] = round_to<T>(row[j]);
+    }
+    stats_.values += out.size();
+    stats_.fallbacks += out.size();
+  }
+  spec::sinusoidal s_;
+  ref::fast_sinusoidal_reference fast_;
+  bool mpfr_;
+  ref::fast_stats stats_;
+};
+
+struct pe_cell {
+  report::check* out = nullptr;
+  const spec::sinusoidal* s = nullptr;
+  strategy st = strategy::hf;
+  dtype dt = dtype::fp32;
+  std::unique_ptr<impl::sinusoidal_contract> contract;
+  std::unique_ptr<accumulator> acc;
+
+  // sinusoidal_table plans on every call, and the accurate plan reads the MPFR reference
+  // (single-threaded).
+  bool serial() const { return st == strategy::accurate; }
+
+  template <class T>
+  void evaluate_as(const pe_rows& r, const std::vector<std::size_t>& rows) {
+    const auto d = static_cast<std::size_t>(s->d_model);
+    std::vector<std::int64_t> pos;
+    for (std::size_t k : rows) pos.push_back(r.pos[k]);
+    std::vector<T> got(pos.size() * d);
+    kernel::sinusoidal_table<T>(*s, st, pos, got);
+    const auto& cr = r.v.get<T>();
+    const format f = format_of(dt);
+    for (std::size_t q = 0; q < pos.size(); ++q) {
+      acc->add_position(pos[q]);
+      const std::size_t k = rows[q];
+      for (std::size_t j = 0; j < d; ++j) {
+        const double g = to_double(got[q * d + j]);
+        const double y = r.v.f64[k * d + j];
+        const double ay = std::fabs(y);
+        const double B = contract->bound(pos[q], static_cast<std::int64_t>(j), ay, f);
+        const double ulp_err = std::isfinite(g) ? std::fabs(g - y) / ulp_at(ay, f)
+                                                : std::numeric_limits<double>::infinity();
+        acc->add(pos[q], static_cast<std::int64_t>(j), "pe", g, y, B,
+                 metric::ulp_distance(got[q * d + j], cr[k * d + j]), ulp_err);
+      }
+    }
+  }
+  void evaluate(const pe_rows& r, const std::vector<std::size_t>& rows) {
+    with_type(dt, [&](auto tag) { evaluate_as<decltype(tag)>(r, rows); });
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// ALiBi: the bias m_h·(p − 0) of a query at 0 and a key at p, per head.
+
+struct alibi_rows {
+  std::vector<std::int64_t> pos;
+  rounded_values v;  // [pos, head]
+};
+
+class alibi_reference_source {
+ public:
+  explicit alibi_reference_source(const spec::alibi& s) : slopes_(ref::alibi_slopes(s)) {}
+  alibi_rows rows(std::vector<std::int64_t> pos) {
+    alibi_rows r;
+    r.pos = std::move(pos);
+    for (std::int64_t p : r.pos) {
+      for (const real& m : slopes_) {
+        const real b = ref::alibi_bias(m, 0, p);
+        r.v.f64.push_back(round_to<double>(b));
+        r.v.f32.push_back(round_to<float>(b));
+        r.v.f16.push_back(round_to<half>(b));
+        r.v.bf16.push_back(round_to<bfloat16>(b));
+      }
+    }
+    return r;
+  }
+  std::size_t heads() const { return slopes_.size(); }
+
+ private:
+  std::vector<real> slopes_;
+};
+
+struct alibi_cell {
+  report::check* out = nullptr;
+  const spec::alibi* s = nullptr;
+  strategy st = strategy::hf;
+  dtype dt = dtype::fp32;
+  std::unique_ptr<impl::alibi_contract> contract;
+  std::unique_ptr<accumulator> acc;
+  std::uint64_t out_of_range = 0;
+
+  // alibi_bias plans on every call; the accurate plan reads the MPFR reference.
+  bool serial() const { return st == strategy::accurate; }
+
+  template <class T>
+  void evaluate_as(const alibi_rows& r, const std::vector<std::size_t>& rows) {
+    const auto H = static_cast<std::size_t>(s->num_heads);
+    std::vector<std::int64_t> pos;
+    for (std::size_t k : rows) pos.push_back(r.pos[k]);
+    const std::int64_t q0[1] = {0};
+    std::vector<T> got(H * pos.size());  // [H, 1, keys]
+    kernel::alibi_bias<T>(*s, st, q0, pos, got);
+    const auto& cr = r.v.get<T>();
+    const format f = format_of(dt);
+    for (std::size_t q = 0; q < pos.size(); ++q) {
+      acc->add_position(pos[q]);
+      const std::size_t k = rows[q];
+      for (std::size_t h = 0; h < H; ++h) {
+        const T gv = got[h * pos.size() + q];
+        // The exact bias rounded to the storage type (table-*) must fit the output type.
+        const double stored = st == strategy::table_fp16   ? to_double(r.v.f16[k * H + h])
+                              : st == strategy::table_bf16 ? to_double(r.v.bf16[k * H + h])
+                                                           : r.v.f64[k * H + h];
+        if (!std::isfinite(to_double(cr[k * H + h])) || !std::isfinite(stored) ||
+            !std::isfinite(to_double(T(static_cast<float>(stored))))) {
+          ++out_of_range;
+          continue;
+        }
+        const double g = to_double(gv);
+        const double y = r.v.f64[k * H + h];
+        const double ay = std::fabs(y);
+        // A query at 0 and a key at p: distance p (accurate: the exact bias rounded once).
+        const double B = contract->bias_bound(static_cast<std::int64_t>(h), pos[q], ay, f);
+        const double ulp_err = std::isfinite(g) ? std::fabs(g - y) / ulp_at(ay, f)
+                                                : std::numeric_limits<double>::infinity();
+        acc->add(pos[q], static_cast<std::int64_t>(h), "bias", g, y, B,
+                 metric::ulp_distance(gv, cr[k * H + h]), ulp_err);
+      }
+    }
+  }
+  void evaluate(const alibi_rows& r, const std::vector<std::size_t>& rows) {
+    with_type(dt, [&](auto tag) { evaluate_as<decltype(tag)>(r, rows); });
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// T5 buckets of relative distances −p (index 0) and +p (index 1); integers, no dtype.
+
+struct t5_rows {
+  std::vector<std::int64_t> pos;
+  std::vector<std::int64_t> want;        // [pos, 2]
+  std::vector<std::uint8_t> may_differ;  // the fp32 log may be off by one there
+};
+
+class t5_reference_source {
+ public:
+  explicit t5_reference_source(const spec::t5& s) : s_(s) {}
+  t5_rows rows(std::vector<std::int64_t> pos) {
+    t5_rows r;
+    r.pos = std::move(pos);
+    for (std::int64_t p : r.pos) {
+      for (std::int64_t v : {-p, p}) {
+        r.want.push_back(impl::t5_exact_bucket(s_, v));
+        r.may_differ.push_back(impl::t5_fp32_may_differ(s_, v) ? 1 : 0);
+      }
+    }
+    return r;
+  }
+
+ private:
+  spec::t5 s_;
+};
+
+struct t5_cell {
+  report::check* out = nullptr;
+  const spec::t5* s = nullptr;
+  strategy st = strategy::hf;
+  std::unique_ptr<accumulator> acc;
+
+  bool serial() const { return false; }  // integer plans, no pev::real
+
+  void evaluate(const t5_rows& r, const std::vector<std::size_t>& rows) {
+    std::vector<std::int64_t> dist;
+    for (std::size_t k : rows) {
+      dist.push_back(-r.pos[k]);
+      dist.push_back(r.pos[k]);
+    }
+    std::vector<std::int64_t> got(dist.size());
+    kernel::t5_buckets(*s, st, dist, got);
+    for (std::size_t q = 0; q < rows.size(); ++q) {
+      const std::size_t k = rows[q];
+      acc->add_position(r.pos[k]);
+      for (std::size_t j = 0; j < 2; ++j) {
+        const auto g = static_cast<double>(got[2 * q + j]);
+        const auto y = static_cast<double>(r.want[2 * k + j]);
+        // Exact buckets for accurate; hf and table-* may be off by one only where the fp32
+        // logarithm is within its error of a truncation boundary.
+        const double B = st != strategy::accurate && r.may_differ[2 * k + j] ? 1.0 : 0.0;
+        const double err = std::fabs(g - y);
+        acc->add(r.pos[k], static_cast<std::int64_t>(j), "bucket", g, y, B,
+                 static_cast<std::uint64_t>(err), err);
+      }
+    }
+  }
+};
+
+std::string bound_name(strategy st, dtype dt) {
+  switch (st) {
+    case strategy::accurate:
+      return "1 ulp";
+    case strategy::ggml:
+      return "ggml recurrence model";
+    case strategy::hf:
+      return "hf pipeline model";
+    case strategy::table_fp16:
+      return "hf pipeline model + fp16 store";
+    case strategy::table_bf16:
+      return "hf pipeline model + bf16 store";
+  }
+  (void)dt;
+  return "";
+}
+
+}  // namespace
+
+namespace detail {
+
+void log_histogram::add(double v) {
+  count_++;
+  if (!(v > 0)) {
+    zeros_++;
+    return;
+  }
+  if (!std::isfinite(v)) {
+    bins_[kBins - 1]++;
+    return;
+  }
+  int e = std::ilogb(v);
+  std::size_t bin;
+  if (e < kMinExp) {
+    bin = 0;
+  } else if (e > kMaxExp) {
+    bin = kBins - 1;
+  } else {
+    const double f = std::ldexp(v, -e) - 1.0;  // [0, 1)
+    const auto sub = static_cast<std::size_t>(f * kSub);
+    bin = static_cast<std::size_t>(e - kMinExp) * kSub + std::min<std::size_t>(sub, kSub - 1);
+  }
+  bins_[bin]++;
+}
+
+double log_histogram::quantile(double q) const {
+  if (count_ == 0) return 0;
+  // Nearest rank: the ⌈q·n⌉-th smallest value.
+  const auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count_)));
+  if (rank <= zeros_) return 0;
+  std::uint64_t seen = zeros_;
+  for (std::size_t b = 0; b < bins_.size(); ++b) {
+    seen += bins_[b];
+    if (seen >= rank) return upper_edge(b);
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+double log_histogram::upper_edge(std::size_t b) {
+  if (b == kBins - 1) return std::numeric_limits<double>::infinity();
+  const int e = kMinExp + static_cast<int>(b / kSub);
+  const double f = 1.0 + static_cast<double>(b % kSub + 1) / kSub;
+  return std::ldexp(f, e);
+}
+
+}  // namespace detail
+
+std::vector<std::int64_t> sample_positions(const options& o) {
+  std::vector<std::int64_t> p;
+  const std::int64_t top = o.max_position;
+  if (o.exhaustive) {
+    for (std::int64_t i = 0; i < top; ++i) p.push_back(i);
+    return p;
+  }
+  for (std::int64_t i = 0; i < std::min(o.dense_below, top); ++i) p.push_back(i);
+  splitmix rng(o.seed);
+  for (int k = 0; k < 62; ++k) {
+    const std::int64_t lo = std::int64_t{1} << k;
+    if (lo >= top) break;
+    const std::int64_t hi = std::min(lo << 1, top);
+    if (hi <= o.dense_below) continue;
+    p.push_back(lo);
+    p.push_back(std::min(lo + 1, hi - 1));
+    p.push_back(hi - 1);
+    for (int j = 0; j < o.samples_per_octave; ++j) p.push_back(rng.in(lo, hi));
+  }
+  std::sort(p.begin(), p.end());
+  p.erase(std::unique(p.begin(), p.end()), p.end());
+  return p;
+}
+
+namespace {
+
+/// The CPU model (Linux /proc/cpuinfo), or "unknown".
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+  }
+  return "unknown";
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+/// The sweep of one spec's cells (sweep.h): sampled positions in batches, then the local
+/// worst-case search. `Ref` gives exact rows of a batch of positions (on this thread); each cell
+/// evaluates its kernel on rows of a batch (on the arena's workers) into its accumulator.
+template <class Ref, class Cell>
+void sweep_cells(Ref& ref, std::vector<Cell>& cells, const options& o, tbb::task_arena& arena) {
+  auto run_cells = [&](const auto& r,
+                       const std::function<std::vector<std::size_t>(std::size_t)>& rows_of) {
+    arena.execute([&] {
+      tbb::parallel_for(std::size_t{0}, cells.size(), [&](std::size_t c) {
+        if (cells[c].serial()) return;
+        const auto rows = rows_of(c);
+        if (!rows.empty()) cells[c].evaluate(r, rows);
+      });
+    });
+    // Cells whose kernel touches pev::real at evaluation time run here, on this thread.
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (!cells[c].serial()) continue;
+      const auto rows = rows_of(c);
+      if (!rows.empty()) cells[c].evaluate(r, rows);
+    }
+  };
+  const std::vector<std::int64_t> pos = sample_positions(o);
+  for (std::size_t b = 0; b < pos.size(); b += kChunk) {
+    const std::size_t n = std::min(kChunk, pos.size() - b);
+    const auto r = ref.rows(std::vector<std::int64_t>(pos.begin() + std::ptrdiff_t(b),
+                                                      pos.begin() + std::ptrdiff_t(b + n)));
+    std::vector<std::size_t> all(n);
+    for (std::size_t k = 0; k < n; ++k) all[k] = k;
+    run_cells(r, [&](std::size_t) { return all; });
+  }
+  if (o.exhaustive || o.search_radius <= 0) return;
+  // Local worst-case search: every position within ±search_radius of each sampled octave's
+  // largest-ρ position, per cell (so a cell's figures never depend on the other cells).
+  std::vector<std::vector<std::int64_t>> windows(cells.size());
+  std::set<std::int64_t> all;
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    const accumulator& acc = *cells[c].acc;
+    for (std::size_t k = 0; k < acc.octaves(); ++k) {
+      const std::int64_t lo = k == 0 ? 0 : std::int64_t{1} << k;
+      const std::int64_t hi = std::min(std::int64_t{1} << (k + 1), o.max_position);
+      if (hi <= o.dense_below) continue;  // every position already evaluated
+      const std::int64_t a = acc.argmax(k);
+      if (a < 0) continue;
+      for (std::int64_t p = std::max(lo, a - o.search_radius);
+           p <= std::min(hi - 1, a + o.search_radius); ++p) {
+        if (!std::binary_search(pos.begin(), pos.end(), p)) windows[c].push_back(p);
+      }
+    }
+    std::sort(windows[c].begin(), windows[c].end());
+    windows[c].erase(std::unique(windows[c].begin(), windows[c].end()), windows[c].end());
+    all.insert(windows[c].begin(), windows[c].end());
+  }
+  const std::vector<std::int64_t> extra(all.begin(), all.end());
+  for (std::size_t b = 0; b < extra.size(); b += kChunk) {
+    const std::size_t n = std::min(kChunk, extra.size() - b);
+    const auto r = ref.rows(std::vector<std::int64_t>(extra.begin() + std::ptrdiff_t(b),
+                                                      extra.begin() + std::ptrdiff_t(b + n)));
+    run_cells(r, [&](std::size_t c) {
+      std::vector<std::size_t> rows;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (std::binary_search(windows[c].begin(), windows[c].end(), r.pos[k])) {
+          rows.push_back(k);
+        }
+      }
+      return rows;
+    });
+  }
+}
+
+/// Sweeps the checks of one RoPE spec that belong to this shard.
+void sweep_rope(const spec::rope& s, const std::vector<report::check*>& outs,
+                const std::vector<std::pair<strategy, dtype>>& cells_of, const options& o,
+                tbb::task_arena& arena, report::results& res) {
+  const std::optional<std::int64_t> seq =
+      s.stateful() ? std::optional<std::int64_t>(o.max_position) : std::nullopt;
+  rope_reference_source ref(s, seq, o.mpfr_reference);
+  const double m_exact = ref.fast().reference().attention_factor().convert_to<double>();
+  // Kernels and models are planned here: `accurate` kernels and the models read the MPFR
+  // reference, which is single-threaded.
+  std::vector<rope_cell> cells(outs.size());
+  for (std::size_t c = 0; c < outs.size(); ++c) {
+    rope_cell& cell = cells[c];
+    cell.out = outs[c];
+    cell.s = &s;
+    cell.st = cells_of[c].first;
+    cell.dt = cells_of[c].second;
+    cell.kern = std::make_unique<kernel::rope_kernel>(s, cell.st, seq);
+    cell.contract = std::make_unique<impl::rope_contract>(s, cell.st, seq, m_exact);
+    cell.acc = std::make_unique<accumulator>(o.max_position, s.pairs());
+  }
+  sweep_cells(ref, cells, o, arena);
+  for (auto& cell : cells) {
+    cell.acc->finish(*cell.out);
+    // The worst case's intermediates (here, on the reference's thread): the frequency and the
+    // attention factor as the strategy uses them, and for the fp32 pipelines the angle
+    // fl(fl(p)·f̂), each next to its exact value (rounded to double).
+    auto& w = cell.out->worst;
+    const auto i = static_cast<std::size_t>(w.index);
+    const float f = cell.kern->inv_freq()[i];
+    w.intermediates.push_back({cell.st == strategy::ggml ? "angle at p=1 (recurrence)" : "inv_freq",
+                               hex(f), hex(ref.fast().inv_freq<double>()[i])});
+    if (cell.st == strategy::hf || cell.st == strategy::table_fp16 ||
+        cell.st == strategy::table_bf16) {
+      const float angle = static_cast<float>(w.position) * f;
+      w.intermediates.push_back(
+          {"angle", hex(angle), hex(ref.fast().angle<double>(w.position, w.index))});
+    }
+    w.intermediates.push_back(
+        {"attention_factor", hex(cell.kern->attention_factor()), hex(m_exact)});
+    if (seq) {
+      cell.out->note =
+          "stateful rope_type: frequencies for sequence length " + std::to_string(*seq);
+    }
+  }
+  res.prov.reference_values += ref.stats().values;
+  res.prov.reference_fallbacks += ref.stats().fallbacks;
+}
+
+/// Relative-position invariance drift of one RoPE spec (plot d) for every strategy × dtype.
+void invariance(const suite_entry& e, const spec::rope& s, const options& o, tbb::task_arena& arena,
+                std::vector<report::invariance_series>& out) {
+  constexpr std::int64_t kOffset = 16;
+  constexpr int kVectors = 4;
+  constexpr int kPerOctave = 4;
+  const auto D = static_cast<std::size_t>(s.head_dim);
+  ref::fast_rope_reference ref(s);
+  // Positions m: 0, then kPerOctave per octave.
+  std::vector<std::int64_t> ms = {0};
+  splitmix rng(o.seed ^ 0x5eedull);
+  for (int k = 0; (std::int64_t{1} << k) + kOffset < o.max_position; ++k) {
+    const std::int64_t lo = std::int64_t{1} << k;
+    const std::int64_t hi = std::min(lo << 1, o.max_position - kOffset);
+    for (int j = 0; j < kPerOctave; ++j) ms.push_back(j == 0 ? lo : rng.in(lo, hi));
+  }
+  std::sort(ms.begin(), ms.end());
+  ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
+  // Unit vectors q, k (exact in every dtype: entries are multiples of 2^-7 in [-1, 1], scaled).
+  std::vector<std::vector<double>> qs, ks;
+  for (int v = 0; v < 2 * kVectors; ++v) {
+    std::vector<double> x(D);
+    double n2 = 0;
+    for (auto& xi : x) {
+      xi = std::ldexp(std::round((2 * rng.unit() - 1) * 128), -7);
+      n2 += xi * xi;
+    }
+    const double sc = std::ldexp(1.0, -static_cast<int>(std::ceil(0.5 * std::log2(n2))));
+    for (auto& xi : x) xi *= sc;  // a power of two: still exact; ‖x‖ ≤ 1
+    (v % 2 == 0 ? qs : ks).push_back(x);
+  }
+  // Exact ⟨q, R(offset)k⟩ from the exact rotation (rounded to double).
+  std::vector<double> exact_score(kVectors);
+  for (int v = 0; v < kVectors; ++v) {
+    std::vector<double> rk(D);
+    ref.rotate<double>(kOffset, ks[std::size_t(v)], rk);
+    double sum = 0;
+    for (std::size_t j = 0; j < D; ++j) sum += qs[std::size_t(v)][j] * rk[j];
+    exact_score[std::size_t(v)] = sum;
+  }
+  std::vector<std::pair<strategy, dtype>> cells;
+  for (strategy st : kernel::all_strategies()) {
+    for (dtype dt : kDtypes) cells.emplace_back(st, dt);
+  }
+  std::vector<std::unique_ptr<kernel::rope_kernel>> kerns;
+  for (const auto& [st, dt] : cells) kerns.push_back(std::make_unique<kernel::rope_kernel>(s, st));
+  std::vector<report::invariance_series> series(cells.size());
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, cells.size(), [&](std::size_t c) {
+      auto& ser = series[c];
+      ser.spec_name = e.name;
+      ser.strategy = kernel::to_string(cells[c].first);
+      ser.dtype = name_of(cells[c].second);
+      ser.offset = kOffset;
+      with_type(cells[c].second, [&](auto tag) {
+        using T = decltype(tag);
+        const auto P = static_cast<std::size_t>(s.pairs());
+        for (std::int64_t m : ms) {
+          const std::int64_t rows_pos[2] = {m, m + kOffset};
+          std::vector<T> tc(2 * P), ts(2 * P);
+          kerns[c]->table<T>(rows_pos, tc, ts);
+          const kernel::rope_table_view<T> view{tc, ts, 2, static_cast<std::int64_t>(P)};
+          double worst = 0;
+          for (int v = 0; v < kVectors; ++v) {
+            std::vector<T> qv(D), kv(D), qo(D), ko(D);
+            for (std::size_t j = 0; j < D; ++j) {
+              qv[j] = T(static_cast<float>(qs[std::size_t(v)][j]));
+              kv[j] = T(static_cast<float>(ks[std::size_t(v)][j]));
+            }
+            const std::int64_t r0[1] = {0}, r1[1] = {1};
+            const auto hd = static_cast<std::int64_t>(D);
+            kernel::rope_apply<T, T>(s, view, r0, {qv, 1, 1, hd}, {qo, 1, 1, hd});
+            kernel::rope_apply<T, T>(s, view, r1, {kv, 1, 1, hd}, {ko, 1, 1, hd});
+            double sum = 0;
+            for (std::size_t j = 0; j < D; ++j) sum += to_double(qo[j]) * to_double(ko[j]);
+            worst = std::max(worst, std::fabs(sum - exact_score[std::size_t(v)]));
+          }
+          ser.position.push_back(m);
+          ser.max_drift.push_back(worst);
+        }
+      });
+    });
+  });
+  for (auto& ser : series) out.push_back(std::move(ser));
+}
+
+/// Effective wavelength per pair of a scaled RoPE spec and of plain RoPE (plot e).
+report::wavelength_series wavelengths(const suite_entry& e, const spec::rope& s,
+                                      std::optional<std::int64_t> seq) {
+  spec::rope plain;
+  plain.head_dim = s.head_dim;
+  plain.rotary_dim = s.rotary_dim;
+  plain.partial_rotary_factor = s.partial_rotary_factor;
+  plain.rope_theta = s.rope_theta;
+  plain.layout = s.layout;
+  const ref::rope_reference a(s, ref::exact_recipe(), seq);
+  const ref::rope_reference b(plain);
+  report::wavelength_series w;
+  w.spec_name = e.name;
+  const real two_pi = 2 * pi();
+  for (const real& t : a.inv_freq())
+    w.scaled.push_back(t > 0 ? real(two_pi / t).convert_to<double>() : 0.0);
+  for (const real& t : b.inv_freq())
+    w.plain.push_back(t > 0 ? real(two_pi / t).convert_to<double>() : 0.0);
+  return w;
+}
+
+}  // namespace
+
+report::results run(const std::vector<suite_entry>& suite, const options& o) {
+  if (o.max_position < 2) throw error("--max-position must be at least 2");
+  if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
+    throw error("--shard: expected I/N with 0 <= I < N");
+  }
+  for (const suite_entry& e : suite) {
+    if (std::holds_alternative<spec::learned>(e.encoding) ||
+        std::holds_alternative<spec::shaw>(e.encoding)) {
+      throw error(std::string("report: ") + spec::family_name(e.encoding) + " (" + e.name +
+                  ") has no sweep; the report covers rope, sinusoidal, alibi and t5");
+    }
+  }
+  report::results res;
+  auto& pv = res.prov;
+  pv.pev_version = version();
+  pv.git_revision = git_revision();
+  pv.compiler = compiler();
+  pv.fp_flags = fp_flags();
+  pv.build_flags = std::string(PEV_BUILD_TYPE) + ": " + PEV_CXX_FLAGS;
+  pv.libc = libc_version();
+  pv.host = host_name();
+  pv.cpu = cpu_model();
+  pv.mpfr_precision_bits = precision_bits();
+  pv.reference = o.mpfr_reference ? "mpfr" : "fast";
+  pv.seed = o.seed;
+  pv.suite = o.suite_name;
+  pv.max_position = o.max_position;
+  pv.exhaustive = o.exhaustive;
+  pv.dense_below = o.exhaustive ? o.max_position : o.dense_below;
+  pv.samples_per_octave = o.exhaustive ? 0 : o.samples_per_octave;
+  pv.search_radius = o.exhaustive ? 0 : o.search_radius;
+  pv.shard_index = o.shard_index;
+  pv.shard_count = o.shard_count;
+
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  tbb::task_arena arena(threads);
+
+  // Every item of the suite (checks, then the spec's plot series) in order; this shard takes
+  // every shard_count-th. `index` is the item's place in the unsharded run (merge order).
+  std::int64_t next = 0;
+  auto take = [&]() -> std::optional<std::int64_t> {
+    const std::int64_t i = next++;
+    if (i % o.shard_count != o.shard_index) return std::nullopt;
+    return i;
+  };
+  // Registers this shard's checks of a non-RoPE entry (no ggml pipeline there): every strategy ×
+  // dtype, or every strategy once for integer outputs.
+  using cell_key = std::pair<strategy, dtype>;
+  auto add_checks = [&](const suite_entry& e, const char* family, bool ggml, bool typed) {
+    std::vector<cell_key> keys;
+    for (strategy st : kernel::all_strategies()) {
+      if (st == strategy::ggml && !ggml) continue;
+      if (typed) {
+        for (dtype dt : kDtypes) keys.emplace_back(st, dt);
+      } else {
+        keys.emplace_back(st, dtype::fp32);
+      }
+    }
+    std::vector<std::pair<report::check*, cell_key>> outs;
+    const std::size_t first = res.checks.size();
+    std::vector<cell_key> mine;
+    for (const auto& [st, dt] : keys) {
+      const auto i = take();
+      if (!i) continue;
+      report::check c;
+      c.index = *i;
+      c.spec_name = e.name;
+      c.spec = spec::to_spec_string(e.encoding);
+      c.family = family;
+      c.strategy = kernel::to_string(st);
+      c.dtype = typed ? name_of(dt) : "int64";
+      c.id = e.name + "/" + c.strategy + (typed ? "/" + c.dtype : "");
+      c.bound_name = !typed ? (st == strategy::accurate ? "exact bucket" : "fp32 log near integer")
+                     : st == strategy::accurate
+                         ? (std::string(family) == "alibi" ? "rounded once" : "1 ulp")
+                         : bound_name(st, dt);
+      res.checks.push_back(std::move(c));
+      mine.emplace_back(st, dt);
+    }
+    for (std::size_t k = first; k < res.checks.size(); ++k) {
+      outs.emplace_back(&res.checks[k], mine[k - first]);
+    }
+    return outs;
+  };
+  std::size_t done = 0;
+  for (const suite_entry& e : suite) {
+    if (const auto* s = std::get_if<spec::rope>(&e.encoding)) {
+      std::vector<std::pair<strategy, dtype>> cells;
+      const std::size_t first = res.checks.size();
+      // llama.cpp's YaRN always truncates the correction range (ggml_rope_yarn_corr_dims:
+      // floor/ceil), so `truncate=false` specs are not expressible in the ggml recipe.
+      const bool ggml_applies = !(s->type == spec::rope_type::yarn && !s->truncate);
+      if (!ggml_applies) {
+        res.notes.push_back(e.name +
+                            ": strategy ggml left out: llama.cpp's YaRN always truncates the "
+                            "correction range (floor/ceil), this spec has truncate=false");
+      }
+      for (strategy st : kernel::all_strategies()) {
+        if (st == strategy::ggml && !ggml_applies) continue;
+        for (dtype dt : kDtypes) {
+          const auto i = take();
+          if (!i) continue;
+          cells.emplace_back(st, dt);
+          report::check c;
+          c.index = *i;
+          c.spec_name = e.name;
+          c.spec = spec::to_spec_string(e.encoding);
+          c.family = "rope";
+          c.strategy = kernel::to_string(st);
+          c.dtype = name_of(dt);
+          c.id = e.name + "/" + c.strategy + "/" + c.dtype;
+          c.bound_name = bound_name(st, dt);
+          res.checks.push_back(std::move(c));
+        }
+      }
+      std::vector<report::check*> outs;
+      for (std::size_t k = first; k < res.checks.size(); ++k) outs.push_back(&res.checks[k]);
+      if (!cells.empty()) sweep_rope(*s, outs, cells, o, arena, res);
+      // Plots d and e: the invariance drift of unscaled specs (attention factor 1), the
+      // wavelengths of scaled ones.
+      const std::optional<std::int64_t> seq =
+          s->stateful() ? std::optional<std::int64_t>(o.max_position) : std::nullopt;
+      if (const auto i = take()) {
+        if (s->type == spec::rope_type::default_) {
+          const std::size_t before = res.invariance.size();
+          invariance(e, *s, o, arena, res.invariance);
+          for (std::size_t k = before; k < res.invariance.size(); ++k) res.invariance[k].index = *i;
+        } else {
+          res.wavelengths.push_back(wavelengths(e, *s, seq));
+          res.wavelengths.back().index = *i;
+        }
+      }
+    }
+    if (const auto* s = std::get_if<spec::sinusoidal>(&e.encoding)) {
+      const auto outs = add_checks(e, "sinusoidal", false, true);
+      if (!outs.empty()) {
+        pe_reference_source ref(*s, o.mpfr_reference);
+        std::vector<pe_cell> cells(outs.size());
+        for (std::size_t c = 0; c < outs.size(); ++c) {
+          const strategy st = outs[c].second.first;
+          cells[c] = {outs[c].first,
+                      s,
+                      st,
+                      outs[c].second.second,
+                      std::make_unique<impl::sinusoidal_contract>(*s, st),
+                      std::make_unique<accumulator>(o.max_position, s->d_model)};
+        }
+        sweep_cells(ref, cells, o, arena);
+        for (auto& c : cells) c.acc->finish(*c.out);
+        res.prov.reference_values += ref.stats().values;
+        res.prov.reference_fallbacks += ref.stats().fallbacks;
+      }
+    }
+    if (const auto* s = std::get_if<spec::alibi>(&e.encoding)) {
+      const auto outs = add_checks(e, "alibi", false, true);
+      if (!outs.empty()) {
+        alibi_reference_source ref(*s);
+        std::vector<alibi_cell> cells(outs.size());
+        for (std::size_t c = 0; c < outs.size(); ++c) {
+          cells[c].out = outs[c].first;
+          cells[c].s = s;
+          cells[c].st = outs[c].second.first;
+          cells[c].dt = outs[c].second.second;
+          cells[c].contract = std::make_unique<impl::alibi_contract>(*s, cells[c].st);
+          cells[c].acc = std::make_unique<accumulator>(o.max_position, s->num_heads);
+        }
+        sweep_cells(ref, cells, o, arena);
+        const std::vector<real> exact_slopes = ref::alibi_slopes(*s);
+        for (auto& c : cells) {
+          c.acc->finish(*c.out);
+          // Intermediate of the worst case: the head's slope (fp32 as the strategy computes it).
+          std::vector<float> slopes(static_cast<std::size_t>(s->num_heads));
+          kernel::alibi_slopes<float>(*s, c.st, slopes);
+          const auto h = static_cast<std::size_t>(c.out->worst.index);
+          c.out->worst.intermediates.push_back({"slope (as stored, in fp32)", hex(slopes[h]),
+                                                hex(round_to<double>(exact_slopes[h]))});
+          c.out->note = "bias of a query at 0 and a key at p, per head";
+          if (c.out_of_range) {
+            c.out->note += "; " + std::to_string(c.out_of_range) +
+                           " values whose exact bias, rounded to the storage type, overflows "
+                           "the output type, left out (no contract there)";
+          }
+        }
+      }
+    }
+    if (const auto* s = std::get_if<spec::t5>(&e.encoding)) {
+      const auto outs = add_checks(e, "t5", false, false);
+      if (!outs.empty()) {
+        t5_reference_source ref(*s);
+        std::vector<t5_cell> cells(outs.size());
+        for (std::size_t c = 0; c < outs.size(); ++c) {
+          cells[c] = {outs[c].first, s, outs[c].second.first,
+                      std::make_unique<accumulator>(o.max_position, 2)};
+        }
+        sweep_cells(ref, cells, o, arena);
+        for (auto& c : cells) {
+          c.acc->finish(*c.out);
+          // Buckets are integers: shown as such, not in hex.
+          c.out->worst.got_hex = std::to_string(static_cast<std::int64_t>(c.out->worst.got));
+          c.out->worst.exact_hex = std::to_string(static_cast<std::int64_t>(c.out->worst.exact));
+          c.out->note = "buckets of relative distances -p (index 0) and +p (index 1)";
+        }
+      }
+    }
+    if (o.progress) o.progress(++done, suite.size());
+  }
+  return res;
+}
+
+}  // namespace pev::sweep
