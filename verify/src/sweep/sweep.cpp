@@ -26,6 +26,7 @@
 #include "pev/core/splitmix.h"
 #include "pev/core/version.h"
 #include "pev/impl/contract.h"
+#include "pev/impl/implementation.h"
 #include "pev/kernel/absolute.h"
 #include "pev/kernel/apply.h"
 #include "pev/kernel/relative.h"
@@ -859,14 +860,8 @@ void invariance(const suite_entry& e, const spec::rope& s, const options& o, tbb
 /// Effective wavelength per pair of a scaled RoPE spec and of plain RoPE (plot e).
 report::wavelength_series wavelengths(const suite_entry& e, const spec::rope& s,
                                       std::optional<std::int64_t> seq) {
-  spec::rope plain;
-  plain.head_dim = s.head_dim;
-  plain.rotary_dim = s.rotary_dim;
-  plain.partial_rotary_factor = s.partial_rotary_factor;
-  plain.rope_theta = s.rope_theta;
-  plain.layout = s.layout;
   const ref::rope_reference a(s, ref::exact_recipe(), seq);
-  const ref::rope_reference b(plain);
+  const ref::rope_reference b(impl::plain_rope(s));
   report::wavelength_series w;
   w.spec_name = e.name;
   const real two_pi = 2 * pi();
