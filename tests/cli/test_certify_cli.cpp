@@ -85,6 +85,36 @@ TEST(CliCertify, NpyTableAndClaims) {
   EXPECT_FALSE(read_json(dir + "/certificate.json")["diagnosis"].is_null());
 }
 
+TEST(CliCertify, LiveImplementations) {
+  const std::string dir = test::temp_dir("certify_live");
+  // The example C plugin: value checks and the property suites (RapidCheck, 20 cases each).
+  auto p = run_pev({"certify", "--spec", kSpec, "--plugin", PEV_EXAMPLE_PLUGIN, "--max-position",
+                    "65536", "--property-cases", "20", "--out", dir});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("grade     recipe:hf"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("property rope.table_exact"), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find(" failed\n"), std::string::npos) << p.out;
+  const auto j = read_json(dir + "/certificate.json");
+  EXPECT_EQ(j["inputs"][0]["format"], "plugin");
+  int passed = 0;
+  for (const auto& c : j["checks"]) passed += c["property"] == "passed";
+  EXPECT_GE(passed, 8) << j["checks"].dump(1);
+  // A subprocess with a planted mistake: not certified, the mistake named.
+  if (std::system("/usr/bin/python3 -c 'import numpy' > /dev/null 2>&1") == 0) {
+    auto x = run_pev({"certify", "--spec", kSpec, "--exec",
+                      "/usr/bin/python3 " + std::string(PEV_SOURCE_DIR) +
+                          "/examples/exec/rope_numpy.py --bug sin-cos-swapped",
+                      "--no-properties", "--max-position", "65536", "--out", dir});
+    EXPECT_EQ(x.exit_code, 1) << x.out << x.err;
+    EXPECT_NE(x.out.find("explained by: sin-cos-swapped"), std::string::npos) << x.out;
+  }
+  // A command that never answers: bad input (exit 2) after the timeout, not a hang.
+  auto h =
+      run_pev({"certify", "--spec", kSpec, "--exec", "sleep 30", "--timeout", "1", "--out", dir});
+  EXPECT_EQ(h.exit_code, 2) << h.err;
+  EXPECT_NE(h.err.find("the process was killed"), std::string::npos) << h.err;
+}
+
 TEST(CliCertify, BadUsageExitsTwo) {
   const std::string dir = test::temp_dir("certify_bad");
   auto c = run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "5:50",

@@ -16,6 +16,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "detail.h"
 #include "pev/core/error.h"
 #include "pev/core/real.h"
 #include "pev/impl/contract.h"
@@ -1295,20 +1296,29 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
                     "alibi and t5 are)",
                     spec::family_name(e)));
   }
+  detail::finish(cert);
+  cert.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return cert;
+}
+
+namespace detail {
+
+void finish(certificate& cert) {
   grade_and_claim(cert);
   if (cert.why) {
     auto& x = cert.why->explanations;
     std::stable_sort(x.begin(), x.end(), [](const explanation& a, const explanation& b) {
       return a.max_rho != b.max_rho ? a.max_rho < b.max_rho : a.rms_rho < b.rms_rho;
     });
+    cert.why->named.reset();
     if (cert.exit_code() == 0) {
       cert.why.reset();  // certified: nothing to explain
     } else if (!x.empty() && x.front().explains) {
       cert.why->named = x.front().mutant;
     }
   }
-  cert.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return cert;
 }
+
+}  // namespace detail
 
 }  // namespace pev::certify

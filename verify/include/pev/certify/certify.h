@@ -22,12 +22,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "pev/impl/live.h"
 #include "pev/io/array.h"
 #include "pev/spec/spec.h"
 
@@ -113,6 +115,9 @@ struct check {
   double drift_free_bound = 0;  // the absolute bound of the drift-free grade
   worst_value worst;            // the value of max_ulp_error
   grade best = grade::not_certified;
+  std::string note;  // e.g. a property's shrunk counterexample, or why a live call failed
+  /// For property checks: "passed", "failed" or "not applicable" (empty for value checks).
+  std::string property_status;
 };
 
 /// A known mistake tried by the diagnosis, with how well it explains the data.
@@ -182,6 +187,32 @@ struct certificate {
 /// Certifies the dump against `e`. Throws pev::error for input that cannot be certified as given
 /// (no tensor for the encoding, ambiguous layout, shape or dtype mismatches), naming the tensor.
 certificate certify_dump(const spec::encoding& e, const dump& d, const options& o);
+
+/// What pev asks a live implementation (plugin or subprocess) for.
+struct live_options {
+  /// Positions: every p < 4096, then `samples` seeded positions in every octave up to
+  /// max_position (and max_position itself); with `exhaustive`, every p ≤ max_position.
+  std::int64_t max_position = std::int64_t{1} << 20;
+  int samples = 64;
+  bool exhaustive = false;
+  std::uint64_t seed = 20261122;
+  impl::dtype type = impl::dtype::fp32;
+  /// Run the property suites (pev::prop, with shrinking) on the implementation too: each property
+  /// of the family becomes a check (its counterexample in the note when it fails).
+  bool properties = true;
+  int property_cases = 100;
+  /// Runs the property suites on the implementation (pev::prop lives above this library: the CLI
+  /// passes it; none: no property checks).
+  std::function<std::vector<check>(const impl::live_implementation&, const live_options&)>
+      property_checks;
+};
+
+/// Certifies a live implementation: pev computes the positions, asks the implementation for every
+/// output it supports (table, inv_freq, rotated q/k of seeded random inputs; PE), certifies them
+/// as a dump would be, then runs the property suites on it. A call that fails (the process hung,
+/// flooded or died; the plugin returned an error) is a failed check, not a crash.
+certificate certify_live(const spec::encoding& e, const impl::live_implementation& im,
+                         const options& o, const live_options& lo);
 
 /// certificate.json (schema_version 1; DESIGN §5): spec, inputs with SHA-256, pev version, git
 /// revision, reference precision, every check with its figures, grade and diagnosis.
