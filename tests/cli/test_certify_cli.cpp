@@ -70,7 +70,28 @@ TEST(CliCertify, NpyTableAndClaims) {
   EXPECT_NE(r.out.find("pairs layout, detected"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("claim     recipe hf: holds"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exhaustive"), std::string::npos) << r.out;
-  EXPECT_EQ(read_json(dir + "/certificate.json")["positions"]["exhaustive"], true);
+  const auto fast = read_json(dir + "/certificate.json");
+  EXPECT_EQ(fast["positions"]["exhaustive"], true);
+  // --reference mpfr: MPFR for every value; the same rounded values, so the same counts, ρ,
+  // worst cases and grade.
+  auto m = run_pev({"certify", "--spec", kSpec, "--impl", dir + "/table.npy", "--out",
+                    dir + "/mpfr", "--reference", "mpfr"});
+  EXPECT_EQ(m.exit_code, 0) << m.out << m.err;
+  const auto slow = read_json(dir + "/mpfr/certificate.json");
+  EXPECT_EQ(slow["reference"]["backend"], "mpfr (direct)");
+  EXPECT_EQ(slow["grade"], fast["grade"]);
+  for (std::size_t k = 0; k < 2; ++k) {
+    for (const char* f : {"correctly_rounded", "faithful", "worst", "grade"}) {
+      EXPECT_EQ(slow["checks"][k][f], fast["checks"][k][f]) << f;
+    }
+    // ρ = |error|/bound with the exact value as a double: the fast path's is within 2^−49 of it,
+    // which moves an error of ≥ 2^−30 (the smallest nonzero errors here) by < 2^−19 relative.
+    for (const auto& [r, v] : fast["checks"][k]["max_rho"].items()) {
+      EXPECT_NEAR(slow["checks"][k]["max_rho"][r].get<double>(), v.get<double>(),
+                  1e-5 * v.get<double>())
+          << r;
+    }
+  }
   // The fp32 recipe is not faithful: claiming `exact` fails (exit 1), the grade stays.
   auto x = run_pev({"certify", "--spec", kSpec, "--impl", dir + "/table.npy", "--out", dir,
                     "--recipe", "exact"});

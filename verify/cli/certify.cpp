@@ -32,6 +32,7 @@ command add_certify(CLI::App& app) {
     int samples = 64, property_cases = 100;
     std::uint64_t seed = 20261122;
     bool no_properties = false;
+    std::string reference = "fast";
     std::string out = "pev-report";
     std::optional<std::int64_t> seq_len;
     bool no_diagnosis = false;
@@ -117,6 +118,10 @@ command add_certify(CLI::App& app) {
                   "Sequence length selecting dynamic/longrope frequencies (default: max position "
                   "+ 1, as transformers)");
   cmd->add_flag("--no-diagnosis", st->no_diagnosis, "Skip the search for known mistakes");
+  cmd->add_option("--reference", st->reference,
+                  "fast (default: the fast exact reference, identical to MPFR, with MPFR only "
+                  "where its rounding test cannot decide) or mpfr (MPFR for every value: slow)")
+      ->capture_default_str();
   cmd->add_flag("--exhaustive", st->exhaustive,
                 "Require the dump to hold every position 0 … max (bad input otherwise), so the "
                 "certificate covers every position; every row is always checked");
@@ -151,6 +156,10 @@ command add_certify(CLI::App& app) {
             }
             o.seq_len = st->seq_len;
             o.diagnose = !st->no_diagnosis;
+            if (st->reference != "fast" && st->reference != "mpfr") {
+              throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
+            }
+            o.mpfr_reference = st->reference == "mpfr";
             o.exhaustive = st->exhaustive;
             certify::certificate cert;
             if (files.empty()) {

@@ -43,10 +43,12 @@ std::string to_json(const certificate& c) {
                     {"min", c.min_position},
                     {"max", c.max_position},
                     {"exhaustive", c.exhaustive}};
-  j["reference"] = {{"backend", "fast exact reference (MPFR fallback)"},
-                    {"precision_bits", c.precision_bits},
-                    {"values", c.reference_values},
-                    {"mpfr_fallbacks", c.reference_fallbacks}};
+  j["reference"] = {
+      {"backend",
+       c.reference_backend == "mpfr" ? "mpfr (direct)" : "fast exact reference (MPFR fallback)"},
+      {"precision_bits", c.precision_bits},
+      {"values", c.reference_values},
+      {"mpfr_fallbacks", c.reference_fallbacks}};
   j["seeds"] = json::array();  // dumps are compared value by value: nothing is random
   j["claimed_recipe"] = c.claimed_recipe ? json(*c.claimed_recipe) : json(nullptr);
   j["claim_holds"] = c.claim_holds;
@@ -160,9 +162,11 @@ std::string to_text(const certificate& c) {
                        x.mutant, figure(x.max_rho));
     }
   }
-  s += fmt::format("result    {} ({:.2f} s, {} reference values, {} MPFR fallbacks)\n",
-                   c.exit_code() == 0 ? "CERTIFIED" : "NOT CERTIFIED", c.seconds,
-                   c.reference_values, c.reference_fallbacks);
+  s += fmt::format(
+      "result    {} ({:.2f} s, {} reference values from the {} reference, {} MPFR "
+      "fallbacks)\n",
+      c.exit_code() == 0 ? "CERTIFIED" : "NOT CERTIFIED", c.seconds, c.reference_values,
+      c.reference_backend, c.reference_fallbacks);
   return s;
 }
 

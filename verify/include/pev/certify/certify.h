@@ -107,6 +107,8 @@ struct check {
   std::uint64_t correctly_rounded = 0;  // ulp distance 0 to RN_T(exact)
   std::uint64_t faithful = 0;           // ulp error ≤ 1
   std::uint64_t non_finite = 0;         // NaN or Inf where the exact value is finite
+  /// From doubles within 2^−49·m of the exact values (the fast path's own), so its last bits may
+  /// differ from --reference mpfr's; the worst value's figures are recomputed in MPFR.
   double max_abs_error = 0;
   double max_ulp_error = 0;
   /// max ρ = |error| / bound of each recipe the check was measured against ("hf", "vllm-fp16",
@@ -161,6 +163,9 @@ struct options {
   /// Require the rows to cover every position 0 … max (an exhaustive certificate); pev::error
   /// naming the first missing position otherwise. Every row of a dump is always checked.
   bool exhaustive = false;
+  /// The reference path: the fast one (default; identical values, MPFR only where its rounding
+  /// test cannot decide) or MPFR directly (`--reference mpfr`, slow: a cross-check).
+  bool mpfr_reference = false;
 };
 
 struct certificate {
@@ -175,8 +180,9 @@ struct certificate {
   std::vector<check> checks;
   grade result = grade::not_certified;
   std::optional<diagnosis> why;
-  std::uint64_t reference_values = 0;     // values of the fast reference
-  std::uint64_t reference_fallbacks = 0;  // of which taken from MPFR
+  std::string reference_backend = "fast";  // "fast" or "mpfr"
+  std::uint64_t reference_values = 0;      // values of the fast reference
+  std::uint64_t reference_fallbacks = 0;   // of which taken from MPFR
   unsigned precision_bits = 0;
   double seconds = 0;
 
