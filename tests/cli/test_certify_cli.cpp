@@ -70,7 +70,28 @@ TEST(CliCertify, NpyTableAndClaims) {
   EXPECT_NE(r.out.find("pairs layout, detected"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("claim     recipe hf: holds"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exhaustive"), std::string::npos) << r.out;
-  EXPECT_EQ(read_json(dir + "/certificate.json")["positions"]["exhaustive"], true);
+  const auto fast = read_json(dir + "/certificate.json");
+  EXPECT_EQ(fast["positions"]["exhaustive"], true);
+  // --reference mpfr: MPFR for every value; the same rounded values, so the same counts, ρ,
+  // worst cases and grade.
+  auto m = run_pev({"certify", "--spec", kSpec, "--impl", dir + "/table.npy", "--out",
+                    dir + "/mpfr", "--reference", "mpfr"});
+  EXPECT_EQ(m.exit_code, 0) << m.out << m.err;
+  const auto slow = read_json(dir + "/mpfr/certificate.json");
+  EXPECT_EQ(slow["reference"]["backend"], "mpfr (direct)");
+  EXPECT_EQ(slow["grade"], fast["grade"]);
+  for (std::size_t k = 0; k < 2; ++k) {
+    for (const char* f : {"correctly_rounded", "faithful", "worst", "grade"}) {
+      EXPECT_EQ(slow["checks"][k][f], fast["checks"][k][f]) << f;
+    }
+    // ρ = |error|/bound with the exact value as a double: the fast path's is within 2^−49 of it,
+    // which moves an error of ≥ 2^−30 (the smallest nonzero errors here) by < 2^−19 relative.
+    for (const auto& [r, v] : fast["checks"][k]["max_rho"].items()) {
+      EXPECT_NEAR(slow["checks"][k]["max_rho"][r].get<double>(), v.get<double>(),
+                  1e-5 * v.get<double>())
+          << r;
+    }
+  }
   // The fp32 recipe is not faithful: claiming `exact` fails (exit 1), the grade stays.
   auto x = run_pev({"certify", "--spec", kSpec, "--impl", dir + "/table.npy", "--out", dir,
                     "--recipe", "exact"});
@@ -83,6 +104,36 @@ TEST(CliCertify, NpyTableAndClaims) {
   EXPECT_EQ(w.exit_code, 1) << w.out << w.err;
   EXPECT_NE(w.out.find("first mismatch"), std::string::npos) << w.out;
   EXPECT_FALSE(read_json(dir + "/certificate.json")["diagnosis"].is_null());
+}
+
+TEST(CliCertify, LiveImplementations) {
+  const std::string dir = test::temp_dir("certify_live");
+  // The example C plugin: value checks and the property suites (RapidCheck, 20 cases each).
+  auto p = run_pev({"certify", "--spec", kSpec, "--plugin", PEV_EXAMPLE_PLUGIN, "--max-position",
+                    "65536", "--property-cases", "20", "--out", dir});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("grade     recipe:hf"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("property rope.table_exact"), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find(" failed\n"), std::string::npos) << p.out;
+  const auto j = read_json(dir + "/certificate.json");
+  EXPECT_EQ(j["inputs"][0]["format"], "plugin");
+  int passed = 0;
+  for (const auto& c : j["checks"]) passed += c["property"] == "passed";
+  EXPECT_GE(passed, 8) << j["checks"].dump(1);
+  // A subprocess with a planted mistake: not certified, the mistake named.
+  if (std::system("/usr/bin/python3 -c 'import numpy' > /dev/null 2>&1") == 0) {
+    auto x = run_pev({"certify", "--spec", kSpec, "--exec",
+                      "/usr/bin/python3 " + std::string(PEV_SOURCE_DIR) +
+                          "/examples/exec/rope_numpy.py --bug sin-cos-swapped",
+                      "--no-properties", "--max-position", "65536", "--out", dir});
+    EXPECT_EQ(x.exit_code, 1) << x.out << x.err;
+    EXPECT_NE(x.out.find("explained by: sin-cos-swapped"), std::string::npos) << x.out;
+  }
+  // A command that never answers: bad input (exit 2) after the timeout, not a hang.
+  auto h =
+      run_pev({"certify", "--spec", kSpec, "--exec", "sleep 30", "--timeout", "1", "--out", dir});
+  EXPECT_EQ(h.exit_code, 2) << h.err;
+  EXPECT_NE(h.err.find("the process was killed"), std::string::npos) << h.err;
 }
 
 TEST(CliCertify, BadUsageExitsTwo) {

@@ -4,15 +4,19 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "certify_properties.h"
 #include "commands.h"
 #include "pev/core/error.h"
+#include "pev/impl/live.h"
 #include "pev/io/file.h"
+#include "pev/kernel/strategy.h"
 #include "pev/spec/config.h"
 #include "pev/spec/parse.h"
 
@@ -22,6 +26,13 @@ command add_certify(CLI::App& app) {
   struct state {
     std::string spec_text, config_file, layer_type, recipe, layout, positions, positions_file;
     std::vector<std::string> impl;
+    std::string plugin, exec, dtype = "fp32", accuracy = "hf";
+    double timeout = 60;
+    std::int64_t max_position = std::int64_t{1} << 20;
+    int samples = 64, property_cases = 100;
+    std::uint64_t seed = 20261122;
+    bool no_properties = false;
+    std::string reference = "fast";
     std::string out = "pev-report";
     std::optional<std::int64_t> seq_len;
     bool no_diagnosis = false;
@@ -51,10 +62,44 @@ command add_certify(CLI::App& app) {
   cmd->add_option("--layer-type", st->layer_type,
                   "Layer-type group of a per-layer-type config (default: full_attention)")
       ->needs(c);
-  cmd->add_option("--impl", st->impl,
-                  "Dump file(s): one .safetensors, or .npy files named by tensor (repeatable)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  auto* impl_opt =
+      cmd->add_option("--impl", st->impl,
+                      "Dump file(s): one .safetensors, or .npy files named by tensor (repeatable)")
+          ->check(CLI::ExistingFile);
+  auto* plugin_opt =
+      cmd->add_option("--plugin", st->plugin,
+                      "A shared library implementing pev's C ABI (pev/plugin/pev_plugin.h)")
+          ->check(CLI::ExistingFile);
+  auto* exec_opt = cmd->add_option(
+      "--exec", st->exec,
+      "A command (run by /bin/sh -c) speaking pev's stdin/stdout protocol (docs/exec-protocol.md)");
+  impl_opt->excludes(plugin_opt)->excludes(exec_opt);
+  plugin_opt->excludes(exec_opt);
+  cmd->add_option("--timeout", st->timeout,
+                  "--exec: seconds to wait for each response; a process that hangs is killed and "
+                  "reported as a failed check")
+      ->capture_default_str();
+  cmd->add_option("--dtype", st->dtype,
+                  "Live implementations: output dtype asked for (fp32, fp16, "
+                  "bf16)")
+      ->capture_default_str();
+  cmd->add_option("--max-position", st->max_position,
+                  "Live implementations: every position below 4096, then --samples seeded ones "
+                  "per octave up to this (every one with --exhaustive)")
+      ->capture_default_str();
+  cmd->add_option("--samples", st->samples, "Live implementations: positions per octave")
+      ->capture_default_str();
+  cmd->add_option("--seed", st->seed, "Seed of the sampled positions, inputs and properties")
+      ->capture_default_str();
+  cmd->add_option("--accuracy", st->accuracy,
+                  "Live implementations: the strategy whose accuracy contract the property suites "
+                  "hold it to (hf, ggml, table-fp16, table-bf16, accurate)")
+      ->capture_default_str();
+  cmd->add_flag("--no-properties", st->no_properties,
+                "Live implementations: skip the property suites");
+  cmd->add_option("--property-cases", st->property_cases,
+                  "Live implementations: RapidCheck cases per property")
+      ->capture_default_str();
   cmd->add_option("--recipe", st->recipe,
                   "The recipe the implementation claims: exact (faithful or better), hf, vllm "
                   "(hf's bound: fp32 table stored in the model dtype) or ggml; default: report the "
@@ -73,13 +118,20 @@ command add_certify(CLI::App& app) {
                   "Sequence length selecting dynamic/longrope frequencies (default: max position "
                   "+ 1, as transformers)");
   cmd->add_flag("--no-diagnosis", st->no_diagnosis, "Skip the search for known mistakes");
+  cmd->add_option("--reference", st->reference,
+                  "fast (default: the fast exact reference, identical to MPFR, with MPFR only "
+                  "where its rounding test cannot decide) or mpfr (MPFR for every value: slow)")
+      ->capture_default_str();
   cmd->add_flag("--exhaustive", st->exhaustive,
                 "Require the dump to hold every position 0 … max (bad input otherwise), so the "
                 "certificate covers every position; every row is always checked");
   cmd->add_option("--out", st->out, "Output directory for certificate.json")->capture_default_str();
   return {cmd, [st]() -> int {
+            if (st->impl.empty() && st->plugin.empty() && st->exec.empty()) {
+              throw error("one of --impl FILE, --plugin LIB.so or --exec 'CMD' is required");
+            }
             std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
-            const certify::dump d = certify::read_dump(files);
+            const certify::dump d = files.empty() ? certify::dump{} : certify::read_dump(files);
             spec::encoding e;
             if (!st->config_file.empty()) {
               spec::config_options co;
@@ -104,8 +156,42 @@ command add_certify(CLI::App& app) {
             }
             o.seq_len = st->seq_len;
             o.diagnose = !st->no_diagnosis;
+            if (st->reference != "fast" && st->reference != "mpfr") {
+              throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
+            }
+            o.mpfr_reference = st->reference == "mpfr";
             o.exhaustive = st->exhaustive;
-            const certify::certificate cert = certify::certify_dump(e, d, o);
+            certify::certificate cert;
+            if (files.empty()) {
+              certify::live_options lo;
+              lo.max_position = st->max_position;
+              lo.samples = st->samples;
+              lo.exhaustive = st->exhaustive;
+              lo.seed = st->seed;
+              lo.type = st->dtype == "fp32"   ? impl::dtype::fp32
+                        : st->dtype == "fp16" ? impl::dtype::fp16
+                        : st->dtype == "bf16"
+                            ? impl::dtype::bf16
+                            : throw error("--dtype: expected fp32, fp16 or bf16, got '" +
+                                          st->dtype + "'");
+              lo.properties = !st->no_properties;
+              lo.property_cases = st->property_cases;
+              lo.property_checks = live_property_checks;
+              const kernel::strategy acc = kernel::parse_strategy(st->accuracy);
+              std::unique_ptr<impl::live_implementation> im;
+              if (!st->plugin.empty()) {
+                im = impl::load_plugin(st->plugin, e, acc);
+              } else {
+                if (!(st->timeout > 0)) throw error("--timeout must be > 0 seconds");
+                impl::exec_options xo;
+                xo.timeout = std::chrono::milliseconds(static_cast<long long>(st->timeout * 1000));
+                im = impl::start_exec(st->exec, e, acc, xo);
+              }
+              o.exhaustive = false;  // live: --exhaustive chooses the positions (live_options)
+              cert = certify::certify_live(e, *im, o, lo);
+            } else {
+              cert = certify::certify_dump(e, d, o);
+            }
             const std::filesystem::path dir(st->out);
             std::error_code ec;
             std::filesystem::create_directories(dir, ec);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "detail.h"
 #include "pev/core/error.h"
 #include "pev/core/real.h"
 #include "pev/impl/contract.h"
@@ -26,6 +27,7 @@
 #include "pev/ref/fast.h"
 #include "pev/ref/recipe.h"
 #include "pev/ref/relative.h"
+#include "pev/ref/sinusoidal.h"
 #include "pev/scalar/round.h"
 #include "pev/scalar/traits.h"
 
@@ -445,6 +447,31 @@ double hf_bound(const rope_context& k, std::int64_t p, std::int64_t i, double y,
       kernel::storage::output, out, metric::kF32);
 }
 
+// The reference values of a chunk of rows: RN_T of the exact values and the exact values as
+// doubles, from the fast path (default) or, with --reference mpfr, from the MPFR path directly
+// (the same rounded values, at MPFR's speed; counted as MPFR rows in the stats).
+template <class T>
+void reference_table(const rope_context& k, bool mpfr, std::span<const std::int64_t> chunk,
+                     std::vector<T>& rc, std::vector<T>& rs, std::vector<double>& yc,
+                     std::vector<double>& ys, ref::fast_stats& stats) {
+  if (!mpfr) {
+    k.ref.table_values<T>(chunk, rc, rs, yc, ys, &stats);
+    return;
+  }
+  const std::size_t n = static_cast<std::size_t>(k.s.pairs());
+  for (std::size_t r = 0; r < chunk.size(); ++r) {
+    const auto row = k.ref.reference().row(chunk[r]);
+    ++stats.mpfr_rows;
+    for (std::size_t i = 0; i < n; ++i) {
+      rc[r * n + i] = round_to<T>(row[i].cos);
+      rs[r * n + i] = round_to<T>(row[i].sin);
+      yc[r * n + i] = row[i].cos.convert_to<double>();
+      ys[r * n + i] = row[i].sin.convert_to<double>();
+    }
+    stats.values += 2 * n;
+  }
+}
+
 template <class T>
 void rope_table_checks(const rope_context& k, const table_source& t,
                        const std::vector<std::int64_t>& pos, const options& o, certificate& cert,
@@ -464,7 +491,7 @@ void rope_table_checks(const rope_context& k, const table_source& t,
     rs.resize(rc.size());
     yc.resize(rc.size());
     ys.resize(rc.size());
-    k.ref.table_values<T>(chunk, rc, rs, yc, ys, &stats);
+    reference_table<T>(k, o.mpfr_reference, chunk, rc, rs, yc, ys, stats);
     for (std::size_t rr = 0; rr < n; ++rr) {
       const auto r = static_cast<std::int64_t>(r0 + rr);
       const std::int64_t p = pos[r0 + rr];
@@ -491,8 +518,23 @@ void rope_table_checks(const rope_context& k, const table_source& t,
       }
     }
   }
-  cert.checks.push_back(tc.finish());
-  cert.checks.push_back(ts.finish());
+  // The worst values' exact values from MPFR, so that the certificate's worst case does not
+  // depend on the reference path (the fast path's doubles are within 2^−49·m; counts, ρ and
+  // grades never depended on it).
+  for (int which = 0; which < 2; ++which) {
+    check c = (which == 0 ? tc : ts).finish();
+    if (c.count > 0) {
+      const std::int64_t i = t.pair[static_cast<std::size_t>(c.worst.index)];
+      const auto row = k.ref.reference().row(c.worst.position);
+      const double y = (which == 0 ? row[std::size_t(i)].cos : row[std::size_t(i)].sin)
+                           .template convert_to<double>();
+      c.worst.want = y;
+      c.worst.abs_error = std::fabs(c.worst.got - y);
+      c.worst.ulp_error = c.worst.abs_error / ulp_at(std::fabs(y), fmt_t);
+      c.max_ulp_error = c.worst.ulp_error;
+    }
+    cert.checks.push_back(c);
+  }
 }
 
 // How well each mistake explains the data, accumulated over everything compared (table and
@@ -656,8 +698,19 @@ void rotation_checks(const rope_context& k, const qk_source& q,
       for (std::int64_t j = 0; j < D; ++j) {
         x[std::size_t(j)] = scalar_traits<T>::to_double(element<T>(*q.in, base + std::size_t(j)));
       }
-      k.ref.rotate<T>(p, x, rn, &stats);
-      k.ref.rotate<double>(p, x, y, &stats);
+      if (o.mpfr_reference) {
+        std::vector<real> xr(x.begin(), x.end());
+        const std::vector<real> yr = k.ref.reference().rotate(p, xr);
+        for (std::size_t u = 0; u < yr.size(); ++u) {
+          rn[u] = round_to<T>(yr[u]);
+          y[u] = yr[u].convert_to<double>();
+        }
+        stats.values += yr.size();
+        ++stats.mpfr_rows;
+      } else {
+        k.ref.rotate<T>(p, x, rn, &stats);
+        k.ref.rotate<double>(p, x, y, &stats);
+      }
       for (std::int64_t j = 0; j < D; ++j) {
         const auto u = static_cast<std::size_t>(j);
         const std::int64_t i = pair[u];
@@ -945,11 +998,23 @@ void sinusoidal_checks(const spec::sinusoidal& s, const spec::encoding& e, const
     const std::span<const std::int64_t> chunk(pos.data() + r0, n);
     rn.resize(n * static_cast<std::size_t>(dm));
     y.resize(rn.size());
-    ref.pe<T>(chunk, rn, &stats);
-    if constexpr (std::is_same_v<T, double>) {
-      y = rn;
+    if (o.mpfr_reference) {
+      for (std::size_t rr = 0; rr < n; ++rr) {
+        const std::vector<real> row = ref::sinusoidal_row(s, chunk[rr]);
+        ++stats.mpfr_rows;
+        for (std::size_t c = 0; c < row.size(); ++c) {
+          rn[rr * row.size() + c] = round_to<T>(row[c]);
+          y[rr * row.size() + c] = row[c].convert_to<double>();
+        }
+        stats.values += row.size();
+      }
     } else {
-      ref.pe<double>(chunk, y, &stats);
+      ref.pe<T>(chunk, rn, &stats);
+      if constexpr (std::is_same_v<T, double>) {
+        y = rn;
+      } else {
+        ref.pe<double>(chunk, y, &stats);
+      }
     }
     for (std::size_t rr = 0; rr < n; ++rr) {
       const std::int64_t p = pos[r0 + rr];
@@ -1281,6 +1346,7 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
   cert.inputs = d.files;
   cert.claimed_recipe = o.recipe;
   cert.precision_bits = precision_bits();
+  cert.reference_backend = o.mpfr_reference ? "mpfr" : "fast";
   if (const auto* s = std::get_if<spec::rope>(&e)) {
     certify_rope(*s, e, d, o, cert);
   } else if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
@@ -1295,20 +1361,29 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
                     "alibi and t5 are)",
                     spec::family_name(e)));
   }
+  detail::finish(cert);
+  cert.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return cert;
+}
+
+namespace detail {
+
+void finish(certificate& cert) {
   grade_and_claim(cert);
   if (cert.why) {
     auto& x = cert.why->explanations;
     std::stable_sort(x.begin(), x.end(), [](const explanation& a, const explanation& b) {
       return a.max_rho != b.max_rho ? a.max_rho < b.max_rho : a.rms_rho < b.rms_rho;
     });
+    cert.why->named.reset();
     if (cert.exit_code() == 0) {
       cert.why.reset();  // certified: nothing to explain
     } else if (!x.empty() && x.front().explains) {
       cert.why->named = x.front().mutant;
     }
   }
-  cert.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return cert;
 }
+
+}  // namespace detail
 
 }  // namespace pev::certify

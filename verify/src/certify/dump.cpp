@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 
+#include "detail.h"
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
 #include "pev/io/npy.h"
@@ -20,26 +21,43 @@ const io::array* dump::find(std::string_view name) const {
   return it == tensors.end() ? nullptr : &it->second;
 }
 
-std::string sha256_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw error(fmt::format("cannot open '{}' to hash it", file.string()));
+namespace {
+
+// SHA-256 (OpenSSL EVP) of what `feed` passes to its update callback, lowercase hex.
+template <class Feed>
+std::string sha256_of(Feed&& feed) {
   const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
                                                                     &EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     throw error("SHA-256: OpenSSL could not initialise the digest");
   }
-  std::array<char, 1 << 16> buf;
-  while (in) {
-    in.read(buf.data(), buf.size());
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
-  }
-  if (in.bad()) throw error(fmt::format("error while reading '{}' to hash it", file.string()));
+  feed([&](const char* p, std::size_t n) { EVP_DigestUpdate(ctx.get(), p, n); });
   std::array<unsigned char, EVP_MAX_MD_SIZE> md;
   unsigned int n = 0;
   EVP_DigestFinal_ex(ctx.get(), md.data(), &n);
   std::string hex;
   for (unsigned int i = 0; i < n; ++i) hex += fmt::format("{:02x}", md[i]);
   return hex;
+}
+
+}  // namespace
+
+std::string sha256_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw error(fmt::format("cannot open '{}' to hash it", file.string()));
+  std::string hex = sha256_of([&](auto&& update) {
+    std::array<char, 1 << 16> buf;
+    while (in) {
+      in.read(buf.data(), buf.size());
+      if (in.gcount() > 0) update(buf.data(), static_cast<std::size_t>(in.gcount()));
+    }
+  });
+  if (in.bad()) throw error(fmt::format("error while reading '{}' to hash it", file.string()));
+  return hex;
+}
+
+std::string detail::sha256_text(std::string_view bytes) {
+  return sha256_of([&](auto&& update) { update(bytes.data(), bytes.size()); });
 }
 
 dump read_dump(const std::vector<std::filesystem::path>& files) {

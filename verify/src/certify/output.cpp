@@ -43,10 +43,12 @@ std::string to_json(const certificate& c) {
                     {"min", c.min_position},
                     {"max", c.max_position},
                     {"exhaustive", c.exhaustive}};
-  j["reference"] = {{"backend", "fast exact reference (MPFR fallback)"},
-                    {"precision_bits", c.precision_bits},
-                    {"values", c.reference_values},
-                    {"mpfr_fallbacks", c.reference_fallbacks}};
+  j["reference"] = {
+      {"backend",
+       c.reference_backend == "mpfr" ? "mpfr (direct)" : "fast exact reference (MPFR fallback)"},
+      {"precision_bits", c.precision_bits},
+      {"values", c.reference_values},
+      {"mpfr_fallbacks", c.reference_fallbacks}};
   j["seeds"] = json::array();  // dumps are compared value by value: nothing is random
   j["claimed_recipe"] = c.claimed_recipe ? json(*c.claimed_recipe) : json(nullptr);
   j["claim_holds"] = c.claim_holds;
@@ -54,25 +56,28 @@ std::string to_json(const certificate& c) {
   for (const check& k : c.checks) {
     json rho = json::object();
     for (const auto& [r, v] : k.max_rho) rho[r] = number(v);
-    checks.push_back({{"name", k.name},
-                      {"source", k.source},
-                      {"dtype", k.dtype},
-                      {"count", k.count},
-                      {"correctly_rounded", k.correctly_rounded},
-                      {"faithful", k.faithful},
-                      {"non_finite", k.non_finite},
-                      {"max_abs_error", number(k.max_abs_error)},
-                      {"max_ulp_error", number(k.max_ulp_error)},
-                      {"max_rho", rho},
-                      {"drift_free_bound", k.drift_free_bound},
-                      {"worst",
-                       {{"position", k.worst.position},
-                        {"index", k.worst.index},
-                        {"got", hex(k.worst.got)},
-                        {"want", hex(k.worst.want)},
-                        {"abs_error", number(k.worst.abs_error)},
-                        {"ulp_error", number(k.worst.ulp_error)}}},
-                      {"grade", to_string(k.best)}});
+    checks.push_back(
+        {{"name", k.name},
+         {"source", k.source},
+         {"dtype", k.dtype},
+         {"count", k.count},
+         {"correctly_rounded", k.correctly_rounded},
+         {"faithful", k.faithful},
+         {"non_finite", k.non_finite},
+         {"max_abs_error", number(k.max_abs_error)},
+         {"max_ulp_error", number(k.max_ulp_error)},
+         {"max_rho", rho},
+         {"drift_free_bound", k.drift_free_bound},
+         {"worst",
+          {{"position", k.worst.position},
+           {"index", k.worst.index},
+           {"got", hex(k.worst.got)},
+           {"want", hex(k.worst.want)},
+           {"abs_error", number(k.worst.abs_error)},
+           {"ulp_error", number(k.worst.ulp_error)}}},
+         {"grade", to_string(k.best)},
+         {"property", k.property_status.empty() ? json(nullptr) : json(k.property_status)},
+         {"note", k.note}});
   }
   j["checks"] = checks;
   j["grade"] = to_string(c.result);
@@ -115,6 +120,10 @@ std::string to_text(const certificate& c) {
   s += fmt::format("{:<18} {:<5} {:>10} {:>9} {:>9} {:>10} {:>8} {:>8}  {}\n", "check", "dtype",
                    "values", "CR %", "faith %", "max abs", "max ulp", "rho hf", "grade");
   for (const check& k : c.checks) {
+    if (!k.property_status.empty()) {
+      s += fmt::format("{:<40} {:>6} cases  {}\n", k.name, k.count, k.property_status);
+      continue;
+    }
     const double n = k.count ? static_cast<double>(k.count) : 1;
     const auto rho = k.max_rho.find("hf");
     s += fmt::format("{:<18} {:<5} {:>10} {:>9.5f} {:>9.5f} {:>10} {:>8} {:>8}  {}\n", k.name,
@@ -122,6 +131,11 @@ std::string to_text(const certificate& c) {
                      100.0 * double(k.faithful) / n, figure(k.max_abs_error),
                      figure(k.max_ulp_error), rho == k.max_rho.end() ? "-" : figure(rho->second),
                      to_string(k.best));
+  }
+  for (const check& k : c.checks) {
+    if (!k.note.empty() && k.property_status != "not applicable") {
+      s += fmt::format("note      {}: {}\n", k.name, k.note);
+    }
   }
   s += fmt::format("grade     {}\n", to_string(c.result));
   if (c.claimed_recipe) {
@@ -148,9 +162,11 @@ std::string to_text(const certificate& c) {
                        x.mutant, figure(x.max_rho));
     }
   }
-  s += fmt::format("result    {} ({:.2f} s, {} reference values, {} MPFR fallbacks)\n",
-                   c.exit_code() == 0 ? "CERTIFIED" : "NOT CERTIFIED", c.seconds,
-                   c.reference_values, c.reference_fallbacks);
+  s += fmt::format(
+      "result    {} ({:.2f} s, {} reference values from the {} reference, {} MPFR "
+      "fallbacks)\n",
+      c.exit_code() == 0 ? "CERTIFIED" : "NOT CERTIFIED", c.seconds, c.reference_values,
+      c.reference_backend, c.reference_fallbacks);
   return s;
 }
 

@@ -22,12 +22,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "pev/impl/live.h"
 #include "pev/io/array.h"
 #include "pev/spec/spec.h"
 
@@ -105,6 +107,8 @@ struct check {
   std::uint64_t correctly_rounded = 0;  // ulp distance 0 to RN_T(exact)
   std::uint64_t faithful = 0;           // ulp error ≤ 1
   std::uint64_t non_finite = 0;         // NaN or Inf where the exact value is finite
+  /// From doubles within 2^−49·m of the exact values (the fast path's own), so its last bits may
+  /// differ from --reference mpfr's; the worst value's figures are recomputed in MPFR.
   double max_abs_error = 0;
   double max_ulp_error = 0;
   /// max ρ = |error| / bound of each recipe the check was measured against ("hf", "vllm-fp16",
@@ -113,6 +117,9 @@ struct check {
   double drift_free_bound = 0;  // the absolute bound of the drift-free grade
   worst_value worst;            // the value of max_ulp_error
   grade best = grade::not_certified;
+  std::string note;  // e.g. a property's shrunk counterexample, or why a live call failed
+  /// For property checks: "passed", "failed" or "not applicable" (empty for value checks).
+  std::string property_status;
 };
 
 /// A known mistake tried by the diagnosis, with how well it explains the data.
@@ -156,6 +163,9 @@ struct options {
   /// Require the rows to cover every position 0 … max (an exhaustive certificate); pev::error
   /// naming the first missing position otherwise. Every row of a dump is always checked.
   bool exhaustive = false;
+  /// The reference path: the fast one (default; identical values, MPFR only where its rounding
+  /// test cannot decide) or MPFR directly (`--reference mpfr`, slow: a cross-check).
+  bool mpfr_reference = false;
 };
 
 struct certificate {
@@ -170,8 +180,9 @@ struct certificate {
   std::vector<check> checks;
   grade result = grade::not_certified;
   std::optional<diagnosis> why;
-  std::uint64_t reference_values = 0;     // values of the fast reference
-  std::uint64_t reference_fallbacks = 0;  // of which taken from MPFR
+  std::string reference_backend = "fast";  // "fast" or "mpfr"
+  std::uint64_t reference_values = 0;      // values of the fast reference
+  std::uint64_t reference_fallbacks = 0;   // of which taken from MPFR
   unsigned precision_bits = 0;
   double seconds = 0;
 
@@ -182,6 +193,32 @@ struct certificate {
 /// Certifies the dump against `e`. Throws pev::error for input that cannot be certified as given
 /// (no tensor for the encoding, ambiguous layout, shape or dtype mismatches), naming the tensor.
 certificate certify_dump(const spec::encoding& e, const dump& d, const options& o);
+
+/// What pev asks a live implementation (plugin or subprocess) for.
+struct live_options {
+  /// Positions: every p < 4096, then `samples` seeded positions in every octave up to
+  /// max_position (and max_position itself); with `exhaustive`, every p ≤ max_position.
+  std::int64_t max_position = std::int64_t{1} << 20;
+  int samples = 64;
+  bool exhaustive = false;
+  std::uint64_t seed = 20261122;
+  impl::dtype type = impl::dtype::fp32;
+  /// Run the property suites (pev::prop, with shrinking) on the implementation too: each property
+  /// of the family becomes a check (its counterexample in the note when it fails).
+  bool properties = true;
+  int property_cases = 100;
+  /// Runs the property suites on the implementation (pev::prop lives above this library: the CLI
+  /// passes it; none: no property checks).
+  std::function<std::vector<check>(const impl::live_implementation&, const live_options&)>
+      property_checks;
+};
+
+/// Certifies a live implementation: pev computes the positions, asks the implementation for every
+/// output it supports (table, inv_freq, rotated q/k of seeded random inputs; PE), certifies them
+/// as a dump would be, then runs the property suites on it. A call that fails (the process hung,
+/// flooded or died; the plugin returned an error) is a failed check, not a crash.
+certificate certify_live(const spec::encoding& e, const impl::live_implementation& im,
+                         const options& o, const live_options& lo);
 
 /// certificate.json (schema_version 1; DESIGN §5): spec, inputs with SHA-256, pev version, git
 /// revision, reference precision, every check with its figures, grade and diagnosis.

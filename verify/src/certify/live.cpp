@@ -1,0 +1,170 @@
+// Certification of live implementations (certify.h): pev computes the positions and inputs, asks
+// the implementation, and certifies the answers as a dump; then the property suites.
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include "detail.h"
+#include "pev/certify/certify.h"
+#include "pev/core/error.h"
+#include "pev/scalar/traits.h"
+
+namespace pev::certify {
+namespace {
+
+std::vector<std::int64_t> live_positions(const live_options& lo) {
+  if (lo.max_position < 0) throw error("--max-position must be ≥ 0");
+  std::vector<std::int64_t> p;
+  if (lo.exhaustive) {
+    if (lo.max_position >= (std::int64_t{1} << 26)) {
+      throw error("--exhaustive: --max-position must be below 2^26 for a live implementation");
+    }
+    for (std::int64_t v = 0; v <= lo.max_position; ++v) p.push_back(v);
+    return p;
+  }
+  for (std::int64_t v = 0; v < 4096 && v <= lo.max_position; ++v) p.push_back(v);
+  std::mt19937_64 rng(lo.seed);
+  for (std::int64_t lo2 = 4096; lo2 <= lo.max_position; lo2 *= 2) {
+    const std::int64_t hi = std::min(2 * lo2 - 1, lo.max_position);
+    p.push_back(lo2);
+    std::uniform_int_distribution<std::int64_t> pick(lo2, hi);
+    for (int k = 0; k < lo.samples; ++k) p.push_back(pick(rng));
+    p.push_back(hi);
+  }
+  std::sort(p.begin(), p.end());
+  p.erase(std::unique(p.begin(), p.end()), p.end());
+  return p;
+}
+
+template <class T>
+io::array to_array(std::vector<std::int64_t> shape, const std::vector<T>& v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return io::array::from_floats(std::move(shape), v);
+  } else {
+    std::vector<std::uint16_t> bits;
+    bits.reserve(v.size());
+    for (const T& x : v) bits.push_back(scalar_traits<T>::to_bits(x));
+    return io::array::from_bits16(std::is_same_v<T, half> ? io::dtype::f16 : io::dtype::bf16,
+                                  std::move(shape), bits);
+  }
+}
+
+// Asks the implementation for everything it supports and collects it as a dump.
+template <class T>
+void collect(const spec::encoding& e, const impl::live_implementation& im,
+             const std::vector<std::int64_t>& pos, const live_options& lo, dump& d) {
+  const auto P = static_cast<std::int64_t>(pos.size());
+  const impl::dtype t = impl::dtype_of<T>();
+  if (const auto* r = std::get_if<spec::rope>(&e)) {
+    std::optional<std::int64_t> seq;
+    if (r->stateful()) seq = *std::max_element(pos.begin(), pos.end()) + 1;
+    if (im.supports(impl::output::rope_table, t)) {
+      std::vector<T> c(static_cast<std::size_t>(P * r->pairs())), s(c.size());
+      im.rope_table(pos, seq, std::span<T>(c), std::span<T>(s));
+      d.tensors.emplace("cos", to_array<T>({P, r->pairs()}, c));
+      d.tensors.emplace("sin", to_array<T>({P, r->pairs()}, s));
+      d.tensors.emplace("positions", io::array::from_int64({P}, pos));
+    }
+    if (im.supports(impl::output::inv_freq, impl::dtype::fp32)) {
+      d.tensors.emplace("inv_freq", io::array::from_floats({r->pairs()}, im.inv_freq(seq)));
+    }
+    if (im.supports(impl::output::rope_rotate, t)) {
+      // q: 2 heads of seeded standard-normal inputs at up to 512 of the positions, spread.
+      std::vector<std::int64_t> qp;
+      const std::size_t step = std::max<std::size_t>(1, pos.size() / 512);
+      for (std::size_t k = 0; k < pos.size(); k += step) qp.push_back(pos[k]);
+      const auto T_ = static_cast<std::int64_t>(qp.size());
+      std::mt19937_64 rng(lo.seed + 1);
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<T> in(static_cast<std::size_t>(T_ * 2 * r->head_dim)), out(in.size());
+      for (T& v : in) {
+        if constexpr (std::is_same_v<T, float>) {
+          v = normal(rng);
+        } else {
+          v = T(normal(rng));
+        }
+      }
+      im.rope_rotate(qp, seq, kernel::heads_view<const T>{in, T_, 2, r->head_dim},
+                     kernel::heads_view<T>{out, T_, 2, r->head_dim});
+      d.tensors.emplace("q_in", to_array<T>({T_, 2, r->head_dim}, in));
+      d.tensors.emplace("q_out", to_array<T>({T_, 2, r->head_dim}, out));
+      d.tensors.emplace("qk_positions", io::array::from_int64({T_}, qp));
+      if (!d.find("positions")) d.tensors.emplace("positions", io::array::from_int64({T_}, qp));
+    }
+  } else if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
+    if (im.supports(impl::output::sinusoidal_pe, t)) {
+      std::vector<T> v(static_cast<std::size_t>(P * s->d_model));
+      im.sinusoidal_pe(pos, std::span<T>(v));
+      d.tensors.emplace("pe", to_array<T>({P, s->d_model}, v));
+      d.tensors.emplace("positions", io::array::from_int64({P}, pos));
+    }
+  } else {
+    throw error(
+        fmt::format("live implementations of the {} family are not supported yet (rope "
+                    "and sinusoidal are)",
+                    spec::family_name(e)));
+  }
+}
+
+}  // namespace
+
+certificate certify_live(const spec::encoding& e, const impl::live_implementation& im,
+                         const options& o, const live_options& lo) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<std::int64_t> pos = live_positions(lo);
+  dump d;
+  input_file in{im.source(), im.kind(), ""};
+  in.sha256 = im.kind() == "plugin" ? sha256_file(im.source()) : detail::sha256_text(im.source());
+  d.files.push_back(in);
+  std::optional<std::string> failure;
+  try {
+    switch (lo.type) {
+      case impl::dtype::fp32:
+        collect<float>(e, im, pos, lo, d);
+        break;
+      case impl::dtype::fp16:
+        collect<half>(e, im, pos, lo, d);
+        break;
+      case impl::dtype::bf16:
+        collect<bfloat16>(e, im, pos, lo, d);
+        break;
+    }
+  } catch (const error& ex) {
+    // The implementation failed (hung, flooded, died, returned an error): a failed check.
+    failure = ex.what();
+  }
+  certificate cert;
+  if (failure || d.tensors.empty()) {
+    if (!failure) {
+      throw error(fmt::format("{} supports none of the outputs certify asks for {} ({})", im.name(),
+                              spec::to_spec_string(e), impl::to_string(lo.type)));
+    }
+    cert.spec = spec::to_spec_string(e);
+    cert.inputs = d.files;
+    cert.claimed_recipe = o.recipe;
+    cert.what = "live implementation " + im.name();
+    check c;
+    c.name = "live";
+    c.source = im.kind() + " " + im.source();
+    c.dtype = impl::to_string(lo.type);
+    c.note = *failure;
+    c.best = grade::not_certified;
+    cert.checks.push_back(c);
+  } else {
+    options o2 = o;
+    o2.positions.clear();  // the dump holds its positions
+    cert = certify_dump(e, d, o2);
+    cert.what = "live " + im.name() + ": " + cert.what;
+  }
+  if (!failure && lo.properties && lo.property_checks) {
+    for (check& c : lo.property_checks(im, lo)) cert.checks.push_back(std::move(c));
+  }
+  detail::finish(cert);
+  cert.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return cert;
+}
+
+}  // namespace pev::certify

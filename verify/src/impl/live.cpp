@@ -1,0 +1,578 @@
+// Live implementations (live.h): a dlopen'ed plugin with pev's C ABI, and a subprocess speaking
+// pev's stdin/stdout protocol (docs/exec-protocol.md).
+
+#include "pev/impl/live.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "pev/core/error.h"
+#include "pev/plugin/pev_plugin.h"
+#include "pev/spec/parse.h"
+
+namespace pev::impl {
+namespace detail {
+
+enum class call_result { ok, unsupported };
+
+struct live_request {
+  const std::string& spec;
+  dtype type;
+  std::int64_t seq_len;  // −1: none
+  std::span<const std::int64_t> positions;
+};
+
+class live_backend {
+ public:
+  virtual ~live_backend() = default;
+  virtual std::string kind() const = 0;
+  virtual std::string source() const = 0;
+  virtual std::string name() const = 0;
+  virtual bool has(output what) const = 0;
+  virtual call_result rope_table(const live_request& r, std::int64_t pairs, void* cos,
+                                 void* sin) = 0;
+  virtual call_result inv_freq(const live_request& r, std::int64_t pairs, float* out) = 0;
+  virtual call_result rope_rotate(const live_request& r, std::int64_t heads, std::int64_t dim,
+                                  const void* in, void* out) = 0;
+  virtual call_result sinusoidal_pe(const live_request& r, std::int64_t d_model, void* out) = 0;
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::call_result;
+using detail::live_request;
+
+std::size_t dtype_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }
+
+int abi_dtype(dtype t) {
+  switch (t) {
+    case dtype::fp32:
+      return PEV_DTYPE_F32;
+    case dtype::fp16:
+      return PEV_DTYPE_F16;
+    case dtype::bf16:
+      return PEV_DTYPE_BF16;
+  }
+  return 0;
+}
+
+// ---- Plugin -----------------------------------------------------------------------------------
+
+class plugin_backend final : public detail::live_backend {
+ public:
+  explicit plugin_backend(const std::filesystem::path& lib) : path_(lib.string()) {
+    // RTLD_LOCAL: the plugin's symbols do not leak into pev's; RTLD_NOW: unresolved symbols are an
+    // error here, not a crash later.
+    handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) throw error(fmt::format("--plugin {}: cannot load: {}", path_, dlerror()));
+    const auto abi =
+        reinterpret_cast<pev_plugin_abi_version_fn>(dlsym(handle_, PEV_PLUGIN_SYMBOL_ABI_VERSION));
+    if (!abi) {
+      dlclose(handle_);
+      throw error(fmt::format("--plugin {}: no symbol {} (is it a pev plugin? see pev_plugin.h)",
+                              path_, PEV_PLUGIN_SYMBOL_ABI_VERSION));
+    }
+    if (abi() != PEV_PLUGIN_ABI_VERSION) {
+      const unsigned v = abi();
+      dlclose(handle_);
+      throw error(fmt::format("--plugin {}: built for ABI version {}, pev speaks version {}", path_,
+                              v, PEV_PLUGIN_ABI_VERSION));
+    }
+    if (const auto n = reinterpret_cast<pev_plugin_name_fn>(dlsym(handle_, "pev_plugin_name"))) {
+      if (const char* s = n()) name_ = s;
+    }
+    if (name_.empty()) name_ = std::filesystem::path(path_).filename().string();
+    table_ = reinterpret_cast<pev_rope_table_fn>(dlsym(handle_, PEV_PLUGIN_SYMBOL_ROPE_TABLE));
+    inv_ = reinterpret_cast<pev_rope_inv_freq_fn>(dlsym(handle_, PEV_PLUGIN_SYMBOL_ROPE_INV_FREQ));
+    rotate_ = reinterpret_cast<pev_rope_rotate_fn>(dlsym(handle_, PEV_PLUGIN_SYMBOL_ROPE_ROTATE));
+    pe_ = reinterpret_cast<pev_sinusoidal_pe_fn>(dlsym(handle_, PEV_PLUGIN_SYMBOL_SINUSOIDAL_PE));
+  }
+  ~plugin_backend() override { dlclose(handle_); }
+
+  std::string kind() const override { return "plugin"; }
+  std::string source() const override { return path_; }
+  std::string name() const override { return name_; }
+  bool has(output what) const override {
+    switch (what) {
+      case output::rope_table:
+        return table_ != nullptr;
+      case output::inv_freq:
+        return inv_ != nullptr;
+      case output::rope_rotate:
+        return rotate_ != nullptr;
+      case output::sinusoidal_pe:
+        return pe_ != nullptr;
+      default:
+        return false;
+    }
+  }
+
+  call_result rope_table(const live_request& r, std::int64_t, void* cos, void* sin) override {
+    return status(table_(request(r), cos, sin, err_, sizeof err_), "pev_rope_table");
+  }
+  call_result inv_freq(const live_request& r, std::int64_t, float* out) override {
+    return status(inv_(request(r), out, err_, sizeof err_), "pev_rope_inv_freq");
+  }
+  call_result rope_rotate(const live_request& r, std::int64_t heads, std::int64_t dim,
+                          const void* in, void* out) override {
+    return status(rotate_(request(r), heads, dim, in, out, err_, sizeof err_), "pev_rope_rotate");
+  }
+  call_result sinusoidal_pe(const live_request& r, std::int64_t, void* out) override {
+    return status(pe_(request(r), out, err_, sizeof err_), "pev_sinusoidal_pe");
+  }
+
+ private:
+  const pev_request* request(const live_request& r) {
+    req_ = {PEV_PLUGIN_ABI_VERSION, r.spec.c_str(),
+            abi_dtype(r.type),      r.seq_len,
+            r.positions.data(),     static_cast<std::int64_t>(r.positions.size())};
+    err_[0] = '\0';
+    return &req_;
+  }
+  call_result status(int rc, const char* fn) {
+    if (rc == PEV_OK) return call_result::ok;
+    if (rc == PEV_UNSUPPORTED) return call_result::unsupported;
+    err_[sizeof err_ - 1] = '\0';
+    throw error(fmt::format("plugin {}: {} failed (status {}): {}", name_, fn, rc,
+                            err_[0] ? err_ : "no message"));
+  }
+
+  std::string path_, name_;
+  void* handle_ = nullptr;
+  pev_rope_table_fn table_ = nullptr;
+  pev_rope_inv_freq_fn inv_ = nullptr;
+  pev_rope_rotate_fn rotate_ = nullptr;
+  pev_sinusoidal_pe_fn pe_ = nullptr;
+  pev_request req_{};
+  char err_[1024] = {};
+};
+
+// ---- Subprocess -------------------------------------------------------------------------------
+
+using clock_type = std::chrono::steady_clock;
+constexpr std::size_t kMaxHeader = 1 << 16;
+
+class exec_backend final : public detail::live_backend {
+ public:
+  exec_backend(std::string command, exec_options o) : command_(std::move(command)), o_(o) {
+    int sv[2];
+    // A socket pair rather than pipes: send(MSG_NOSIGNAL) turns a dead peer into EPIPE instead of
+    // a SIGPIPE that would kill pev.
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      throw error(fmt::format("--exec: socketpair failed: {}", std::strerror(errno)));
+    }
+    pid_ = fork();
+    if (pid_ < 0) {
+      close(sv[0]);
+      close(sv[1]);
+      throw error(fmt::format("--exec: fork failed: {}", std::strerror(errno)));
+    }
+    if (pid_ == 0) {
+      // Its own process group: the shell and whatever it starts are killed together.
+      setpgid(0, 0);
+      dup2(sv[1], 0);
+      dup2(sv[1], 1);
+      execl("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    setpgid(pid_, pid_);  // also here: whichever of parent and child runs first
+    close(sv[1]);
+    fd_ = sv[0];
+    fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+    // Greeting: name and the outputs it serves.
+    const nlohmann::json hello =
+        exchange({{"pev", 1}, {"request", "hello"}, {"payload_bytes", 0}}, {});
+    if (!hello.value("ok", false)) fail(fmt::format("the greeting was refused: {}", hello.dump()));
+    name_ = hello.value("name", command_);
+    if (hello.contains("outputs") && hello["outputs"].is_array()) {
+      for (const auto& v : hello["outputs"]) {
+        if (v.is_string()) outputs_.push_back(v.get<std::string>());
+      }
+    }
+  }
+
+  ~exec_backend() override {
+    if (fd_ >= 0) {
+      shutdown(fd_, SHUT_WR);  // EOF on its stdin: the protocol's "done"
+      close(fd_);
+    }
+    if (pid_ > 0) {
+      // Up to 2 s to exit by itself, then SIGKILL.
+      bool exited = false;
+      for (int k = 0; k < 200 && !exited; ++k) {
+        exited = waitpid(pid_, nullptr, WNOHANG) == pid_;
+        if (!exited) usleep(10000);
+      }
+      kill(-pid_, SIGKILL);  // the group: anything it left running
+      if (!exited) waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  std::string kind() const override { return "exec"; }
+  std::string source() const override { return command_; }
+  std::string name() const override { return name_; }
+  bool has(output what) const override {
+    const char* n = to_string(what);
+    return std::find(outputs_.begin(), outputs_.end(), n) != outputs_.end();
+  }
+
+  call_result rope_table(const live_request& r, std::int64_t pairs, void* cos, void* sin) override {
+    const auto n = static_cast<std::int64_t>(r.positions.size());
+    return call(r, "rope_table", {}, bytes_of(r.positions),
+                {{"cos", {n, pairs}, cos}, {"sin", {n, pairs}, sin}});
+  }
+  call_result inv_freq(const live_request& r, std::int64_t pairs, float* out) override {
+    live_request fp32{r.spec, dtype::fp32, r.seq_len, {}};
+    return call(fp32, "inv_freq", {}, {}, {{"inv_freq", {pairs}, out}});
+  }
+  call_result rope_rotate(const live_request& r, std::int64_t heads, std::int64_t dim,
+                          const void* in, void* out) override {
+    const auto n = static_cast<std::int64_t>(r.positions.size());
+    std::string payload = bytes_of(r.positions);
+    payload.append(static_cast<const char*>(in),
+                   static_cast<std::size_t>(n * heads * dim) * dtype_bytes(r.type));
+    return call(r, "rope_rotate", {{"heads", heads}, {"head_dim", dim}}, payload,
+                {{"out", {n, heads, dim}, out}});
+  }
+  call_result sinusoidal_pe(const live_request& r, std::int64_t d_model, void* out) override {
+    const auto n = static_cast<std::int64_t>(r.positions.size());
+    return call(r, "sinusoidal_pe", {}, bytes_of(r.positions), {{"pe", {n, d_model}, out}});
+  }
+
+ private:
+  struct expected_tensor {
+    std::string name;
+    std::vector<std::int64_t> shape;
+    void* out;
+  };
+
+  static std::string bytes_of(std::span<const std::int64_t> v) {
+    return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(std::int64_t)};
+  }
+
+  [[noreturn]] void fail(const std::string& what) {
+    // Whatever went wrong, the process is not trusted any more: kill it now.
+    if (fd_ >= 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+    if (pid_ > 0) {
+      kill(-pid_, SIGKILL);  // the whole process group (the shell and what it started)
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+    }
+    throw error(fmt::format("--exec '{}': {}", command_, what));
+  }
+
+  clock_type::time_point deadline() const { return clock_type::now() + o_.timeout; }
+
+  // Waits for `events` on the socket until `until`; fails with a timeout message otherwise.
+  void wait(short events, clock_type::time_point until, const char* doing) {
+    while (true) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - clock_type::now()).count();
+      if (left <= 0) {
+        fail(fmt::format("no progress {} within {} ms; the process was killed", doing,
+                         o_.timeout.count()));
+      }
+      pollfd p{fd_, events, 0};
+      const int rc = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+      if (rc > 0) return;
+      if (rc < 0 && errno != EINTR) fail(fmt::format("poll failed: {}", std::strerror(errno)));
+    }
+  }
+
+  void send_all(const std::string& bytes, clock_type::time_point until) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t k = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (k > 0) {
+        done += static_cast<std::size_t>(k);
+      } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        wait(POLLOUT, until, "reading the request");
+      } else {
+        fail(fmt::format("the process stopped reading its input ({}); it exited or closed stdin",
+                         k < 0 ? std::strerror(errno) : "EOF"));
+      }
+    }
+  }
+
+  // Reads exactly n bytes into out (or one line, up to kMaxHeader, when line is set).
+  void recv_exact(char* out, std::size_t n, clock_type::time_point until) {
+    std::size_t done = 0;
+    while (done < n) {
+      const ssize_t k = ::recv(fd_, out + done, n - done, 0);
+      if (k > 0) {
+        done += static_cast<std::size_t>(k);
+      } else if (k == 0 || errno == ECONNRESET) {
+        fail(fmt::format("the process exited after {} of {} response bytes", done, n));
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+        wait(POLLIN, until, "on the response");
+      } else {
+        fail(fmt::format("read failed: {}", std::strerror(errno)));
+      }
+    }
+  }
+
+  std::string recv_line(clock_type::time_point until) {
+    std::string line;
+    while (true) {
+      char c;
+      const ssize_t k = ::recv(fd_, &c, 1, 0);
+      if (k == 1) {
+        if (c == '\n') return line;
+        line.push_back(c);
+        if (line.size() > kMaxHeader) {
+          fail(
+              fmt::format("the response header exceeds {} bytes without a newline (flooding); "
+                          "the process was killed",
+                          kMaxHeader));
+        }
+      } else if (k == 0 || errno == ECONNRESET) {
+        fail(line.empty() ? "the process exited without answering"
+                          : "the process exited in the middle of a response header");
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+        wait(POLLIN, until, "on the response");
+      } else {
+        fail(fmt::format("read failed: {}", std::strerror(errno)));
+      }
+    }
+  }
+
+  nlohmann::json exchange(const nlohmann::json& header, const std::string& payload) {
+    const auto until = deadline();
+    send_all(header.dump() + "\n" + payload, until);
+    const std::string line = recv_line(until);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      fail(
+          fmt::format("the response header is not JSON ({}): '{}'", e.what(), line.substr(0, 200)));
+    }
+    if (!j.is_object()) fail("the response header is not a JSON object");
+    return j;
+  }
+
+  call_result call(const live_request& r, const char* what, nlohmann::json extra,
+                   const std::string& payload, const std::vector<expected_tensor>& want) {
+    nlohmann::json h = {{"pev", 1},
+                        {"request", what},
+                        {"spec", r.spec},
+                        {"dtype", to_string(r.type)},
+                        {"seq_len", r.seq_len},
+                        {"positions", r.positions.size()}};
+    for (auto& [k, v] : extra.items()) h[k] = v;
+    h["payload_bytes"] = payload.size();
+    const auto until = deadline();
+    const nlohmann::json j = exchange(h, payload);
+    if (!j.value("ok", false)) {
+      if (j.value("unsupported", false)) return call_result::unsupported;
+      fail(fmt::format("{} failed: {}", what,
+                       j.contains("error") ? j["error"].dump() : std::string("no message")));
+    }
+    if (!j.contains("tensors") || !j["tensors"].is_array() || j["tensors"].size() != want.size()) {
+      fail(fmt::format("{}: expected {} tensor(s) in the response, got {}", what, want.size(),
+                       j.contains("tensors") ? j["tensors"].dump().substr(0, 200) : "none"));
+    }
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      const auto& t = j["tensors"][k];
+      const std::string dt = want[k].name == "inv_freq" ? "fp32" : to_string(r.type);
+      if (!t.is_object() || t.value("name", "") != want[k].name || t.value("dtype", "") != dt ||
+          !t.contains("shape") || t["shape"] != nlohmann::json(want[k].shape)) {
+        fail(
+            fmt::format("{}: tensor {} must be {{\"name\": \"{}\", \"dtype\": \"{}\", \"shape\": "
+                        "{}}}, got {}",
+                        what, k, want[k].name, dt, nlohmann::json(want[k].shape).dump(),
+                        t.dump().substr(0, 200)));
+      }
+    }
+    for (const auto& w : want) {
+      std::size_t n = w.name == "inv_freq" ? 4 : dtype_bytes(r.type);
+      for (auto d : w.shape) n *= static_cast<std::size_t>(d);
+      recv_exact(static_cast<char*>(w.out), n, until);
+    }
+    return call_result::ok;
+  }
+
+  std::string command_;
+  exec_options o_;
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string name_;
+  std::vector<std::string> outputs_;
+};
+
+std::int64_t seq_or_none(std::optional<std::int64_t> s) { return s.value_or(-1); }
+
+}  // namespace
+
+live_implementation::live_implementation(std::shared_ptr<detail::live_backend> backend,
+                                         spec::encoding claimed, kernel::strategy accuracy)
+    : backend_(std::move(backend)),
+      claimed_(std::move(claimed)),
+      spec_text_(spec::to_spec_string(claimed_)),
+      accuracy_(accuracy) {}
+
+live_implementation::~live_implementation() = default;
+
+std::unique_ptr<live_implementation> live_implementation::rebind(const spec::encoding& e) const {
+  return std::make_unique<live_implementation>(backend_, e, accuracy_);
+}
+
+std::string live_implementation::kind() const { return backend_->kind(); }
+std::string live_implementation::source() const { return backend_->source(); }
+std::string live_implementation::name() const { return backend_->kind() + ":" + backend_->name(); }
+
+bool live_implementation::supports(output what, dtype t) const {
+  if (!backend_->has(what)) return false;
+  const bool rope = std::holds_alternative<spec::rope>(claimed_);
+  switch (what) {
+    case output::inv_freq:
+      return rope && t == dtype::fp32;
+    case output::rope_table:
+    case output::rope_rotate:
+      return rope;
+    case output::sinusoidal_pe:
+      return std::holds_alternative<spec::sinusoidal>(claimed_);
+    default:
+      return false;
+  }
+}
+
+std::vector<float> live_implementation::inv_freq(std::optional<std::int64_t> seq_len) const {
+  const auto& r = std::get<spec::rope>(claimed_);
+  std::vector<float> out(static_cast<std::size_t>(r.pairs()));
+  if (!backend_->has(output::inv_freq) ||
+      backend_->inv_freq({spec_text_, dtype::fp32, seq_or_none(seq_len), {}}, r.pairs(),
+                         out.data()) == call_result::unsupported) {
+    unsupported(output::inv_freq);
+  }
+  return out;
+}
+
+template <class T>
+void live_implementation::table(std::span<const std::int64_t> positions,
+                                std::optional<std::int64_t> seq_len, std::span<T> cos,
+                                std::span<T> sin) const {
+  const auto* r = std::get_if<spec::rope>(&claimed_);
+  if (!r || !backend_->has(output::rope_table)) unsupported(output::rope_table);
+  const std::size_t need = positions.size() * static_cast<std::size_t>(r->pairs());
+  if (cos.size() != need || sin.size() != need) {
+    throw error(fmt::format("{}: rope_table needs cos and sin of {} values", name(), need));
+  }
+  if (backend_->rope_table({spec_text_, dtype_of<T>(), seq_or_none(seq_len), positions}, r->pairs(),
+                           cos.data(), sin.data()) == call_result::unsupported) {
+    unsupported(output::rope_table);
+  }
+}
+
+template <class T>
+void live_implementation::rotate(std::span<const std::int64_t> positions,
+                                 std::optional<std::int64_t> seq_len,
+                                 kernel::heads_view<const T> in, kernel::heads_view<T> out) const {
+  if (!std::holds_alternative<spec::rope>(claimed_) || !backend_->has(output::rope_rotate)) {
+    unsupported(output::rope_rotate);
+  }
+  if (in.tokens != static_cast<std::int64_t>(positions.size()) || out.tokens != in.tokens ||
+      out.heads != in.heads || out.head_dim != in.head_dim) {
+    throw error(fmt::format("{}: rope_rotate shapes do not match", name()));
+  }
+  // The ABI's out never aliases in: rotate in place through a copy.
+  std::vector<T> copy(in.data.begin(), in.data.end());
+  if (backend_->rope_rotate({spec_text_, dtype_of<T>(), seq_or_none(seq_len), positions}, in.heads,
+                            in.head_dim, copy.data(),
+                            out.data.data()) == call_result::unsupported) {
+    unsupported(output::rope_rotate);
+  }
+}
+
+template <class T>
+void live_implementation::pe(std::span<const std::int64_t> positions, std::span<T> out) const {
+  const auto* s = std::get_if<spec::sinusoidal>(&claimed_);
+  if (!s || !backend_->has(output::sinusoidal_pe)) unsupported(output::sinusoidal_pe);
+  if (out.size() != positions.size() * static_cast<std::size_t>(s->d_model)) {
+    throw error(fmt::format("{}: sinusoidal_pe output has the wrong size", name()));
+  }
+  if (backend_->sinusoidal_pe({spec_text_, dtype_of<T>(), -1, positions}, s->d_model, out.data()) ==
+      call_result::unsupported) {
+    unsupported(output::sinusoidal_pe);
+  }
+}
+
+void live_implementation::rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> s,
+                                     std::span<float> c, std::span<float> n) const {
+  table<float>(p, s, c, n);
+}
+void live_implementation::rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> s,
+                                     std::span<half> c, std::span<half> n) const {
+  table<half>(p, s, c, n);
+}
+void live_implementation::rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> s,
+                                     std::span<bfloat16> c, std::span<bfloat16> n) const {
+  table<bfloat16>(p, s, c, n);
+}
+void live_implementation::rope_rotate(std::span<const std::int64_t> p,
+                                      std::optional<std::int64_t> s,
+                                      kernel::heads_view<const float> in,
+                                      kernel::heads_view<float> out) const {
+  rotate<float>(p, s, in, out);
+}
+void live_implementation::rope_rotate(std::span<const std::int64_t> p,
+                                      std::optional<std::int64_t> s,
+                                      kernel::heads_view<const half> in,
+                                      kernel::heads_view<half> out) const {
+  rotate<half>(p, s, in, out);
+}
+void live_implementation::rope_rotate(std::span<const std::int64_t> p,
+                                      std::optional<std::int64_t> s,
+                                      kernel::heads_view<const bfloat16> in,
+                                      kernel::heads_view<bfloat16> out) const {
+  rotate<bfloat16>(p, s, in, out);
+}
+void live_implementation::sinusoidal_pe(std::span<const std::int64_t> p,
+                                        std::span<float> out) const {
+  pe<float>(p, out);
+}
+void live_implementation::sinusoidal_pe(std::span<const std::int64_t> p,
+                                        std::span<half> out) const {
+  pe<half>(p, out);
+}
+void live_implementation::sinusoidal_pe(std::span<const std::int64_t> p,
+                                        std::span<bfloat16> out) const {
+  pe<bfloat16>(p, out);
+}
+
+std::unique_ptr<live_implementation> load_plugin(const std::filesystem::path& library,
+                                                 const spec::encoding& claimed,
+                                                 kernel::strategy accuracy) {
+  return std::make_unique<live_implementation>(std::make_shared<plugin_backend>(library), claimed,
+                                               accuracy);
+}
+
+std::unique_ptr<live_implementation> start_exec(const std::string& command,
+                                                const spec::encoding& claimed,
+                                                kernel::strategy accuracy, const exec_options& o) {
+  return std::make_unique<live_implementation>(std::make_shared<exec_backend>(command, o), claimed,
+                                               accuracy);
+}
+
+}  // namespace pev::impl
