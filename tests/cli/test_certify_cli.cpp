@@ -55,6 +55,15 @@ TEST(CliCertify, StrategiesDumpedByComputeGetTheirGrades) {
     EXPECT_EQ(j["positions"]["count"], 2858);
     EXPECT_EQ(j["positions"]["exhaustive"], false);
     EXPECT_EQ(j["checks"].size(), 2u);
+    // The report's files beside the certificate: a CI job summary, JUnit, HTML.
+    for (const char* f : {"summary.md", "junit.xml", "index.html", "report.json"}) {
+      EXPECT_TRUE(std::filesystem::exists(out + "/" + f)) << out << "/" << f;
+    }
+    std::ifstream junit(out + "/junit.xml");
+    std::stringstream ss;
+    ss << junit.rdbuf();
+    EXPECT_NE(ss.str().find("<testcase"), std::string::npos) << ss.str().substr(0, 400);
+    EXPECT_EQ(ss.str().find("<failure"), std::string::npos) << ss.str().substr(0, 400);
   }
 }
 
@@ -128,6 +137,35 @@ TEST(CliCertify, LiveImplementations) {
                       "--no-properties", "--max-position", "65536", "--out", dir});
     EXPECT_EQ(x.exit_code, 1) << x.out << x.err;
     EXPECT_NE(x.out.find("explained by: sin-cos-swapped"), std::string::npos) << x.out;
+  }
+  // pev's own strategies through --exec (`pev serve`): the grades of their contracts, and the
+  // property suites (10 cases each) on one of them.
+  struct served {
+    const char* strategy;
+    const char* grade;
+  };
+  for (const served& v : {served{"accurate", "drift-free"}, served{"hf", "recipe:hf"},
+                          served{"ggml", "recipe:ggml"}, served{"table-bf16", "recipe:vllm"}}) {
+    std::vector<std::string> args = {"certify",
+                                     "--spec",
+                                     kSpec,
+                                     "--exec",
+                                     std::string(PEV_BINARY) + " serve --strategy " + v.strategy,
+                                     "--max-position",
+                                     "65536",
+                                     "--out",
+                                     dir};
+    if (std::string(v.strategy) == "accurate") {
+      args.insert(args.end(), {"--property-cases", "10"});
+    } else {
+      args.push_back("--no-properties");
+    }
+    auto r = run_pev(args);
+    EXPECT_EQ(r.exit_code, 0) << v.strategy << "\n" << r.out << r.err;
+    // accurate: its table is correctly rounded, its fp32 rotation drift-free (apply.h).
+    EXPECT_NE(r.out.find(std::string("grade     ") + v.grade), std::string::npos)
+        << v.strategy << "\n"
+        << r.out;
   }
   // A command that never answers: bad input (exit 2) after the timeout, not a hang.
   auto h =

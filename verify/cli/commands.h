@@ -25,6 +25,7 @@ command add_list(CLI::App& app);
 command add_reference(CLI::App& app);
 command add_compute(CLI::App& app);
 command add_certify(CLI::App& app);
+command add_serve(CLI::App& app);
 command add_report(CLI::App& app);
 command add_merge(CLI::App& app);
 

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   commands.push_back(pev::cli::add_reference(app));
   commands.push_back(pev::cli::add_compute(app));
   commands.push_back(pev::cli::add_certify(app));
+  commands.push_back(pev::cli::add_serve(app));
   commands.push_back(pev::cli::add_report(app));
   commands.push_back(pev::cli::add_merge(app));
 
