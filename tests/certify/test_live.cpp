@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -58,6 +59,35 @@ TEST(CertifyLive, ExamplePluginPassesThePropertySuitesItCanRun) {
   const auto im = impl::load_plugin(PEV_EXAMPLE_PLUGIN, e, kernel::strategy::hf);
   const auto cert = certify::certify_live(e, *im, {}, quick());
   EXPECT_EQ(cert.exit_code(), 0) << certify::to_text(cert);
+}
+
+TEST(CertifyLive, EveryBuiltinStrategyThroughThePlugin) {
+  // pev's own strategies behind the C ABI (tests/certify/builtin_plugin.cpp): each gets the grade
+  // its contract implies, as through files (test_certify) and --exec (`pev serve`, test_cli).
+  struct expect {
+    const char* strategy;
+    certify::grade worst;
+  };
+  for (const char* text : {"rope:head_dim=128,rope_theta=500000", "sinusoidal:d_model=128"}) {
+    const spec::encoding e = spec::parse_spec(text);
+    const bool rope = std::holds_alternative<spec::rope>(e);
+    for (const expect& x :
+         {expect{"accurate", rope ? certify::grade::drift_free : certify::grade::faithful},
+          expect{"hf", certify::grade::recipe_hf}, expect{"ggml", certify::grade::recipe_ggml},
+          expect{"table-fp16", certify::grade::recipe_vllm},
+          expect{"table-bf16", certify::grade::recipe_vllm}}) {
+      if (!rope && std::string(x.strategy) == "ggml") continue;  // RoPE only
+      setenv("PEV_PLUGIN_STRATEGY", x.strategy, 1);
+      const auto im = impl::load_plugin(PEV_BUILTIN_PLUGIN, e, kernel::parse_strategy(x.strategy));
+      const auto cert = certify::certify_live(e, *im, {}, quick());
+      EXPECT_EQ(cert.exit_code(), 0) << text << " " << x.strategy << "\n" << certify::to_text(cert);
+      EXPECT_LE(cert.result, x.worst)
+          << text << " " << x.strategy << ": " << certify::to_string(cert.result);
+      std::cout << text << " " << x.strategy << " via plugin: " << certify::to_string(cert.result)
+                << "\n";
+    }
+  }
+  unsetenv("PEV_PLUGIN_STRATEGY");
 }
 
 TEST(CertifyLive, BadPluginsAreRefused) {

@@ -1,0 +1,138 @@
+// A pev plugin (pev/plugin/pev_plugin.h) serving pev's own built-in strategies, so the tests can
+// certify every strategy through the plugin path as through files and --exec. The strategy comes
+// from the environment variable PEV_PLUGIN_STRATEGY (default: accurate).
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "pev/impl/implementation.h"
+#include "pev/kernel/strategy.h"
+#include "pev/plugin/pev_plugin.h"
+#include "pev/spec/parse.h"
+
+namespace {
+
+using namespace pev;
+
+kernel::strategy strategy() {
+  const char* s = std::getenv("PEV_PLUGIN_STRATEGY");
+  return kernel::parse_strategy(s && *s ? s : "accurate");
+}
+
+std::unique_ptr<impl::implementation> builtin(const pev_request* r) {
+  const spec::encoding e = spec::parse_spec(r->spec);
+  if (!impl::builtin_supports(e, strategy())) return nullptr;
+  return impl::make_builtin(e, strategy());
+}
+
+std::optional<std::int64_t> seq(const pev_request* r) {
+  return r->seq_len < 0 ? std::nullopt : std::optional<std::int64_t>(r->seq_len);
+}
+
+int fail(const std::exception& e, char* err, size_t n) {
+  std::snprintf(err, n, "%s", e.what());
+  return PEV_ERROR;
+}
+
+template <class F>
+int with_type(const pev_request* r, F&& f) {
+  switch (r->dtype) {
+    case PEV_DTYPE_F32:
+      return f(std::type_identity<float>{});
+    case PEV_DTYPE_F16:
+      return f(std::type_identity<half>{});
+    case PEV_DTYPE_BF16:
+      return f(std::type_identity<bfloat16>{});
+    default:
+      return PEV_UNSUPPORTED;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+uint32_t pev_plugin_abi_version(void) { return PEV_PLUGIN_ABI_VERSION; }
+const char* pev_plugin_name(void) { return "pev-builtin"; }
+
+int pev_rope_table(const pev_request* r, void* cos, void* sin, char* err, size_t n) {
+  try {
+    const auto im = builtin(r);
+    if (!im || !std::holds_alternative<spec::rope>(im->claimed_spec())) return PEV_UNSUPPORTED;
+    const auto pairs = static_cast<std::size_t>(std::get<spec::rope>(im->claimed_spec()).pairs());
+    const auto P = static_cast<std::size_t>(r->n_positions);
+    const std::span<const std::int64_t> pos(r->positions, P);
+    return with_type(r, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      im->rope_table(pos, seq(r), std::span<T>(static_cast<T*>(cos), P * pairs),
+                     std::span<T>(static_cast<T*>(sin), P * pairs));
+      return PEV_OK;
+    });
+  } catch (const std::exception& e) {
+    return fail(e, err, n);
+  }
+}
+
+int pev_rope_inv_freq(const pev_request* r, float* out, char* err, size_t n) {
+  try {
+    const auto im = builtin(r);
+    if (!im || !im->supports(impl::output::inv_freq, impl::dtype::fp32)) return PEV_UNSUPPORTED;
+    const std::vector<float> f = im->inv_freq(seq(r));
+    std::memcpy(out, f.data(), f.size() * sizeof(float));
+    return PEV_OK;
+  } catch (const std::exception& e) {
+    return fail(e, err, n);
+  }
+}
+
+int pev_rope_rotate(const pev_request* r, int64_t heads, int64_t head_dim, const void* in,
+                    void* out, char* err, size_t n) {
+  try {
+    const auto im = builtin(r);
+    if (!im || !std::holds_alternative<spec::rope>(im->claimed_spec())) return PEV_UNSUPPORTED;
+    const std::int64_t T_ = r->n_positions;
+    const auto count = static_cast<std::size_t>(T_ * heads * head_dim);
+    const std::span<const std::int64_t> pos(r->positions, static_cast<std::size_t>(T_));
+    return with_type(r, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      im->rope_rotate(
+          pos, seq(r),
+          kernel::heads_view<const T>{std::span<const T>(static_cast<const T*>(in), count), T_,
+                                      heads, head_dim},
+          kernel::heads_view<T>{std::span<T>(static_cast<T*>(out), count), T_, heads, head_dim});
+      return PEV_OK;
+    });
+  } catch (const std::exception& e) {
+    return fail(e, err, n);
+  }
+}
+
+int pev_sinusoidal_pe(const pev_request* r, void* out, char* err, size_t n) {
+  try {
+    const auto im = builtin(r);
+    if (!im || !std::holds_alternative<spec::sinusoidal>(im->claimed_spec())) {
+      return PEV_UNSUPPORTED;
+    }
+    const auto d = static_cast<std::size_t>(std::get<spec::sinusoidal>(im->claimed_spec()).d_model);
+    const auto P = static_cast<std::size_t>(r->n_positions);
+    return with_type(r, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      im->sinusoidal_pe(std::span<const std::int64_t>(r->positions, P),
+                        std::span<T>(static_cast<T*>(out), P * d));
+      return PEV_OK;
+    });
+  } catch (const std::exception& e) {
+    return fail(e, err, n);
+  }
+}
+
+}  // extern "C"
