@@ -903,6 +903,11 @@ struct fast_rope_reference::kernels {
     const auto& row = self.mpfr_row(p, st);
     return round_to<T>(cos ? row[i].cos : row[i].sin);
   }
+
+  template <class T, bool V>
+  static void table(const fast_rope_reference& self, std::span<const std::int64_t> positions,
+                    std::span<T> cos, std::span<T> sin, std::span<double> cos_value,
+                    std::span<double> sin_value, fast_stats* stats);
 };
 
 fast_rope_reference::fast_rope_reference(const spec::rope& s, std::optional<std::int64_t> seq_len)
@@ -993,88 +998,63 @@ void fast_rope_reference::angles(std::span<const std::int64_t> positions, std::s
   if (stats) *stats += st;
 }
 
-template <class T>
-void fast_rope_reference::table(std::span<const std::int64_t> positions, std::span<T> cos,
-                                std::span<T> sin, fast_stats* stats) const {
-  const std::size_t n = static_cast<std::size_t>(pairs());
+// table() and table_values(): one body; with V the evaluated values are written too.
+template <class T, bool V>
+void fast_rope_reference::kernels::table(const fast_rope_reference& self,
+                                         std::span<const std::int64_t> positions, std::span<T> cos,
+                                         std::span<T> sin, std::span<double> cos_value,
+                                         std::span<double> sin_value, fast_stats* stats) {
+  const std::size_t n = static_cast<std::size_t>(self.pairs());
   check_size(cos.size(), positions.size() * n, "cos table");
   check_size(sin.size(), positions.size() * n, "sin table");
+  if constexpr (V) {
+    check_size(cos_value.size(), positions.size() * n, "cos values");
+    check_size(sin_value.size(), positions.size() * n, "sin values");
+  }
   fast_stats st;
   const constants& K = consts();
-  const T m_t = std::get<T>(m_rounded_);
-  const scale sc{{m_hi_, m_lo_}, m_one_, e0_};
+  const T m_t = std::get<T>(self.m_rounded_);
+  const scale sc{{self.m_hi_, self.m_lo_}, self.m_one_, self.e0_};
   dispatch([&]<bool F>() PEV_FAST_INLINE {
     for (std::size_t r = 0; r < positions.size(); ++r) {
       const std::int64_t p = positions[r];
       const position P = split_position(p);
       T* crow = cos.data() + r * n;
       T* srow = sin.data() + r * n;
+      double* cv = V ? cos_value.data() + r * n : nullptr;
+      double* sv = V ? sin_value.data() + r * n : nullptr;
       for (std::size_t i = 0; i < n; ++i) {
-        const frequency& f = freq_[i];
+        const frequency& f = self.freq_[i];
         st.values += 2;
-        if (m_ok_ &&
+        if (self.m_ok_ &&
             ((p == 0 && f.k == frequency::kind::regular) || f.k == frequency::kind::zero)) {
           // Angle ±0 exactly (IEEE and MPFR agree on the sign of p·θ): cos = m, sin = ±0·m.
           crow[i] = m_t;
-          srow[i] = signed_zero<T>(std::signbit(static_cast<double>(p) * f.t[0] * m_hi_));
+          srow[i] = signed_zero<T>(std::signbit(static_cast<double>(p) * f.t[0] * self.m_hi_));
+          if constexpr (V) {
+            cv[i] = self.m_hi_ + self.m_lo_;
+            sv[i] = 0.0;
+          }
           continue;
         }
         bool ok_c = false, ok_s = false;
-        if (f.k == frequency::kind::regular && m_ok_) {
-          sincos_round<F, T>(K, f, P, sc, &srow[i], &crow[i], ok_s, ok_c, st);
+        const bool fast = f.k == frequency::kind::regular && self.m_ok_;
+        if (fast) {
+          if constexpr (V) {
+            sincos_round<F, T, true>(K, f, P, sc, &srow[i], &crow[i], ok_s, ok_c, st, &sv[i],
+                                     &cv[i]);
+          } else {
+            sincos_round<F, T>(K, f, P, sc, &srow[i], &crow[i], ok_s, ok_c, st);
+          }
         }
         if (!ok_c) [[unlikely]]
-          crow[i] = kernels::fallback<T>(*this, p, i, true, st);
+          crow[i] = fallback<T>(self, p, i, true, st);
         if (!ok_s) [[unlikely]]
-          srow[i] = kernels::fallback<T>(*this, p, i, false, st);
-      }
-    }
-  });
-  if (stats) *stats += st;
-}
-
-template <class T>
-void fast_rope_reference::table_values(std::span<const std::int64_t> positions, std::span<T> cos,
-                                       std::span<T> sin, std::span<double> cos_value,
-                                       std::span<double> sin_value, fast_stats* stats) const {
-  const std::size_t n = static_cast<std::size_t>(pairs());
-  check_size(cos.size(), positions.size() * n, "cos table");
-  check_size(sin.size(), positions.size() * n, "sin table");
-  check_size(cos_value.size(), positions.size() * n, "cos values");
-  check_size(sin_value.size(), positions.size() * n, "sin values");
-  fast_stats st;
-  const constants& K = consts();
-  const T m_t = std::get<T>(m_rounded_);
-  const scale sc{{m_hi_, m_lo_}, m_one_, e0_};
-  dispatch([&]<bool F>() PEV_FAST_INLINE {
-    for (std::size_t r = 0; r < positions.size(); ++r) {
-      const std::int64_t p = positions[r];
-      const position P = split_position(p);
-      T* crow = cos.data() + r * n;
-      T* srow = sin.data() + r * n;
-      double* cv = cos_value.data() + r * n;
-      double* sv = sin_value.data() + r * n;
-      for (std::size_t i = 0; i < n; ++i) {
-        const frequency& f = freq_[i];
-        st.values += 2;
-        if (m_ok_ &&
-            ((p == 0 && f.k == frequency::kind::regular) || f.k == frequency::kind::zero)) {
-          // Angle ±0 exactly (IEEE and MPFR agree on the sign of p·θ): cos = m, sin = ±0·m.
-          crow[i] = m_t;
-          srow[i] = signed_zero<T>(std::signbit(static_cast<double>(p) * f.t[0] * m_hi_));
-          cv[i] = m_hi_ + m_lo_;
-          sv[i] = 0.0;
-          continue;
-        }
-        bool ok_c = false, ok_s = false;
-        if (f.k == frequency::kind::regular && m_ok_) {
-          sincos_round<F, T, true>(K, f, P, sc, &srow[i], &crow[i], ok_s, ok_c, st, &sv[i], &cv[i]);
-        }
-        if (!ok_c || !ok_s || f.k != frequency::kind::regular || !m_ok_) [[unlikely]] {
-          if (!ok_c) crow[i] = kernels::fallback<T>(*this, p, i, true, st);
-          if (!ok_s) srow[i] = kernels::fallback<T>(*this, p, i, false, st);
-          if (f.k != frequency::kind::regular || !m_ok_) {
-            const auto& row = mpfr_row(p, st);
+          srow[i] = fallback<T>(self, p, i, false, st);
+        if constexpr (V) {
+          if (!fast) [[unlikely]] {
+            // No fast evaluation happened: the values from the MPFR row (cached by fallback).
+            const auto& row = self.mpfr_row(p, st);
             cv[i] = row[i].cos.convert_to<double>();
             sv[i] = row[i].sin.convert_to<double>();
           }
@@ -1083,6 +1063,19 @@ void fast_rope_reference::table_values(std::span<const std::int64_t> positions, 
     }
   });
   if (stats) *stats += st;
+}
+
+template <class T>
+void fast_rope_reference::table(std::span<const std::int64_t> positions, std::span<T> cos,
+                                std::span<T> sin, fast_stats* stats) const {
+  kernels::table<T, false>(*this, positions, cos, sin, {}, {}, stats);
+}
+
+template <class T>
+void fast_rope_reference::table_values(std::span<const std::int64_t> positions, std::span<T> cos,
+                                       std::span<T> sin, std::span<double> cos_value,
+                                       std::span<double> sin_value, fast_stats* stats) const {
+  kernels::table<T, true>(*this, positions, cos, sin, cos_value, sin_value, stats);
 }
 
 template <class T>
