@@ -55,18 +55,6 @@ std::vector<std::int64_t> test_positions() {
   return p;
 }
 
-template <class T>
-io::array to_array(std::vector<std::int64_t> shape, const std::vector<T>& v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return io::array::from_floats(std::move(shape), v);
-  } else {
-    std::vector<std::uint16_t> bits;
-    for (const T& x : v) bits.push_back(x.bits);
-    return io::array::from_bits16(std::is_same_v<T, half> ? io::dtype::f16 : io::dtype::bf16,
-                                  std::move(shape), bits);
-  }
-}
-
 std::optional<std::int64_t> seq_of(const spec::rope& r, const std::vector<std::int64_t>& pos) {
   if (!r.stateful()) return std::nullopt;
   return *std::max_element(pos.begin(), pos.end()) + 1;
@@ -101,8 +89,8 @@ void add_qk(const impl::implementation& im, const spec::rope& r,
     }
     im.rope_rotate(qp, seq_of(r, pos), kernel::heads_view<const T>{in, T_, heads, r.head_dim},
                    kernel::heads_view<T>{out, T_, heads, r.head_dim});
-    tf.add(name + "_in", to_array<T>({T_, heads, r.head_dim}, in));
-    tf.add(name + "_out", to_array<T>({T_, heads, r.head_dim}, out));
+    tf.add(name + "_in", io::array::from_values<T>({T_, heads, r.head_dim}, in));
+    tf.add(name + "_out", io::array::from_values<T>({T_, heads, r.head_dim}, out));
   }
   tf.add("qk_positions", io::array::from_int64({T_}, qp));
 }
@@ -125,11 +113,11 @@ std::vector<fs::path> dump(const impl::implementation& im, const spec::encoding&
         pairs.push_back(c[k]);
         pairs.push_back(s[k]);
       }
-      io::write_npy(dir / "table.npy", to_array<T>({P, n, 2}, pairs));
+      io::write_npy(dir / "table.npy", io::array::from_values<T>({P, n, 2}, pairs));
       files.push_back(dir / "table.npy");
     } else {
-      tf.add("cos", to_array<T>({P, n}, c));
-      tf.add("sin", to_array<T>({P, n}, s));
+      tf.add("cos", io::array::from_values<T>({P, n}, c));
+      tf.add("sin", io::array::from_values<T>({P, n}, s));
       if (qk) add_qk<T>(im, *r, pos, tf);
     }
   } else if (const auto* a = std::get_if<spec::alibi>(&e)) {
@@ -141,8 +129,8 @@ std::vector<fs::path> dump(const impl::implementation& im, const spec::encoding&
     std::vector<T> sl(static_cast<std::size_t>(H)), bias(sl.size() * qs.size() * ks.size());
     im.alibi_slopes(std::span<T>(sl));
     im.alibi_bias(qs, ks, std::span<T>(bias));
-    tf.add("slopes", to_array<T>({H}, sl));
-    tf.add("bias", to_array<T>({H, 40, 48}, bias));
+    tf.add("slopes", io::array::from_values<T>({H}, sl));
+    tf.add("bias", io::array::from_values<T>({H, 40, 48}, bias));
     tf.add("queries", io::array::from_int64({40}, qs));
     tf.add("keys", io::array::from_int64({48}, ks));
     io::write_safetensors(dir / "dump.safetensors", tf);
@@ -162,10 +150,10 @@ std::vector<fs::path> dump(const impl::implementation& im, const spec::encoding&
     std::vector<T> v(static_cast<std::size_t>(P * sp.d_model));
     im.sinusoidal_pe(pos, std::span<T>(v));
     if (npy) {
-      io::write_npy(dir / "pe.npy", to_array<T>({P, sp.d_model}, v));
+      io::write_npy(dir / "pe.npy", io::array::from_values<T>({P, sp.d_model}, v));
       files.push_back(dir / "pe.npy");
     } else {
-      tf.add("pe", to_array<T>({P, sp.d_model}, v));
+      tf.add("pe", io::array::from_values<T>({P, sp.d_model}, v));
     }
   }
   if (npy) {

@@ -574,8 +574,7 @@ void rope_explanations(const rope_context& k, const spec::encoding& e, const tab
   } else {
     constexpr format fmt_t = format_of<T>();
     const std::int64_t pairs = k.s.pairs();
-    std::vector<T> mc, ms, rc, rs;
-    std::vector<double> yc, ys;
+    std::vector<T> mc, ms;
     for (const impl::mutant_info& info : impl::mutant_catalogue()) {
       if (std::string_view(info.family) != "rope" || !info.applies(e)) continue;
       const auto m = impl::make_mutant(info.id, e);
@@ -587,12 +586,7 @@ void rope_explanations(const rope_context& k, const spec::encoding& e, const tab
         const std::span<const std::int64_t> chunk(pos.data() + r0, n);
         mc.resize(n * static_cast<std::size_t>(pairs));
         ms.resize(mc.size());
-        yc.resize(mc.size());
-        ys.resize(mc.size());
         m->rope_table(chunk, k.seq, std::span<T>(mc), std::span<T>(ms));
-        rc.resize(mc.size());
-        rs.resize(mc.size());
-        k.ref.table_values<T>(chunk, rc, rs, yc, ys);
         for (std::size_t rr = 0; rr < n; ++rr) {
           const auto r = static_cast<std::int64_t>(r0 + rr);
           for (std::int64_t j = 0; j < t.width; ++j) {
@@ -603,10 +597,10 @@ void rope_explanations(const rope_context& k, const spec::encoding& e, const tab
               const plane& pl = which == 0 ? t.cos : t.sin;
               const double g = scalar_traits<T>::to_double(element<T>(*pl.a, pl.at(r, j)));
               const double mv = scalar_traits<T>::to_double(which == 0 ? mc[el] : ms[el]);
-              const double y = which == 0 ? yc[el] : ys[el];
-              // The bound at the larger of the two magnitudes: the mistaken value's own rounding.
+              // The bound at the larger magnitude of the two values compared (no reference
+              // needed: the bound depends on the exact value only through its magnitude).
               const double b =
-                  hf_bound(k, pos[r0 + rr], i, std::max(std::fabs(y), std::fabs(mv)), fmt_t);
+                  hf_bound(k, pos[r0 + rr], i, std::max(std::fabs(g), std::fabs(mv)), fmt_t);
               x.add(rho_against(g, mv, b));
             }
           }
@@ -761,7 +755,7 @@ void rotation_explanations(const rope_context& k, const spec::encoding& e, const
     std::vector<T> in(n), out(n);
     for (std::size_t u = 0; u < n; ++u) in[u] = element<T>(*q.in, u);
     const auto pair = pair_of_dims(k.s);
-    std::vector<double> x(static_cast<std::size_t>(q.dim)), y(x.size());
+    std::vector<double> x(static_cast<std::size_t>(q.dim));
     for (const impl::mutant_info& info : impl::mutant_catalogue()) {
       if (std::string_view(info.family) != "rope" || !info.applies(e)) continue;
       const auto m = impl::make_mutant(info.id, e);
@@ -777,7 +771,6 @@ void rotation_explanations(const rope_context& k, const spec::encoding& e, const
           for (std::int64_t j = 0; j < q.dim; ++j) {
             x[std::size_t(j)] = scalar_traits<T>::to_double(in[base + std::size_t(j)]);
           }
-          k.ref.rotate<double>(p, x, y);
           for (std::int64_t j = 0; j < q.dim; ++j) {
             const auto u = static_cast<std::size_t>(j);
             const std::int64_t i = pair[u];
@@ -792,7 +785,7 @@ void rotation_explanations(const rope_context& k, const spec::encoding& e, const
             // Pass-through dims and pairs of the mistaken kernel: the bound of a rotated element
             // of this pair's magnitude (a mistaken pairing moves values between dims).
             const double b = rotation_hf_bound(k, p, std::max<std::int64_t>(i, 0), x0, x1,
-                                               std::max(std::fabs(y[u]), std::fabs(mv)), fmt_t);
+                                               std::max(std::fabs(g), std::fabs(mv)), fmt_t);
             x_ev.add(b > 0 ? rho_against(g, mv, b) : (g == mv ? 0.0 : kInf));
           }
         }

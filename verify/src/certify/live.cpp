@@ -39,19 +39,6 @@ std::vector<std::int64_t> live_positions(const live_options& lo) {
   return p;
 }
 
-template <class T>
-io::array to_array(std::vector<std::int64_t> shape, const std::vector<T>& v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return io::array::from_floats(std::move(shape), v);
-  } else {
-    std::vector<std::uint16_t> bits;
-    bits.reserve(v.size());
-    for (const T& x : v) bits.push_back(scalar_traits<T>::to_bits(x));
-    return io::array::from_bits16(std::is_same_v<T, half> ? io::dtype::f16 : io::dtype::bf16,
-                                  std::move(shape), bits);
-  }
-}
-
 // Asks the implementation for everything it supports and collects it as a dump.
 template <class T>
 void collect(const spec::encoding& e, const impl::live_implementation& im,
@@ -64,8 +51,8 @@ void collect(const spec::encoding& e, const impl::live_implementation& im,
     if (im.supports(impl::output::rope_table, t)) {
       std::vector<T> c(static_cast<std::size_t>(P * r->pairs())), s(c.size());
       im.rope_table(pos, seq, std::span<T>(c), std::span<T>(s));
-      d.tensors.emplace("cos", to_array<T>({P, r->pairs()}, c));
-      d.tensors.emplace("sin", to_array<T>({P, r->pairs()}, s));
+      d.tensors.emplace("cos", io::array::from_values<T>({P, r->pairs()}, c));
+      d.tensors.emplace("sin", io::array::from_values<T>({P, r->pairs()}, s));
       d.tensors.emplace("positions", io::array::from_int64({P}, pos));
     }
     if (im.supports(impl::output::inv_freq, impl::dtype::fp32)) {
@@ -89,8 +76,8 @@ void collect(const spec::encoding& e, const impl::live_implementation& im,
       }
       im.rope_rotate(qp, seq, kernel::heads_view<const T>{in, T_, 2, r->head_dim},
                      kernel::heads_view<T>{out, T_, 2, r->head_dim});
-      d.tensors.emplace("q_in", to_array<T>({T_, 2, r->head_dim}, in));
-      d.tensors.emplace("q_out", to_array<T>({T_, 2, r->head_dim}, out));
+      d.tensors.emplace("q_in", io::array::from_values<T>({T_, 2, r->head_dim}, in));
+      d.tensors.emplace("q_out", io::array::from_values<T>({T_, 2, r->head_dim}, out));
       d.tensors.emplace("qk_positions", io::array::from_int64({T_}, qp));
       if (!d.find("positions")) d.tensors.emplace("positions", io::array::from_int64({T_}, qp));
     }
@@ -98,7 +85,7 @@ void collect(const spec::encoding& e, const impl::live_implementation& im,
     if (im.supports(impl::output::sinusoidal_pe, t)) {
       std::vector<T> v(static_cast<std::size_t>(P * s->d_model));
       im.sinusoidal_pe(pos, std::span<T>(v));
-      d.tensors.emplace("pe", to_array<T>({P, s->d_model}, v));
+      d.tensors.emplace("pe", io::array::from_values<T>({P, s->d_model}, v));
       d.tensors.emplace("positions", io::array::from_int64({P}, pos));
     }
   } else {

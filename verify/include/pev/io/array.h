@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
+
+#include "pev/scalar/traits.h"
 
 namespace pev::io {
 
@@ -48,6 +51,19 @@ struct array {
   /// f16 or bf16 array (`t`) holding the encodings `bits`.
   static array from_bits16(dtype t, std::vector<std::int64_t> shape,
                            const std::vector<std::uint16_t>& bits);
+  /// F32, F16 or BF16 array holding `v` (T float, half or bfloat16; 16-bit types as encodings).
+  template <class T>
+  static array from_values(std::vector<std::int64_t> shape, const std::vector<T>& v) {
+    if constexpr (std::is_same_v<T, float>) {
+      return from_floats(std::move(shape), v);
+    } else {
+      std::vector<std::uint16_t> bits;
+      bits.reserve(v.size());
+      for (const T& x : v) bits.push_back(scalar_traits<T>::to_bits(x));
+      return from_bits16(std::is_same_v<T, half> ? dtype::f16 : dtype::bf16, std::move(shape),
+                         bits);
+    }
+  }
   /// i64 array holding `v`.
   static array from_int64(std::vector<std::int64_t> shape, const std::vector<std::int64_t>& v);
   /// i32 array holding `v`.
