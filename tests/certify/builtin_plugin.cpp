@@ -1,7 +1,13 @@
 // A pev plugin (pev/plugin/pev_plugin.h) serving pev's own built-in strategies, so the tests can
 // certify every strategy through the plugin path as through files and --exec. The strategy comes
-// from the environment variable PEV_PLUGIN_STRATEGY (default: accurate).
+// from the environment variable PEV_PLUGIN_STRATEGY (default: accurate). PEV_PLUGIN_MISBEHAVE
+// makes pev_rope_table misbehave as a broken plugin would, for the tests of `--isolate`:
+// segv (writes through a null pointer), abort, hang (sleeps for an hour), error (returns
+// PEV_ERROR with a message).
 
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +38,22 @@ std::unique_ptr<impl::implementation> builtin(const pev_request* r) {
   const spec::encoding e = spec::parse_spec(r->spec);
   if (!impl::builtin_supports(e, strategy())) return nullptr;
   return impl::make_builtin(e, strategy());
+}
+
+// PEV_PLUGIN_MISBEHAVE: returns PEV_ERROR's message for "error"; does not return for the others.
+const char* misbehave() {
+  const char* m = std::getenv("PEV_PLUGIN_MISBEHAVE");
+  if (!m || !*m) return nullptr;
+  const std::string mode = m;
+  if (mode == "segv") {
+    volatile int* volatile p = nullptr;
+    *p = 1;
+  } else if (mode == "abort") {
+    std::abort();
+  } else if (mode == "hang") {
+    sleep(3600);
+  }
+  return "PEV_PLUGIN_MISBEHAVE=error: this plugin refuses";
 }
 
 std::optional<std::int64_t> seq(const pev_request* r) {
@@ -65,6 +87,10 @@ uint32_t pev_plugin_abi_version(void) { return PEV_PLUGIN_ABI_VERSION; }
 const char* pev_plugin_name(void) { return "pev-builtin"; }
 
 int pev_rope_table(const pev_request* r, void* cos, void* sin, char* err, size_t n) {
+  if (const char* m = misbehave()) {
+    std::snprintf(err, n, "%s", m);
+    return PEV_ERROR;
+  }
   try {
     const auto im = builtin(r);
     if (!im || !std::holds_alternative<spec::rope>(im->claimed_spec())) return PEV_UNSUPPORTED;

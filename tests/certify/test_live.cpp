@@ -90,6 +90,73 @@ TEST(CertifyLive, EveryBuiltinStrategyThroughThePlugin) {
   unsetenv("PEV_PLUGIN_STRATEGY");
 }
 
+impl::plugin_options isolated(int timeout_ms = 60000) {
+  impl::plugin_options o;
+  o.isolate = true;
+  o.server = PEV_EXECUTABLE;
+  o.timeout = std::chrono::milliseconds(timeout_ms);
+  return o;
+}
+
+TEST(CertifyLive, IsolatedPluginGetsTheSameCertificate) {
+  // The plugin in a `pev serve --plugin` child: the same checks, values and grade as loaded here.
+  const spec::encoding e = spec::parse_spec(
+      "rope:head_dim=64,rope_type=yarn,factor=4,"
+      "original_max_position_embeddings=4096");
+  for (const char* strategy : {"hf", "accurate"}) {
+    setenv("PEV_PLUGIN_STRATEGY", strategy, 1);
+    const auto acc = kernel::parse_strategy(strategy);
+    const auto in_process = impl::load_plugin(PEV_BUILTIN_PLUGIN, e, acc);
+    const auto child = impl::load_plugin(PEV_BUILTIN_PLUGIN, e, acc, isolated());
+    EXPECT_EQ(child->kind(), "plugin (isolated)");
+    const auto a = certify::certify_live(e, *in_process, {}, quick());
+    const auto b = certify::certify_live(e, *child, {}, quick());
+    EXPECT_EQ(a.result, b.result) << strategy;
+    ASSERT_EQ(a.checks.size(), b.checks.size()) << strategy;
+    for (std::size_t k = 0; k < a.checks.size(); ++k) {
+      EXPECT_EQ(a.checks[k].name, b.checks[k].name);
+      EXPECT_EQ(a.checks[k].best, b.checks[k].best) << a.checks[k].name;
+      EXPECT_EQ(a.checks[k].property_status, b.checks[k].property_status) << a.checks[k].name;
+      EXPECT_EQ(a.checks[k].count, b.checks[k].count) << a.checks[k].name;
+      EXPECT_EQ(a.checks[k].max_rho, b.checks[k].max_rho) << a.checks[k].name;
+    }
+    std::cout << strategy << " isolated: " << certify::to_string(b.result) << ", "
+              << b.checks.size() << " checks as in process\n";
+  }
+  unsetenv("PEV_PLUGIN_STRATEGY");
+}
+
+TEST(CertifyLive, IsolatedPluginThatCrashesOrHangsIsAFailedCheck) {
+  // A plugin that segfaults, aborts or hangs in pev_rope_table: with --isolate only its child
+  // dies (or is killed after the timeout), and certification reports it as a failed check (exit
+  // 1); an error status is a failed check that leaves the child serving.
+  const spec::encoding e = spec::parse_spec("rope:head_dim=8");
+  struct mode {
+    const char* name;
+    const char* note;
+  };
+  for (const mode m : {mode{"segv", "signal 11"}, mode{"abort", "signal 6"},
+                       mode{"hang", "within 1500 ms"}, mode{"error", "this plugin refuses"}}) {
+    setenv("PEV_PLUGIN_MISBEHAVE", m.name, 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto im = impl::load_plugin(PEV_BUILTIN_PLUGIN, e, kernel::strategy::hf, isolated(1500));
+    const auto cert = certify::certify_live(e, *im, {}, quick());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(cert.exit_code(), 1) << m.name << "\n" << certify::to_text(cert);
+    std::string notes;
+    for (const auto& c : cert.checks) {
+      if (!c.note.empty()) notes += c.name + ": " + c.note + "\n";
+    }
+    EXPECT_NE(notes.find(m.note), std::string::npos) << m.name << ": " << notes;
+    std::cout << m.name << ": reported in " << s << " s: " << notes.substr(0, 200) << "\n";
+  }
+  unsetenv("PEV_PLUGIN_MISBEHAVE");
+  EXPECT_NE(std::system("pgrep -f 'serve --plugi[n]' > /dev/null"), 0) << "a child survived";
+  // A library that cannot be loaded: the child refuses the greeting, which is bad input.
+  EXPECT_THROW(impl::load_plugin("/nonexistent/plugin.so", e, kernel::strategy::hf, isolated()),
+               error);
+}
+
 TEST(CertifyLive, BadPluginsAreRefused) {
   const spec::encoding e = spec::parse_spec("rope:head_dim=8");
   EXPECT_THROW(impl::load_plugin("/nonexistent/plugin.so", e, kernel::strategy::hf), error);

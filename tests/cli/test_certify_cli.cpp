@@ -167,6 +167,20 @@ TEST(CliCertify, LiveImplementations) {
         << v.strategy << "\n"
         << r.out;
   }
+  // The example plugin in a child process (--isolate): the same grade.
+  auto iso = run_pev({"certify", "--spec", kSpec, "--plugin", PEV_EXAMPLE_PLUGIN, "--isolate",
+                      "--no-properties", "--max-position", "65536", "--out", dir});
+  EXPECT_EQ(iso.exit_code, 0) << iso.out << iso.err;
+  EXPECT_NE(iso.out.find("grade     recipe:hf"), std::string::npos) << iso.out;
+  // A plugin that segfaults: in-process it would take pev down; isolated, it is a failed check
+  // naming the signal (exit 1), and certificate.json is written.
+  setenv("PEV_PLUGIN_MISBEHAVE", "segv", 1);
+  auto crash = run_pev({"certify", "--spec", kSpec, "--plugin", PEV_BUILTIN_PLUGIN, "--isolate",
+                        "--out", dir + "/crash"});
+  unsetenv("PEV_PLUGIN_MISBEHAVE");
+  EXPECT_EQ(crash.exit_code, 1) << crash.out << crash.err;
+  EXPECT_NE(crash.out.find("killed by signal 11"), std::string::npos) << crash.out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/crash/certificate.json"));
   // A command that never answers: bad input (exit 2) after the timeout, not a hang.
   auto h =
       run_pev({"certify", "--spec", kSpec, "--exec", "sleep 30", "--timeout", "1", "--out", dir});

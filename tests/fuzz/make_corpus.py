@@ -135,4 +135,55 @@ with open(tsv) as f:
         if len(parts) >= 2 and parts[0] == "spec":
             put("spec", f"invalid_{n:02d}", parts[1])
             n += 1
+
+# ---- exec protocol (one header line, then payload bytes) -------------------------------------
+def line(obj):
+    return json.dumps(obj, separators=(",", ":")) + "\n"
+
+
+spec = "rope:head_dim=8,rope_theta=10000"
+pos = struct.pack("<3q", 0, 1, 4096)
+req = {"pev": 1, "spec": spec, "dtype": "fp32", "seq_len": -1, "positions": 3}
+exec_seeds = {
+    # requests (what `pev serve` reads)
+    "req_hello": line({"pev": 1, "request": "hello", "payload_bytes": 0}),
+    "req_rope_table": line({**req, "request": "rope_table", "payload_bytes": 24}) + "",
+    "req_inv_freq": line({**req, "request": "inv_freq", "positions": 0, "payload_bytes": 0}),
+    "req_rope_rotate": line({**req, "request": "rope_rotate", "heads": 2, "head_dim": 8,
+                             "dtype": "bf16", "payload_bytes": 24 + 3 * 2 * 8 * 2}),
+    "req_sinusoidal": line({**req, "request": "sinusoidal_pe", "spec": "sinusoidal:d_model=16",
+                            "dtype": "fp16", "payload_bytes": 24}),
+    "req_payload_short": line({**req, "request": "rope_table", "payload_bytes": 8}),
+    "req_payload_huge": line({**req, "request": "rope_table", "payload_bytes": 2**40}),
+    "req_positions_negative": line({**req, "request": "rope_table", "positions": -3,
+                                    "payload_bytes": 24}),
+    "req_rotate_overflow": line({**req, "request": "rope_rotate", "positions": 2**40,
+                                 "heads": 2**40, "head_dim": 2**40, "payload_bytes": 0}),
+    "req_version_2": line({"pev": 2, "request": "hello", "payload_bytes": 0}),
+    "req_types": line({"pev": "1", "request": 5, "payload_bytes": "0"}),
+    # answers (what pev reads from a third-party process)
+    "ans_hello": line({"ok": True, "name": "numpy", "outputs": ["rope_table", "inv_freq"]}),
+    "ans_rope_table": line({"ok": True, "tensors": [
+        {"name": "cos", "dtype": "fp32", "shape": [3, 4]},
+        {"name": "sin", "dtype": "fp32", "shape": [3, 4]}]}),
+    "ans_inv_freq": line({"ok": True, "tensors": [{"name": "inv_freq", "dtype": "fp32",
+                                                   "shape": [4]}]}),
+    "ans_unsupported": line({"ok": False, "unsupported": True}),
+    "ans_error": line({"ok": False, "error": "out of memory"}),
+    "ans_error_object": line({"ok": False, "error": {"code": 3}}),
+    "ans_shape_overflow": line({"ok": True, "tensors": [
+        {"name": "cos", "dtype": "fp32", "shape": [2**62, 2**62]}]}),
+    "ans_shape_negative": line({"ok": True, "tensors": [{"name": "cos", "dtype": "bf16",
+                                                         "shape": [-1, 4]}]}),
+    "ans_ok_string": line({"ok": "yes"}),
+    "ans_outputs_mixed": line({"ok": True, "outputs": ["rope_table", 3]}),
+    "ans_deep": "[" * 5000 + "]" * 5000 + "\n",
+    "ans_not_utf8": b'{"ok": true, "name": "\xff\xfe"}\n',
+    "ans_not_object": line([1, 2, 3]),
+}
+for name, data in exec_seeds.items():
+    if name in ("req_rope_table", "req_sinusoidal"):
+        data = data.encode() + pos
+    put("exec", name, data)
+
 print("corpus written under", out, file=sys.stderr)

@@ -104,6 +104,7 @@ command add_certify(CLI::App& app) {
     std::vector<std::string> impl;
     std::string plugin, exec, dtype = "fp32", accuracy = "hf";
     double timeout = 60;
+    bool isolate = false;
     std::int64_t max_position = std::int64_t{1} << 20;
     int samples = 64, property_cases = 100;
     std::uint64_t seed = 20261122;
@@ -151,9 +152,14 @@ command add_certify(CLI::App& app) {
       "A command (run by /bin/sh -c) speaking pev's stdin/stdout protocol (docs/exec-protocol.md)");
   impl_opt->excludes(plugin_opt)->excludes(exec_opt);
   plugin_opt->excludes(exec_opt);
+  cmd->add_flag("--isolate", st->isolate,
+                "--plugin: run the plugin in a child process (`pev serve --plugin LIB`, over the "
+                "--exec protocol), so that a plugin that crashes or hangs is killed and reported "
+                "as a failed check instead of taking pev down")
+      ->needs(plugin_opt);
   cmd->add_option("--timeout", st->timeout,
-                  "--exec: seconds to wait for each response; a process that hangs is killed and "
-                  "reported as a failed check")
+                  "--exec and --plugin --isolate: seconds to wait for each response; a process "
+                  "that hangs is killed and reported as a failed check")
       ->capture_default_str();
   cmd->add_option("--dtype", st->dtype,
                   "Live implementations: output dtype asked for (fp32, fp16, "
@@ -255,13 +261,18 @@ command add_certify(CLI::App& app) {
               lo.property_checks = live_property_checks;
               const kernel::strategy acc = kernel::parse_strategy(st->accuracy);
               std::unique_ptr<impl::live_implementation> im;
+              if (!(st->timeout > 0)) throw error("--timeout must be > 0 seconds");
+              const auto timeout =
+                  std::chrono::milliseconds(static_cast<long long>(st->timeout * 1000));
               if (!st->plugin.empty()) {
-                im = impl::load_plugin(st->plugin, e, acc);
+                impl::plugin_options po;
+                po.isolate = st->isolate;
+                po.timeout = timeout;
+                // The child is this very executable, running `serve --plugin`.
+                if (st->isolate) po.server = std::filesystem::read_symlink("/proc/self/exe");
+                im = impl::load_plugin(st->plugin, e, acc, po);
               } else {
-                if (!(st->timeout > 0)) throw error("--timeout must be > 0 seconds");
-                impl::exec_options xo;
-                xo.timeout = std::chrono::milliseconds(static_cast<long long>(st->timeout * 1000));
-                im = impl::start_exec(st->exec, e, acc, xo);
+                im = impl::start_exec(st->exec, e, acc, impl::exec_options{timeout});
               }
               o.exhaustive = false;  // live: --exhaustive chooses the positions (live_options)
               cert = certify::certify_live(e, *im, o, lo);

@@ -6,26 +6,46 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "pev/core/error.h"
+#include "pev/impl/exec_protocol.h"
 #include "pev/impl/implementation.h"
+#include "pev/impl/live.h"
 #include "pev/kernel/strategy.h"
 #include "pev/spec/parse.h"
 
 namespace pev::cli {
 namespace {
 
-using json = nlohmann::json;
+namespace protocol = impl::protocol;
 
-void reply(const json& header, const std::vector<std::string>& payloads = {}) {
-  const std::string line = header.dump() + "\n";
+void reply(const protocol::answer& a, const std::vector<std::string>& payloads = {}) {
+  const std::string line = protocol::answer_line(a) + "\n";
   std::fwrite(line.data(), 1, line.size(), stdout);
   for (const auto& p : payloads) std::fwrite(p.data(), 1, p.size(), stdout);
   std::fflush(stdout);
+}
+
+protocol::answer ok_answer(std::vector<protocol::tensor> tensors) {
+  protocol::answer a;
+  a.ok = true;
+  a.tensors = std::move(tensors);
+  return a;
+}
+
+void reply_error(const std::string& message) {
+  protocol::answer a;
+  a.error = message;
+  reply(a);
+}
+
+void reply_unsupported() {
+  protocol::answer a;
+  a.unsupported = true;
+  reply(a);
 }
 
 template <class T>
@@ -33,109 +53,165 @@ std::string bytes(const std::vector<T>& v) {
   return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
 }
 
-impl::dtype parse_dtype(const std::string& s) {
-  if (s == "fp32") return impl::dtype::fp32;
-  if (s == "fp16") return impl::dtype::fp16;
-  if (s == "bf16") return impl::dtype::bf16;
-  throw error("unknown dtype '" + s + "'");
+template <class T>
+protocol::tensor tensor(const char* name, std::vector<std::int64_t> shape) {
+  return {name, impl::dtype_of<T>(), std::move(shape)};
 }
 
+// One well-formed request (its payload checked against it by the protocol parser); returns false
+// when the implementation does not serve it.
 template <class T>
-json tensor(const char* name, std::vector<std::int64_t> shape) {
-  return {{"name", name}, {"dtype", impl::to_string(impl::dtype_of<T>())}, {"shape", shape}};
-}
-
-// One request; returns false when the implementation does not serve it.
-template <class T>
-bool serve_one(const impl::implementation& im, const json& req, const std::string& payload) {
-  const std::string what = req.at("request");
-  const auto n = req.value("positions", std::int64_t{0});
+bool serve_one(const impl::implementation& im, const protocol::request& req,
+               const std::string& payload) {
+  const std::int64_t n = req.positions;
   const auto* p = reinterpret_cast<const std::int64_t*>(payload.data());
   const std::vector<std::int64_t> pos(p, p + n);
-  const std::int64_t seq_raw = req.value("seq_len", std::int64_t{-1});
-  const std::optional<std::int64_t> seq = seq_raw < 0 ? std::nullopt : std::optional(seq_raw);
+  const std::optional<std::int64_t> seq =
+      req.seq_len < 0 ? std::nullopt : std::optional(req.seq_len);
   const impl::dtype t = impl::dtype_of<T>();
+  const auto& what = req.what;
+  // The answer's size is checked (tensor::bytes) before anything is computed.
+  const auto answer = [](std::vector<protocol::tensor> ts) {
+    for (const auto& x : ts) x.bytes();
+    return ok_answer(std::move(ts));
+  };
   if (what == "rope_table" && im.supports(impl::output::rope_table, t)) {
     const auto pairs = std::get<spec::rope>(im.claimed_spec()).pairs();
+    const auto a = answer({tensor<T>("cos", {n, pairs}), tensor<T>("sin", {n, pairs})});
     std::vector<T> c(pos.size() * static_cast<std::size_t>(pairs)), s(c.size());
     im.rope_table(pos, seq, std::span<T>(c), std::span<T>(s));
-    reply({{"ok", true}, {"tensors", {tensor<T>("cos", {n, pairs}), tensor<T>("sin", {n, pairs})}}},
-          {bytes(c), bytes(s)});
+    reply(a, {bytes(c), bytes(s)});
     return true;
   }
   if (what == "inv_freq" && im.supports(impl::output::inv_freq, impl::dtype::fp32)) {
     const std::vector<float> f = im.inv_freq(seq);
-    reply({{"ok", true},
-           {"tensors", {tensor<float>("inv_freq", {static_cast<std::int64_t>(f.size())})}}},
-          {bytes(f)});
+    reply(answer({tensor<float>("inv_freq", {static_cast<std::int64_t>(f.size())})}), {bytes(f)});
     return true;
   }
   if (what == "rope_rotate" && im.supports(impl::output::rope_rotate, t)) {
-    const std::int64_t heads = req.at("heads"), dim = req.at("head_dim");
+    const std::int64_t heads = req.heads, dim = req.head_dim;
+    const auto a = answer({tensor<T>("out", {n, heads, dim})});
     const auto* x = reinterpret_cast<const T*>(payload.data() + n * 8);
     std::vector<T> in(x, x + n * heads * dim), out(in.size());
     im.rope_rotate(pos, seq, kernel::heads_view<const T>{in, n, heads, dim},
                    kernel::heads_view<T>{out, n, heads, dim});
-    reply({{"ok", true}, {"tensors", {tensor<T>("out", {n, heads, dim})}}}, {bytes(out)});
+    reply(a, {bytes(out)});
     return true;
   }
   if (what == "sinusoidal_pe" && im.supports(impl::output::sinusoidal_pe, t)) {
     const auto d = std::get<spec::sinusoidal>(im.claimed_spec()).d_model;
+    const auto a = answer({tensor<T>("pe", {n, d})});
     std::vector<T> v(pos.size() * static_cast<std::size_t>(d));
     im.sinusoidal_pe(pos, std::span<T>(v));
-    reply({{"ok", true}, {"tensors", {tensor<T>("pe", {n, d})}}}, {bytes(v)});
+    reply(a, {bytes(v)});
     return true;
   }
   return false;
 }
 
+// What is served: a built-in strategy, or a plugin (loaded here, in this process: `pev certify
+// --plugin LIB --isolate` runs `pev serve --plugin LIB` as its child).
+struct served {
+  kernel::strategy strategy = kernel::strategy::accurate;
+  std::unique_ptr<impl::live_implementation> plugin;  // set: serve the plugin
+
+  std::string name() const {
+    // live_implementation::name() is "plugin:NAME"; the client adds its own kind.
+    return plugin ? plugin->name().substr(plugin->kind().size() + 1)
+                  : std::string("pev-") + kernel::to_string(strategy);
+  }
+  // The implementation of `e`, or null when it is not served.
+  std::unique_ptr<impl::implementation> bind(const spec::encoding& e) const {
+    if (plugin) return plugin->rebind(e);
+    if (!impl::builtin_supports(e, strategy)) return nullptr;
+    return impl::make_builtin(e, strategy);
+  }
+};
+
+void serve_request(const served& s, const protocol::request& req, const std::string& payload) {
+  if (req.what == "hello") {
+    protocol::answer a = ok_answer({});
+    a.name = s.name();
+    a.outputs = {"rope_table", "inv_freq", "rope_rotate", "sinusoidal_pe"};
+    reply(a);
+    return;
+  }
+  const auto im = s.bind(spec::parse_spec(req.spec));
+  bool ok = false;
+  if (im) {
+    switch (req.type) {
+      case impl::dtype::fp32:
+        ok = serve_one<float>(*im, req, payload);
+        break;
+      case impl::dtype::fp16:
+        ok = serve_one<half>(*im, req, payload);
+        break;
+      case impl::dtype::bf16:
+        ok = serve_one<bfloat16>(*im, req, payload);
+        break;
+    }
+  }
+  if (!ok) reply_unsupported();
+}
+
 }  // namespace
 
 command add_serve(CLI::App& app) {
-  auto strategy = std::make_shared<std::string>("accurate");
+  struct settings {
+    std::string strategy = "accurate";
+    std::string plugin;
+  };
+  auto st = std::make_shared<settings>();
   CLI::App* cmd = app.add_subcommand(
       "serve",
-      "Serve a built-in strategy over pev's stdin/stdout protocol (docs/exec-protocol.md): "
-      "`pev certify --exec 'pev serve --strategy hf'` certifies it as third-party code is.");
-  cmd->add_option("--strategy", *strategy, "hf, ggml, table-fp16, table-bf16 or accurate")
-      ->capture_default_str();
-  return {cmd, [strategy]() -> int {
-            const kernel::strategy st = kernel::parse_strategy(*strategy);
+      "Serve a built-in strategy (or a plugin) over pev's stdin/stdout protocol "
+      "(docs/exec-protocol.md): `pev certify --exec 'pev serve --strategy hf'` certifies it as "
+      "third-party code is. Reads requests until its input ends.");
+  auto* strategy_opt =
+      cmd->add_option("--strategy", st->strategy, "hf, ggml, table-fp16, table-bf16 or accurate")
+          ->capture_default_str();
+  cmd->add_option("--plugin", st->plugin,
+                  "Serve this pev_plugin.h library instead (what `pev certify --plugin LIB "
+                  "--isolate` runs in its child process)")
+      ->excludes(strategy_opt);
+  return {cmd, [st]() -> int {
+            served s;
+            std::string load_error;
+            if (st->plugin.empty()) {
+              s.strategy = kernel::parse_strategy(st->strategy);
+            } else {
+              try {
+                s.plugin = impl::load_plugin(st->plugin, spec::encoding{}, kernel::strategy::hf);
+              } catch (const error& e) {
+                load_error = e.what();  // answered to the greeting (and to every request)
+              }
+            }
             std::string line;
             while (std::getline(std::cin, line)) {
-              json req;
-              std::string payload;
+              protocol::parsed_request p;
               try {
-                req = json::parse(line);
-                payload.resize(req.value("payload_bytes", std::size_t{0}));
-                std::cin.read(payload.data(), static_cast<std::streamsize>(payload.size()));
-                if (req.at("request") == "hello") {
-                  reply({{"ok", true},
-                         {"name", std::string("pev-") + kernel::to_string(st)},
-                         {"outputs", {"rope_table", "inv_freq", "rope_rotate", "sinusoidal_pe"}}});
-                  continue;
-                }
-                const spec::encoding e = spec::parse_spec(req.at("spec").get<std::string>());
-                if (!impl::builtin_supports(e, st)) {
-                  reply({{"ok", false}, {"unsupported", true}});
-                  continue;
-                }
-                const auto im = impl::make_builtin(e, st);
-                bool ok = false;
-                switch (parse_dtype(req.value("dtype", std::string("fp32")))) {
-                  case impl::dtype::fp32:
-                    ok = serve_one<float>(*im, req, payload);
-                    break;
-                  case impl::dtype::fp16:
-                    ok = serve_one<half>(*im, req, payload);
-                    break;
-                  case impl::dtype::bf16:
-                    ok = serve_one<bfloat16>(*im, req, payload);
-                    break;
-                }
-                if (!ok) reply({{"ok", false}, {"unsupported", true}});
+                p = protocol::parse_request(line);
+              } catch (const error& e) {
+                // Without payload_bytes the stream cannot be followed: answer and stop.
+                reply_error(e.what());
+                return 2;
+              }
+              std::string payload;
+              if (!p.problem.empty() || !load_error.empty()) {
+                std::cin.ignore(static_cast<std::streamsize>(p.r.payload_bytes));
+                reply_error(load_error.empty() ? p.problem : load_error);
+                continue;
+              }
+              payload.resize(p.r.payload_bytes);
+              std::cin.read(payload.data(), static_cast<std::streamsize>(payload.size()));
+              if (static_cast<std::size_t>(std::cin.gcount()) != payload.size()) {
+                reply_error("the input ended inside a request's payload");
+                return 2;
+              }
+              try {
+                serve_request(s, p.r, payload);
               } catch (const std::exception& ex) {
-                reply({{"ok", false}, {"error", ex.what()}});
+                reply_error(ex.what());
               }
             }
             return 0;

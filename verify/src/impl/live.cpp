@@ -16,12 +16,12 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <type_traits>
 #include <utility>
 
 #include "pev/core/error.h"
+#include "pev/impl/exec_protocol.h"
 #include "pev/plugin/pev_plugin.h"
 #include "pev/spec/parse.h"
 
@@ -58,8 +58,6 @@ namespace {
 
 using detail::call_result;
 using detail::live_request;
-
-std::size_t dtype_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }
 
 int abi_dtype(dtype t) {
   switch (t) {
@@ -167,29 +165,39 @@ class plugin_backend final : public detail::live_backend {
 // ---- Subprocess -------------------------------------------------------------------------------
 
 using clock_type = std::chrono::steady_clock;
-constexpr std::size_t kMaxHeader = 1 << 16;
 
 class exec_backend final : public detail::live_backend {
  public:
-  exec_backend(std::string command, exec_options o) : command_(std::move(command)), o_(o) {
+  // `argv` empty: `command` is run by /bin/sh -c; otherwise argv is executed directly (no shell
+  // in between, so that a crash shows as the process's own signal). `label` names it in messages.
+  exec_backend(std::string command, std::vector<std::string> argv, std::string kind,
+               std::string label, exec_options o)
+      : command_(std::move(command)), kind_(std::move(kind)), label_(std::move(label)), o_(o) {
     int sv[2];
     // A socket pair rather than pipes: send(MSG_NOSIGNAL) turns a dead peer into EPIPE instead of
     // a SIGPIPE that would kill pev.
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-      throw error(fmt::format("--exec: socketpair failed: {}", std::strerror(errno)));
+      throw error(fmt::format("{}: socketpair failed: {}", label_, std::strerror(errno)));
     }
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
     pid_ = fork();
     if (pid_ < 0) {
       close(sv[0]);
       close(sv[1]);
-      throw error(fmt::format("--exec: fork failed: {}", std::strerror(errno)));
+      throw error(fmt::format("{}: fork failed: {}", label_, std::strerror(errno)));
     }
     if (pid_ == 0) {
       // Its own process group: the shell and whatever it starts are killed together.
       setpgid(0, 0);
       dup2(sv[1], 0);
       dup2(sv[1], 1);
-      execl("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr));
+      if (argv.empty()) {
+        execl("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr));
+      } else {
+        execv(args[0], args.data());
+      }
       _exit(127);
     }
     setpgid(pid_, pid_);  // also here: whichever of parent and child runs first
@@ -197,15 +205,15 @@ class exec_backend final : public detail::live_backend {
     fd_ = sv[0];
     fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
     // Greeting: name and the outputs it serves.
-    const nlohmann::json hello =
-        exchange({{"pev", 1}, {"request", "hello"}, {"payload_bytes", 0}}, {});
-    if (!hello.value("ok", false)) fail(fmt::format("the greeting was refused: {}", hello.dump()));
-    name_ = hello.value("name", command_);
-    if (hello.contains("outputs") && hello["outputs"].is_array()) {
-      for (const auto& v : hello["outputs"]) {
-        if (v.is_string()) outputs_.push_back(v.get<std::string>());
-      }
+    protocol::request greeting;
+    greeting.what = "hello";
+    const protocol::answer hello = exchange(greeting, {});
+    if (!hello.ok) {
+      fail(fmt::format("the greeting was refused: {}",
+                       hello.error.empty() ? "no message" : hello.error));
     }
+    name_ = hello.name.empty() ? command_ : hello.name;
+    outputs_ = hello.outputs;
   }
 
   ~exec_backend() override {
@@ -225,7 +233,7 @@ class exec_backend final : public detail::live_backend {
     }
   }
 
-  std::string kind() const override { return "exec"; }
+  std::string kind() const override { return kind_; }
   std::string source() const override { return command_; }
   std::string name() const override { return name_; }
   bool has(output what) const override {
@@ -235,51 +243,83 @@ class exec_backend final : public detail::live_backend {
 
   call_result rope_table(const live_request& r, std::int64_t pairs, void* cos, void* sin) override {
     const auto n = static_cast<std::int64_t>(r.positions.size());
-    return call(r, "rope_table", {}, bytes_of(r.positions),
-                {{"cos", {n, pairs}, cos}, {"sin", {n, pairs}, sin}});
+    return call(header(r, "rope_table"), bytes_of(r.positions),
+                {{"cos", r.type, {n, pairs}}, {"sin", r.type, {n, pairs}}}, {cos, sin});
   }
   call_result inv_freq(const live_request& r, std::int64_t pairs, float* out) override {
     live_request fp32{r.spec, dtype::fp32, r.seq_len, {}};
-    return call(fp32, "inv_freq", {}, {}, {{"inv_freq", {pairs}, out}});
+    return call(header(fp32, "inv_freq"), {}, {{"inv_freq", dtype::fp32, {pairs}}}, {out});
   }
   call_result rope_rotate(const live_request& r, std::int64_t heads, std::int64_t dim,
                           const void* in, void* out) override {
     const auto n = static_cast<std::int64_t>(r.positions.size());
+    protocol::request h = header(r, "rope_rotate");
+    h.heads = heads;
+    h.head_dim = dim;
     std::string payload = bytes_of(r.positions);
     payload.append(static_cast<const char*>(in),
-                   static_cast<std::size_t>(n * heads * dim) * dtype_bytes(r.type));
-    return call(r, "rope_rotate", {{"heads", heads}, {"head_dim", dim}}, payload,
-                {{"out", {n, heads, dim}, out}});
+                   static_cast<std::size_t>(n * heads * dim) * protocol::element_bytes(r.type));
+    return call(h, payload, {{"out", r.type, {n, heads, dim}}}, {out});
   }
   call_result sinusoidal_pe(const live_request& r, std::int64_t d_model, void* out) override {
     const auto n = static_cast<std::int64_t>(r.positions.size());
-    return call(r, "sinusoidal_pe", {}, bytes_of(r.positions), {{"pe", {n, d_model}, out}});
+    return call(header(r, "sinusoidal_pe"), bytes_of(r.positions), {{"pe", r.type, {n, d_model}}},
+                {out});
   }
 
  private:
-  struct expected_tensor {
-    std::string name;
-    std::vector<std::int64_t> shape;
-    void* out;
-  };
+  static protocol::request header(const live_request& r, const char* what) {
+    protocol::request h;
+    h.what = what;
+    h.spec = r.spec;
+    h.type = r.type;
+    h.seq_len = r.seq_len;
+    h.positions = static_cast<std::int64_t>(r.positions.size());
+    return h;
+  }
 
   static std::string bytes_of(std::span<const std::int64_t> v) {
     return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(std::int64_t)};
   }
 
+  // The process broke the protocol or did not answer in time: it is not trusted any more. Kills
+  // it (its whole process group), and throws saying what happened, and how it ended when it had
+  // ended by itself (a crash shows as its signal).
   [[noreturn]] void fail(const std::string& what) {
-    // Whatever went wrong, the process is not trusted any more: kill it now.
     if (fd_ >= 0) {
       close(fd_);
       fd_ = -1;
     }
+    std::string ended;
     if (pid_ > 0) {
-      kill(-pid_, SIGKILL);  // the whole process group (the shell and what it started)
       int status = 0;
-      waitpid(pid_, &status, 0);
+      bool already = waitpid(pid_, &status, WNOHANG) == pid_;
+      // Its end of the socket closed: it is exiting; give it 200 ms to be reaped by itself, so
+      // that a crash is reported with its signal.
+      for (int k = 0; k < 100 && !already && peer_closed_; ++k) {
+        usleep(2000);
+        already = waitpid(pid_, &status, WNOHANG) == pid_;
+      }
+      kill(-pid_, SIGKILL);  // the whole process group (the shell and what it started)
+      if (!already) waitpid(pid_, &status, 0);
+      if (already && WIFSIGNALED(status)) {
+        ended = fmt::format(" (it was killed by signal {}: {})", WTERMSIG(status),
+                            strsignal(WTERMSIG(status)));
+      } else if (already && WIFEXITED(status)) {
+        ended = fmt::format(" (it exited with status {})", WEXITSTATUS(status));
+      }
       pid_ = -1;
     }
-    throw error(fmt::format("--exec '{}': {}", command_, what));
+    failure_ = what + ended;
+    throw error(fmt::format("{}: {}", label_, failure_));
+  }
+
+  // A process killed by an earlier failure answers nothing more.
+  void check_alive() const {
+    if (fd_ < 0) {
+      throw error(fmt::format("{}: not asked: the process was killed after an earlier failure: {}",
+                              label_, failure_));
+    }
   }
 
   clock_type::time_point deadline() const { return clock_type::now() + o_.timeout; }
@@ -309,13 +349,14 @@ class exec_backend final : public detail::live_backend {
       } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
         wait(POLLOUT, until, "reading the request");
       } else {
+        peer_closed_ = true;
         fail(fmt::format("the process stopped reading its input ({}); it exited or closed stdin",
                          k < 0 ? std::strerror(errno) : "EOF"));
       }
     }
   }
 
-  // Reads exactly n bytes into out (or one line, up to kMaxHeader, when line is set).
+  // Reads exactly n bytes into out.
   void recv_exact(char* out, std::size_t n, clock_type::time_point until) {
     std::size_t done = 0;
     while (done < n) {
@@ -323,6 +364,7 @@ class exec_backend final : public detail::live_backend {
       if (k > 0) {
         done += static_cast<std::size_t>(k);
       } else if (k == 0 || errno == ECONNRESET) {
+        peer_closed_ = true;
         fail(fmt::format("the process exited after {} of {} response bytes", done, n));
       } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
         wait(POLLIN, until, "on the response");
@@ -340,13 +382,14 @@ class exec_backend final : public detail::live_backend {
       if (k == 1) {
         if (c == '\n') return line;
         line.push_back(c);
-        if (line.size() > kMaxHeader) {
+        if (line.size() > protocol::max_header_bytes) {
           fail(
               fmt::format("the response header exceeds {} bytes without a newline (flooding); "
                           "the process was killed",
-                          kMaxHeader));
+                          protocol::max_header_bytes));
         }
       } else if (k == 0 || errno == ECONNRESET) {
+        peer_closed_ = true;
         fail(line.empty() ? "the process exited without answering"
                           : "the process exited in the middle of a response header");
       } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
@@ -357,64 +400,45 @@ class exec_backend final : public detail::live_backend {
     }
   }
 
-  nlohmann::json exchange(const nlohmann::json& header, const std::string& payload) {
+  protocol::answer exchange(protocol::request r, const std::string& payload) {
+    check_alive();
     const auto until = deadline();
-    send_all(header.dump() + "\n" + payload, until);
+    r.payload_bytes = payload.size();
+    send_all(protocol::request_line(r) + "\n" + payload, until);
     const std::string line = recv_line(until);
-    nlohmann::json j;
     try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail(
-          fmt::format("the response header is not JSON ({}): '{}'", e.what(), line.substr(0, 200)));
+      return protocol::parse_answer(line);
+    } catch (const error& e) {
+      fail(e.what());
     }
-    if (!j.is_object()) fail("the response header is not a JSON object");
-    return j;
   }
 
-  call_result call(const live_request& r, const char* what, nlohmann::json extra,
-                   const std::string& payload, const std::vector<expected_tensor>& want) {
-    nlohmann::json h = {{"pev", 1},
-                        {"request", what},
-                        {"spec", r.spec},
-                        {"dtype", to_string(r.type)},
-                        {"seq_len", r.seq_len},
-                        {"positions", r.positions.size()}};
-    for (auto& [k, v] : extra.items()) h[k] = v;
-    h["payload_bytes"] = payload.size();
+  // One computing request; the answer's tensors (`want`, checked exactly) are read into `out`.
+  call_result call(const protocol::request& r, const std::string& payload,
+                   const std::vector<protocol::tensor>& want, const std::vector<void*>& out) {
     const auto until = deadline();
-    const nlohmann::json j = exchange(h, payload);
-    if (!j.value("ok", false)) {
-      if (j.value("unsupported", false)) return call_result::unsupported;
-      fail(fmt::format("{} failed: {}", what,
-                       j.contains("error") ? j["error"].dump() : std::string("no message")));
+    const protocol::answer a = exchange(r, payload);
+    if (!a.ok) {
+      if (a.unsupported) return call_result::unsupported;
+      // An error answer keeps to the protocol (no payload follows): the process stays.
+      throw error(fmt::format("{}: {} failed: {}", label_, r.what,
+                              a.error.empty() ? "no message" : a.error));
     }
-    if (!j.contains("tensors") || !j["tensors"].is_array() || j["tensors"].size() != want.size()) {
-      fail(fmt::format("{}: expected {} tensor(s) in the response, got {}", what, want.size(),
-                       j.contains("tensors") ? j["tensors"].dump().substr(0, 200) : "none"));
+    try {
+      protocol::expect_tensors(a, r.what, want);
+    } catch (const error& e) {
+      fail(e.what());
     }
     for (std::size_t k = 0; k < want.size(); ++k) {
-      const auto& t = j["tensors"][k];
-      const std::string dt = want[k].name == "inv_freq" ? "fp32" : to_string(r.type);
-      if (!t.is_object() || t.value("name", "") != want[k].name || t.value("dtype", "") != dt ||
-          !t.contains("shape") || t["shape"] != nlohmann::json(want[k].shape)) {
-        fail(
-            fmt::format("{}: tensor {} must be {{\"name\": \"{}\", \"dtype\": \"{}\", \"shape\": "
-                        "{}}}, got {}",
-                        what, k, want[k].name, dt, nlohmann::json(want[k].shape).dump(),
-                        t.dump().substr(0, 200)));
-      }
-    }
-    for (const auto& w : want) {
-      std::size_t n = w.name == "inv_freq" ? 4 : dtype_bytes(r.type);
-      for (auto d : w.shape) n *= static_cast<std::size_t>(d);
-      recv_exact(static_cast<char*>(w.out), n, until);
+      recv_exact(static_cast<char*>(out[k]), want[k].bytes(), until);
     }
     return call_result::ok;
   }
 
-  std::string command_;
+  std::string command_, kind_, label_;
   exec_options o_;
+  std::string failure_;
+  bool peer_closed_ = false;
   pid_t pid_ = -1;
   int fd_ = -1;
   std::string name_;
@@ -563,16 +587,29 @@ void live_implementation::sinusoidal_pe(std::span<const std::int64_t> p,
 
 std::unique_ptr<live_implementation> load_plugin(const std::filesystem::path& library,
                                                  const spec::encoding& claimed,
-                                                 kernel::strategy accuracy) {
-  return std::make_unique<live_implementation>(std::make_shared<plugin_backend>(library), claimed,
-                                               accuracy);
+                                                 kernel::strategy accuracy,
+                                                 const plugin_options& o) {
+  if (!o.isolate) {
+    return std::make_unique<live_implementation>(std::make_shared<plugin_backend>(library), claimed,
+                                                 accuracy);
+  }
+  if (o.server.empty()) throw error("--isolate: no pev executable to run the plugin in");
+  const std::string lib = std::filesystem::absolute(library).string();
+  return std::make_unique<live_implementation>(
+      std::make_shared<exec_backend>(
+          lib, std::vector<std::string>{o.server.string(), "serve", "--plugin", lib},
+          "plugin (isolated)", fmt::format("--plugin {} (isolated)", library.string()),
+          exec_options{o.timeout}),
+      claimed, accuracy);
 }
 
 std::unique_ptr<live_implementation> start_exec(const std::string& command,
                                                 const spec::encoding& claimed,
                                                 kernel::strategy accuracy, const exec_options& o) {
-  return std::make_unique<live_implementation>(std::make_shared<exec_backend>(command, o), claimed,
-                                               accuracy);
+  return std::make_unique<live_implementation>(
+      std::make_shared<exec_backend>(command, std::vector<std::string>{}, "exec",
+                                     fmt::format("--exec '{}'", command), o),
+      claimed, accuracy);
 }
 
 }  // namespace pev::impl

@@ -24,17 +24,30 @@ namespace pev::impl {
 
 class live_implementation;
 
-/// Loads a plugin for `claimed`; its results are held to `accuracy`'s contract by properties.
-/// Throws pev::error for a library that cannot be loaded, lacks pev_plugin_abi_version, or was
-/// built for another ABI version.
-std::unique_ptr<live_implementation> load_plugin(const std::filesystem::path& library,
-                                                 const spec::encoding& claimed,
-                                                 kernel::strategy accuracy);
-
 struct exec_options {
   /// Longest wait for one response (and for the greeting).
   std::chrono::milliseconds timeout{60000};
 };
+
+struct plugin_options {
+  /// Run the plugin in a child process (`server serve --plugin LIB`, speaking the exec protocol)
+  /// instead of loading it into this one: a plugin that crashes, hangs or corrupts memory takes
+  /// down only the child, and its calls fail (pev::error naming the signal) like an --exec's.
+  bool isolate = false;
+  /// The pev executable that serves the plugin (the CLI passes itself).
+  std::filesystem::path server;
+  /// Isolated only: longest wait for one response.
+  std::chrono::milliseconds timeout{60000};
+};
+
+/// Loads a plugin for `claimed`; its results are held to `accuracy`'s contract by properties.
+/// Throws pev::error for a library that cannot be loaded, lacks pev_plugin_abi_version, or was
+/// built for another ABI version (isolated: for a child that cannot load it and answer the
+/// greeting).
+std::unique_ptr<live_implementation> load_plugin(const std::filesystem::path& library,
+                                                 const spec::encoding& claimed,
+                                                 kernel::strategy accuracy,
+                                                 const plugin_options& o = {});
 
 /// Starts `command` (run by /bin/sh -c) and greets it. Throws pev::error if it cannot be started
 /// or does not answer the greeting.
