@@ -38,7 +38,6 @@ TEST(ExecProtocol, RequestsRoundTrip) {
 
 TEST(ExecProtocol, BadRequestsAreProblemsWithTheirPayloadStillKnown) {
   const auto problem = [](const std::string& line) { return parse_request(line).problem; };
-  const std::string base = R"("pev": 1, "spec": "rope:head_dim=8", "positions": 3)";
   EXPECT_NE(problem(R"({"pev": 1, "request": "rope_table", "spec": "s", "positions": 3,
                         "payload_bytes": 8})")
                 .find("needs 24"),
