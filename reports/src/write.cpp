@@ -694,6 +694,12 @@ std::string run_gnuplot(const std::string& gnuplot, const std::filesystem::path&
 }  // namespace
 
 void write_report(const results& r, const std::filesystem::path& dir, const write_options& o) {
+  io::write_directory_atomic(
+      dir, [&](const std::filesystem::path& staging) { write_report_files(r, staging, o); });
+}
+
+void write_report_files(const results& r, const std::filesystem::path& dir,
+                        const write_options& o) {
   std::error_code ec;
   std::filesystem::create_directories(dir / "data", ec);
   if (!ec) std::filesystem::create_directories(dir / "plots", ec);

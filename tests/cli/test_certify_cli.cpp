@@ -73,13 +73,13 @@ TEST(CliCertify, NpyTableAndClaims) {
   auto c = run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "0:3000",
                     "--format", "npy", "--out", dir + "/table.npy"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
-  auto r = run_pev({"certify", "--spec", kSpec, "--impl", dir + "/table.npy", "--out", dir,
+  auto r = run_pev({"certify", "--spec", kSpec, "--impl", dir + "/table.npy", "--out", dir + "/out",
                     "--recipe", "hf", "--exhaustive"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("pairs layout, detected"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("claim     recipe hf: holds"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exhaustive"), std::string::npos) << r.out;
-  const auto fast = read_json(dir + "/certificate.json");
+  const auto fast = read_json(dir + "/out/certificate.json");
   EXPECT_EQ(fast["positions"]["exhaustive"], true);
   // --reference mpfr: MPFR for every value; the same rounded values, so the same counts, ρ,
   // worst cases and grade.
@@ -102,17 +102,17 @@ TEST(CliCertify, NpyTableAndClaims) {
     }
   }
   // The fp32 recipe is not faithful: claiming `exact` fails (exit 1), the grade stays.
-  auto x = run_pev({"certify", "--spec", kSpec, "--impl", dir + "/table.npy", "--out", dir,
+  auto x = run_pev({"certify", "--spec", kSpec, "--impl", dir + "/table.npy", "--out", dir + "/out",
                     "--recipe", "exact"});
   EXPECT_EQ(x.exit_code, 1) << x.out << x.err;
   EXPECT_NE(x.out.find("does NOT hold"), std::string::npos) << x.out;
-  EXPECT_EQ(read_json(dir + "/certificate.json")["certified"], false);
+  EXPECT_EQ(read_json(dir + "/out/certificate.json")["certified"], false);
   // The wrong spec: not certified, with a diagnosis.
   auto w = run_pev({"certify", "--spec", "rope:head_dim=64,rope_theta=10000", "--impl",
-                    dir + "/table.npy", "--out", dir});
+                    dir + "/table.npy", "--out", dir + "/out"});
   EXPECT_EQ(w.exit_code, 1) << w.out << w.err;
   EXPECT_NE(w.out.find("first mismatch"), std::string::npos) << w.out;
-  EXPECT_FALSE(read_json(dir + "/certificate.json")["diagnosis"].is_null());
+  EXPECT_FALSE(read_json(dir + "/out/certificate.json")["diagnosis"].is_null());
 }
 
 TEST(CliCertify, LiveImplementations) {

@@ -1,11 +1,20 @@
 // End-to-end tests of `pev report` and `pev merge` (DESIGN §4, §6): files written, exit codes,
 // bad usage, shards, the fast reference against the MPFR path, and determinism.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <thread>
 
 #include "pev/io/file.h"
 #include "run.h"
@@ -218,6 +227,100 @@ TEST(CliReport, ConfigFilesAreSweptUnderTheirNames) {
       {"report", "--suite", "default", "--config", cfg, "--max-position", "64", "--out", d});
   ASSERT_EQ(both.exit_code, 0) << both.err;
   EXPECT_EQ(report_json(d)["provenance"]["suite"], "default+custom");
+}
+
+// ---- a run killed with SIGKILL leaves the previous report or none, never a torn one ----------
+
+// A report directory as {relative path: contents}, with the generation time blanked (the only
+// thing that differs between two runs with the same seed).
+std::map<std::string, std::string> snapshot(const std::filesystem::path& dir) {
+  static const std::regex stamp(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    files[std::filesystem::relative(e.path(), dir).string()] =
+        std::regex_replace(io::read_file(e.path()), stamp, "T");
+  }
+  return files;
+}
+
+// Starts `pev args` with its output discarded; returns its pid.
+pid_t spawn_pev(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {PEV_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> p;
+  for (auto& a : argv) p.push_back(a.data());
+  p.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(p[0], p.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+TEST(CliReport, KilledAtAnyMomentLeavesThePreviousReportOrTheNewOne) {
+  const std::string dir = temp_dir("report_sigkill");
+  const auto args = [&](const char* seed, const std::string& out) {
+    return with(kSmall, {"--seed", seed, "--out", out});
+  };
+  // The two complete reports a killed run may leave: the previous (seed 1) and the new (seed 2).
+  ASSERT_EQ(run_pev(args("1", dir + "/a")).exit_code, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(run_pev(args("2", dir + "/b")).exit_code, 0);
+  const double full = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto previous = snapshot(dir + "/a"), fresh = snapshot(dir + "/b");
+  ASSERT_NE(previous, fresh);
+  ASSERT_GT(previous.size(), 20u);  // report files, data/*.csv, plots/*.svg and *.gp
+
+  // Kill the seed-2 run over `out` (holding the seed-1 report, or nothing) at times spread over
+  // its whole run, writing phase included; each time `out` must equal one complete report.
+  const std::uint64_t seed = std::random_device{}();
+  std::cout << "kill-time seed " << seed << " (a full run takes " << full << " s)\n";
+  std::mt19937_64 rng(seed);
+  const int kills = 16;
+  int left_previous = 0, left_new = 0, left_none = 0;
+  for (int k = 0; k < kills; ++k) {
+    const std::string out = dir + "/out";
+    std::filesystem::remove_all(out);
+    const bool had_previous = k % 4 != 3;  // a quarter of the runs start with no report
+    if (had_previous)
+      std::filesystem::copy(dir + "/a", out, std::filesystem::copy_options::recursive);
+    const double at = full * 1.2 * (k + std::uniform_real_distribution<>(0, 1)(rng)) / kills;
+    const pid_t pid = spawn_pev(args("2", out));
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::duration<double>(at));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const bool killed = WIFSIGNALED(status);
+    if (!std::filesystem::exists(out)) {
+      EXPECT_FALSE(had_previous) << "the previous report vanished (kill at " << at << " s)";
+      ++left_none;
+      continue;
+    }
+    const auto now = snapshot(out);
+    if (now == previous && had_previous) {
+      ++left_previous;
+    } else if (now == fresh) {
+      ++left_new;
+    } else {
+      ADD_FAILURE() << "a torn report after a kill at " << at << " s (killed: " << killed
+                    << "): " << now.size() << " files, previous " << previous.size() << ", new "
+                    << fresh.size();
+    }
+  }
+  std::cout << kills << " kills: previous report left " << left_previous << ", new report "
+            << left_new << ", none " << left_none << "\n";
+  EXPECT_GT(left_previous + left_none, 0) << "no kill landed before the report was complete";
+  // The killed runs' staging directories are removed by the next run.
+  ASSERT_EQ(run_pev(args("2", dir + "/out")).exit_code, 0);
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename().string().find("pev-staging"), std::string::npos) << e.path();
+  }
 }
 
 }  // namespace

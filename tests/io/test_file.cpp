@@ -83,6 +83,86 @@ TEST(FileAtomic, UnwritableDirectoryIsAnError) {
   std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
 }
 
+// ---- write_directory_atomic ----
+
+void write_set(const std::filesystem::path& d, const std::vector<std::string>& names,
+               const std::string& content) {
+  for (const auto& n : names) write_file_atomic(d / n, content);
+}
+
+TEST(DirectoryAtomic, CreatesThenReplacesAPreviousOutputAsAWhole) {
+  const auto base = scratch_dir() / "dir_atomic";
+  std::filesystem::remove_all(base);
+  const auto out = base / "out";
+  write_directory_atomic(out, [](const auto& d) { write_set(d, {"report.json", "old.csv"}, "1"); });
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"old.csv", "report.json"}));
+  // The new output replaces the old one entirely: old.csv, which it does not have, is gone.
+  write_directory_atomic(out, [](const auto& d) { write_set(d, {"report.json", "new.csv"}, "2"); });
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"new.csv", "report.json"}));
+  EXPECT_EQ(read_bytes(out / "report.json"), "2");
+  // Nothing else left beside it (no staging directory, no aside copy).
+  EXPECT_EQ(entries(base), std::vector<std::string>{"out"});
+  // A trailing slash names the same directory.
+  write_directory_atomic(out.string() + "/",
+                         [](const auto& d) { write_set(d, {"report.json"}, "3"); });
+  EXPECT_EQ(read_bytes(out / "report.json"), "3");
+  EXPECT_EQ(entries(base), std::vector<std::string>{"out"});
+}
+
+TEST(DirectoryAtomic, AFailedWriteLeavesThePreviousOutput) {
+  const auto base = scratch_dir() / "dir_atomic_fail";
+  std::filesystem::remove_all(base);
+  const auto out = base / "out";
+  write_directory_atomic(out, [](const auto& d) { write_set(d, {"report.json"}, "previous"); });
+  EXPECT_PEV_ERROR(write_directory_atomic(out,
+                                          [](const auto& d) {
+                                            write_set(d, {"report.json"}, "half");
+                                            throw pev::error("gnuplot failed");
+                                          }),
+                   "gnuplot failed");
+  EXPECT_EQ(read_bytes(out / "report.json"), "previous");
+  EXPECT_EQ(entries(base), std::vector<std::string>{"out"});
+}
+
+TEST(DirectoryAtomic, RefusesWhatItDidNotWrite) {
+  const auto base = scratch_dir() / "dir_atomic_refuse";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base / "mine");
+  write_bytes(base / "mine" / "thesis.tex", "keep me");
+  EXPECT_PEV_ERROR(write_directory_atomic(base / "mine", [](const auto&) {}),
+                   "not a previous pev output");
+  EXPECT_PEV_ERROR(check_output_directory(base / "mine"), "not a previous pev output");
+  EXPECT_EQ(read_bytes(base / "mine" / "thesis.tex"), "keep me");
+  write_bytes(base / "file", "x");
+  EXPECT_PEV_ERROR(write_directory_atomic(base / "file", [](const auto&) {}), "not a directory");
+  EXPECT_PEV_ERROR(check_output_directory(base / "file" / "sub"), "cannot create the directory");
+  EXPECT_PEV_ERROR(check_output_directory("."), "named directory");
+  // An empty directory is fine.
+  std::filesystem::create_directories(base / "empty");
+  write_directory_atomic(base / "empty", [](const auto& d) { write_set(d, {"x.json"}, "1"); });
+  EXPECT_EQ(entries(base / "empty"), std::vector<std::string>{"x.json"});
+}
+
+TEST(DirectoryAtomic, KilledRunsLeftoversAreRemovedAndSymlinksKept) {
+  const auto base = scratch_dir() / "dir_atomic_stale";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base);
+  // A staging directory of a process that no longer exists (a pid beyond pid_max), and one of a
+  // live process (this one's parent), which must be left alone.
+  const auto dead = base / ".out.pev-staging-2147483600";
+  const auto live = base / (".out.pev-staging-" + std::to_string(::getppid()));
+  std::filesystem::create_directories(dead);
+  std::filesystem::create_directories(live);
+  write_directory_atomic(base / "out", [](const auto& d) { write_set(d, {"report.json"}, "1"); });
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  // A symbolic link to the output: the directory it names is replaced, the link stays.
+  std::filesystem::create_directory_symlink(base / "out", base / "link");
+  write_directory_atomic(base / "link", [](const auto& d) { write_set(d, {"report.json"}, "2"); });
+  EXPECT_TRUE(std::filesystem::is_symlink(base / "link"));
+  EXPECT_EQ(read_bytes(base / "out" / "report.json"), "2");
+}
+
 TEST(FileRead, ReadsWholeFiles) {
   const auto file = scratch_dir() / "bytes.bin";
   std::string bytes;

@@ -207,12 +207,27 @@ command add_certify(CLI::App& app) {
   cmd->add_flag("--exhaustive", st->exhaustive,
                 "Require the dump to hold every position 0 … max (bad input otherwise), so the "
                 "certificate covers every position; every row is always checked");
-  cmd->add_option("--out", st->out, "Output directory for certificate.json")->capture_default_str();
+  cmd->add_option("--out", st->out,
+                  "Output directory for certificate.json and the report files, replaced as a whole "
+                  "(absent, empty, or a previous pev output)")
+      ->capture_default_str();
   return {cmd, [st]() -> int {
             if (st->impl.empty() && st->plugin.empty() && st->exec.empty()) {
               throw error("one of --impl FILE, --plugin LIB.so or --exec 'CMD' is required");
             }
+            io::check_output_directory(st->out);  // before the work, not after it
             std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
+            // --out is replaced as a whole: an input inside it would be deleted.
+            const auto out_dir = std::filesystem::weakly_canonical(st->out);
+            for (const auto& f : files) {
+              const auto rel = std::filesystem::weakly_canonical(f).lexically_relative(out_dir);
+              if (!rel.empty() && *rel.begin() != "..") {
+                throw error(fmt::format(
+                    "--impl {} is inside --out {}, which pev replaces as a whole: choose another "
+                    "--out",
+                    f.string(), st->out));
+              }
+            }
             const certify::dump d = files.empty() ? certify::dump{} : certify::read_dump(files);
             spec::encoding e;
             if (!st->config_file.empty()) {
@@ -280,19 +295,15 @@ command add_certify(CLI::App& app) {
               cert = certify::certify_dump(e, d, o);
             }
             const std::filesystem::path dir(st->out);
-            std::error_code ec;
-            std::filesystem::create_directories(dir, ec);
-            if (ec) {
-              throw error(fmt::format("--out {}: cannot create the directory: {}", dir.string(),
-                                      ec.message()));
-            }
-            io::write_file_atomic(dir / "certificate.json", certify::to_json(cert));
-            // The report's files too (summary.md for a CI job summary, junit.xml, report.json,
-            // data/*.csv, index.html), one check per certificate check; no plots (a dump has no
-            // position sweep to draw).
-            report::write_options wo;
-            wo.gnuplot.clear();
-            report::write_report(certificate_results(cert), dir, wo);
+            // certificate.json and the report's files (summary.md for a CI job summary,
+            // junit.xml, report.json, data/*.csv, index.html; one check per certificate check; no
+            // plots: a dump has no position sweep to draw), replacing --out as one unit.
+            io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
+              io::write_file_atomic(staging / "certificate.json", certify::to_json(cert));
+              report::write_options wo;
+              wo.gnuplot.clear();
+              report::write_report_files(certificate_results(cert), staging, wo);
+            });
             std::cout << certify::to_text(cert)
                       << "certificate: " << (dir / "certificate.json").string() << " (summary.md, "
                       << "junit.xml, index.html beside it)\n";

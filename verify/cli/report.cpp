@@ -101,7 +101,10 @@ command add_report(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--shard", st->shard,
                   "Run shard I of N (I/N, 0-based): every N-th check; combine with `pev merge`");
-  cmd->add_option("--out", st->out, "Output directory")->capture_default_str();
+  cmd->add_option("--out", st->out,
+                  "Output directory, replaced as a whole when the report is complete (absent, "
+                  "empty, or a previous pev output)")
+      ->capture_default_str();
   cmd->add_option("--reference", st->reference,
                   "Exact reference: fast (double/double-double with MPFR fallback, "
                   "bit-identical) or mpfr (the slow path)")
@@ -125,6 +128,7 @@ command add_report(CLI::App& app) {
             if (!st->suite.empty() && st->suite != "default") {
               throw error("--suite: the only built-in suite is 'default', got '" + st->suite + "'");
             }
+            io::check_output_directory(st->out);  // before the sweep, not after it
             o.max_position = st->max_position;
             o.threads = st->threads;
             o.seed = st->seed;
@@ -169,7 +173,10 @@ command add_merge(CLI::App& app) {
       "usage or input.");
   cmd->add_option("dirs", st->dirs, "Report directories of the shards (each with report.json)")
       ->required();
-  cmd->add_option("--out", st->out, "Output directory")->capture_default_str();
+  cmd->add_option("--out", st->out,
+                  "Output directory, replaced as a whole when the report is complete (absent, "
+                  "empty, or a previous pev output)")
+      ->capture_default_str();
   return {cmd, [st]() -> int {
             std::vector<report::results> shards;
             for (const auto& d : st->dirs) {

@@ -2,7 +2,10 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -243,6 +246,157 @@ void write_file_atomic(const std::filesystem::path& file, std::string_view bytes
   detail::atomic_writer w(file);
   w.write(bytes);
   w.commit();
+}
+
+namespace {
+
+// Atomically exchanges two paths (Linux renameat2 RENAME_EXCHANGE; glibc 2.28+ declares it, the
+// syscall is used directly for older headers). Returns 0, or −1 with errno.
+int exchange_paths(const std::filesystem::path& a, const std::filesystem::path& b) {
+#ifdef SYS_renameat2
+  constexpr unsigned exchange = 1U << 1;  // RENAME_EXCHANGE
+  return static_cast<int>(
+      ::syscall(SYS_renameat2, AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), exchange));
+#else
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+void sync_directory(const std::filesystem::path& dir) {
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+// Removes the staging directories (".NAME.pev-staging-PID[-old]") of runs that no longer exist.
+void remove_stale_staging(const std::filesystem::path& parent, const std::string& name) {
+  const std::string prefix = "." + name + ".pev-staging-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
+    const std::string f = entry.path().filename().string();
+    if (f.rfind(prefix, 0) != 0) continue;
+    long pid = 0;
+    const auto* first = f.data() + prefix.size();
+    const auto [end, err] = std::from_chars(first, f.data() + f.size(), pid);
+    if (err != std::errc() || pid <= 0) continue;
+    if (pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      std::filesystem::remove_all(entry.path(), ignored);
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+struct output_target {
+  std::filesystem::path path, parent;
+  std::string name;
+  bool exists = false;
+};
+
+output_target check_output(const std::filesystem::path& dir,
+                           std::initializer_list<std::string_view> markers) {
+  namespace fs = std::filesystem;
+  output_target t;
+  t.path = dir.filename().empty() ? dir.parent_path() : dir;  // "out/" → "out"
+  std::error_code ec;
+  // A symbolic link to the output directory: the directory it names is replaced, the link kept.
+  if (fs::symlink_status(t.path, ec).type() == fs::file_type::symlink) {
+    t.path = fs::canonical(t.path, ec);
+    if (ec) throw pev::error(fmt::format("'{}': {}", dir.string(), ec.message()));
+  }
+  t.name = t.path.filename().string();
+  if (t.name.empty() || t.name == "." || t.name == "..") {
+    throw pev::error(
+        fmt::format("'{}': the output must be a named directory (not '.' or '..')", dir.string()));
+  }
+  t.parent = t.path.parent_path().empty() ? fs::path(".") : t.path.parent_path();
+  fs::create_directories(t.parent, ec);
+  if (ec) {
+    throw pev::error(
+        fmt::format("'{}': cannot create the directory: {}", t.parent.string(), ec.message()));
+  }
+  if (::access(t.parent.c_str(), W_OK | X_OK) != 0) {
+    throw pev::error(fmt::format("'{}': cannot write the output there: {}", t.parent.string(),
+                                 std::strerror(errno)));
+  }
+  // What is there now: nothing, an empty directory, or a previous output (one of `markers`).
+  const auto st = fs::symlink_status(t.path, ec);
+  t.exists = !ec && st.type() != fs::file_type::not_found;
+  if (t.exists) {
+    if (st.type() != fs::file_type::directory) {
+      throw pev::error(fmt::format("'{}' exists and is not a directory", t.path.string()));
+    }
+    const bool empty = fs::is_empty(t.path, ec);
+    bool previous = false;
+    for (const auto m : markers) previous = previous || fs::exists(t.path / m, ec);
+    if (!empty && !previous) {
+      throw pev::error(fmt::format(
+          "'{}' is a non-empty directory that is not a previous pev output (no {}): pev replaces "
+          "its output directory as a whole, so choose a new or empty directory",
+          t.path.string(), *markers.begin()));
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+void check_output_directory(const std::filesystem::path& dir,
+                            std::initializer_list<std::string_view> markers) {
+  check_output(dir, markers);
+}
+
+void write_directory_atomic(const std::filesystem::path& dir,
+                            const std::function<void(const std::filesystem::path&)>& write,
+                            std::initializer_list<std::string_view> markers) {
+  namespace fs = std::filesystem;
+  const output_target t = check_output(dir, markers);
+  const fs::path& target = t.path;
+  const fs::path& parent = t.parent;
+  const std::string& name = t.name;
+  const bool exists = t.exists;
+  std::error_code ec;
+  remove_stale_staging(parent, name);
+  const fs::path staging = parent / fmt::format(".{}.pev-staging-{}", name, ::getpid());
+  fs::remove_all(staging, ec);
+  if (!fs::create_directory(staging, ec) || ec) {
+    throw pev::error(fmt::format("'{}': cannot create the directory: {}", staging.string(),
+                                 ec ? ec.message() : "it exists"));
+  }
+  try {
+    write(staging);
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  sync_directory(staging);
+  const auto fail = [&](const char* what) {
+    const int err = errno;
+    fs::remove_all(staging, ec);
+    throw pev::error(fmt::format("'{}': cannot {}: {}", target.string(), what, std::strerror(err)));
+  };
+  if (!exists) {
+    if (::rename(staging.c_str(), target.c_str()) != 0) fail("move the new output into place");
+  } else if (exchange_paths(staging, target) == 0) {
+    // `staging` now holds the previous output.
+    fs::remove_all(staging, ec);
+  } else {
+    // No atomic exchange here (another file system, an old kernel): move the previous output
+    // aside, then the new one into place. A kill between the two leaves no output, which is
+    // allowed (never a torn one); the aside copy is removed as a stale staging directory.
+    const fs::path old = parent / fmt::format(".{}.pev-staging-{}-old", name, ::getpid());
+    fs::remove_all(old, ec);
+    if (::rename(target.c_str(), old.c_str()) != 0) fail("move the previous output aside");
+    if (::rename(staging.c_str(), target.c_str()) != 0) fail("move the new output into place");
+    fs::remove_all(old, ec);
+  }
+  sync_directory(parent);
 }
 
 std::string read_file(const std::filesystem::path& file) {

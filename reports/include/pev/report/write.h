@@ -35,8 +35,15 @@ struct write_options {
   std::string gnuplot = "gnuplot";  // executable; empty: no plots (index.html says so)
 };
 
-/// Writes the whole report into `dir` (created if missing). Throws pev::error naming the file on
-/// I/O failure or when gnuplot fails.
+/// Writes the whole report as `dir`, as one unit (io::write_directory_atomic: a run killed at any
+/// moment leaves the previous report or none, never a torn one; a non-empty `dir` that is not a
+/// previous report is refused). Throws pev::error naming the file on I/O failure or when gnuplot
+/// fails, leaving `dir` as it was.
 void write_report(const results& r, const std::filesystem::path& dir, const write_options& o = {});
+
+/// Writes the report's files into the existing directory `dir`, one file at a time (for a caller
+/// that adds its own files to the same unit, inside io::write_directory_atomic).
+void write_report_files(const results& r, const std::filesystem::path& dir,
+                        const write_options& o = {});
 
 }  // namespace pev::report
