@@ -97,6 +97,26 @@ put("safetensors", "shape_overflow",
                            b'"data_offsets":[0,4]}}') + b"\0" * 4)
 put("safetensors", "deep_json", struct.pack("<Q", 400) + b"[" * 200 + b"]" * 200)
 put("safetensors", "not_utf8", st({}, header_override=b'{"\xff\xfe":{}}'))
+# A 4 TiB tensor declared in a 100-byte file: refused before any allocation.
+put("safetensors", "terabyte",
+    st({}, header_override=b'{"cos":{"dtype":"F32","shape":[1048576,1048576],'
+                           b'"data_offsets":[0,4398046511104]}}') + b"\0" * 16)
+# cos/sin tables of rope:head_dim=4 (2 pairs) at positions 0..2, exact but for planted values.
+exact = np.arange(3)[:, None] * (10000.0 ** (-np.arange(2) / 2.0))[None, :]
+
+
+def table(cos, sin):
+    return st({"cos": ("F32", [3, 2], cos.astype("<f4").tobytes()),
+               "sin": ("F32", [3, 2], sin.astype("<f4").tobytes())})
+
+
+c, s_ = np.cos(exact), np.sin(exact)
+for name, value in (("nan", np.nan), ("inf", np.inf)):
+    bad = c.copy()
+    bad[1, 0] = value
+    put("safetensors", "table_" + name, table(bad, s_))
+put("safetensors", "table_subnormal", table(np.full((3, 2), 1e-40), np.full((3, 2), 1e-40)))
+put("safetensors", "table_exact", table(c, s_))
 
 # ---- SPEC strings -----------------------------------------------------------------------------
 specs = [

@@ -136,6 +136,12 @@ std::string to_text(const certificate& c) {
     if (!k.note.empty() && k.property_status != "not applicable") {
       s += fmt::format("note      {}: {}\n", k.name, k.note);
     }
+    if (k.non_finite > 0) {
+      s += fmt::format(
+          "note      {}: {} non-finite value(s) (NaN or Inf) where the exact value "
+          "is finite\n",
+          k.name, k.non_finite);
+    }
   }
   s += fmt::format("grade     {}\n", to_string(c.result));
   if (c.claimed_recipe) {

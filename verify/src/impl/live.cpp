@@ -349,9 +349,10 @@ class exec_backend final : public detail::live_backend {
       } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
         wait(POLLOUT, until, "reading the request");
       } else {
+        // It stopped reading (EPIPE): it may still have answered (an answer that does not wait
+        // for the whole request, or an error). Stop sending; the answer, if any, is read next.
         peer_closed_ = true;
-        fail(fmt::format("the process stopped reading its input ({}); it exited or closed stdin",
-                         k < 0 ? std::strerror(errno) : "EOF"));
+        return;
       }
     }
   }

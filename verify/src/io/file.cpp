@@ -321,10 +321,14 @@ output_target check_output(const std::filesystem::path& dir,
     throw pev::error(
         fmt::format("'{}': cannot create the directory: {}", t.parent.string(), ec.message()));
   }
-  if (::access(t.parent.c_str(), W_OK | X_OK) != 0) {
-    throw pev::error(fmt::format("'{}': cannot write the output there: {}", t.parent.string(),
-                                 std::strerror(errno)));
+  // Can a directory be made there (the staging directory will be)? Tried, not guessed: access()
+  // says yes to root on a read-only file system or /proc.
+  const fs::path probe = t.parent / fmt::format(".{}.pev-probe-{}", t.name, ::getpid());
+  if (::mkdir(probe.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw pev::error(
+        fmt::format("'{}': cannot write the output there: {}", dir.string(), std::strerror(errno)));
   }
+  ::rmdir(probe.c_str());
   // What is there now: nothing, an empty directory, or a previous output (one of `markers`).
   const auto st = fs::symlink_status(t.path, ec);
   t.exists = !ec && st.type() != fs::file_type::not_found;
