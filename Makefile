@@ -35,10 +35,9 @@ test: build
 test-exhaustive: build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -L exhaustive
 
-# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (its own build directory;
-# benchmarks are not built; the find_package consumer check, which links an uninstrumented project
-# against the installed libraries, is left to the normal build). Not in CI yet: it takes about as
-# long as the rest of CI on 2 cores (issue: hardening).
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (its own build directory,
+# -O1 with line tables; benchmarks are not built; the find_package consumer check, which links an
+# uninstrumented project against the installed libraries, is left to the normal build). In CI.
 test-sanitize:
 	@$(MAKE) --no-print-directory test PEV_SANITIZE=ON BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo \
 	  CMAKE_FLAGS="-DPEV_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS)" CTEST_FLAGS="-LE 'exhaustive|install'"
