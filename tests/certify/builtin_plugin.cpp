@@ -2,7 +2,7 @@
 // certify every strategy through the plugin path as through files and --exec. The strategy comes
 // from the environment variable PEV_PLUGIN_STRATEGY (default: accurate). PEV_PLUGIN_MISBEHAVE
 // makes pev_rope_table misbehave as a broken plugin would, for the tests of `--isolate`:
-// segv (writes through a null pointer), abort, hang (sleeps for an hour), error (returns
+// segv (a wild write: dies of SIGSEGV), abort, hang (sleeps for an hour), error (returns
 // PEV_ERROR with a message).
 
 #include <unistd.h>
@@ -46,7 +46,10 @@ const char* misbehave() {
   if (!m || !*m) return nullptr;
   const std::string mode = m;
   if (mode == "segv") {
-    volatile int* volatile p = nullptr;
+    // A wild write. The default action, not a sanitizer's handler, so that the process dies of
+    // the signal in every build (UBSan would catch a store through null first).
+    std::signal(SIGSEGV, SIG_DFL);
+    volatile int* volatile p = reinterpret_cast<int*>(16);
     *p = 1;
   } else if (mode == "abort") {
     std::abort();
