@@ -21,6 +21,23 @@ std::string slurp(const std::string& path) {
 
 }  // namespace
 
+int spawn_pev(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {PEV_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> p;
+  for (auto& a : argv) p.push_back(a.data());
+  p.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(p[0], p.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 std::string temp_dir(const std::string& name) {
   const auto dir = std::filesystem::path(testing::TempDir()) /
                    ("pev_cli_" + name + "_" + std::to_string(getpid()));

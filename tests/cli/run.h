@@ -15,6 +15,10 @@ struct run_result {
 /// Runs PEV_BINARY with `args` (no shell: arguments are passed as they are).
 run_result run_pev(const std::vector<std::string>& args);
 
+/// Starts PEV_BINARY with `args` in the background, its output discarded; returns its pid (for
+/// tests that kill it).
+int spawn_pev(const std::vector<std::string>& args);
+
 /// A fresh directory under the test temp dir.
 std::string temp_dir(const std::string& name);
 

@@ -2,6 +2,9 @@
 // certificate.json, the spec from the dump's metadata, claims, bad usage).
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -182,6 +185,21 @@ TEST(CliCertify, LiveImplementations) {
   EXPECT_EQ(crash.exit_code, 1) << crash.out << crash.err;
   EXPECT_NE(crash.out.find("killed by signal 11"), std::string::npos) << crash.out;
   EXPECT_TRUE(std::filesystem::exists(dir + "/crash/certificate.json"));
+  // pev killed (SIGKILL) while its isolated plugin hangs: the child dies with it.
+  setenv("PEV_PLUGIN_MISBEHAVE", "hang", 1);
+  const int pid = test::spawn_pev({"certify", "--spec", kSpec, "--plugin", PEV_BUILTIN_PLUGIN,
+                                   "--isolate", "--out", dir + "/killed"});
+  unsetenv("PEV_PLUGIN_MISBEHAVE");
+  const auto child_running = [] {
+    return std::system("pgrep -f 'serve --plugi[n]' > /dev/null") == 0;
+  };
+  for (int k = 0; k < 200 && !child_running(); ++k) usleep(10000);
+  EXPECT_TRUE(child_running()) << "the isolated child did not start";
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  for (int k = 0; k < 100 && child_running(); ++k) usleep(10000);
+  EXPECT_FALSE(child_running()) << "the isolated child outlived pev";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/killed"));
   // A command that never answers: bad input (exit 2) after the timeout, not a hang.
   auto h =
       run_pev({"certify", "--spec", kSpec, "--exec", "sleep 30", "--timeout", "1", "--out", dir});

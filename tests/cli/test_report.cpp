@@ -258,24 +258,6 @@ std::map<std::string, std::string> snapshot(const std::filesystem::path& dir) {
   return files;
 }
 
-// Starts `pev args` with its output discarded; returns its pid.
-pid_t spawn_pev(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {PEV_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> p;
-  for (auto& a : argv) p.push_back(a.data());
-  p.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    execv(p[0], p.data());
-    _exit(127);
-  }
-  return pid;
-}
-
 TEST(CliReport, KilledAtAnyMomentLeavesThePreviousReportOrTheNewOne) {
   const std::string dir = temp_dir("report_sigkill");
   const auto args = [&](const char* seed, const std::string& out) {
@@ -304,7 +286,7 @@ TEST(CliReport, KilledAtAnyMomentLeavesThePreviousReportOrTheNewOne) {
     if (had_previous)
       std::filesystem::copy(dir + "/a", out, std::filesystem::copy_options::recursive);
     const double at = full * 1.2 * (k + std::uniform_real_distribution<>(0, 1)(rng)) / kills;
-    const pid_t pid = spawn_pev(args("2", out));
+    const pid_t pid = test::spawn_pev(args("2", out));
     ASSERT_GT(pid, 0);
     std::this_thread::sleep_for(std::chrono::duration<double>(at));
     kill(pid, SIGKILL);

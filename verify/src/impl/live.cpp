@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -182,6 +183,7 @@ class exec_backend final : public detail::live_backend {
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
+    const pid_t parent = getpid();
     pid_ = fork();
     if (pid_ < 0) {
       close(sv[0]);
@@ -191,6 +193,9 @@ class exec_backend final : public detail::live_backend {
     if (pid_ == 0) {
       // Its own process group: the shell and whatever it starts are killed together.
       setpgid(0, 0);
+      // And it dies with pev: a pev that is killed (even with SIGKILL) leaves no child running.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);  // pev died before prctl
       dup2(sv[1], 0);
       dup2(sv[1], 1);
       if (argv.empty()) {
