@@ -265,12 +265,11 @@ command add_certify(CLI::App& app) {
               lo.samples = st->samples;
               lo.exhaustive = st->exhaustive;
               lo.seed = st->seed;
-              lo.type = st->dtype == "fp32"   ? impl::dtype::fp32
-                        : st->dtype == "fp16" ? impl::dtype::fp16
-                        : st->dtype == "bf16"
-                            ? impl::dtype::bf16
-                            : throw error("--dtype: expected fp32, fp16 or bf16, got '" +
-                                          st->dtype + "'");
+              try {
+                lo.type = impl::parse_dtype(st->dtype);
+              } catch (const error& e) {
+                throw error(std::string("--dtype: ") + e.what());
+              }
               lo.properties = !st->no_properties;
               lo.property_cases = st->property_cases;
               lo.property_checks = live_property_checks;

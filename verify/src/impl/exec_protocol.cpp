@@ -93,13 +93,6 @@ std::optional<std::size_t> product(std::initializer_list<std::int64_t> factors, 
 
 std::size_t element_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }
 
-dtype parse_dtype(std::string_view s) {
-  if (s == "fp32") return dtype::fp32;
-  if (s == "fp16") return dtype::fp16;
-  if (s == "bf16") return dtype::bf16;
-  throw error(fmt::format("unknown dtype '{}' (fp32, fp16 or bf16)", clip(s)));
-}
-
 std::size_t tensor::bytes() const {
   std::size_t n = element_bytes(type);
   for (const std::int64_t d : shape) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <string>
 #include <variant>
 
 #include "pev/core/error.h"
@@ -47,6 +48,15 @@ const char* to_string(dtype t) {
       return "bf16";
   }
   return "?";
+}
+
+dtype parse_dtype(std::string_view s) {
+  for (const dtype t : {dtype::fp32, dtype::fp16, dtype::bf16}) {
+    if (s == to_string(t)) return t;
+  }
+  constexpr std::size_t n = 40;  // the name is user input: quoted, clipped
+  throw error("unknown dtype '" + std::string(s.substr(0, n)) + (s.size() > n ? "…" : "") +
+              "' (fp32, fp16 or bf16)");
 }
 
 void implementation::unsupported(output what) const {

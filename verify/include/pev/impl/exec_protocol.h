@@ -25,8 +25,6 @@ inline constexpr std::size_t max_payload_bytes = std::size_t{1} << 31;
 
 /// Bytes of one element (fp32: 4; fp16, bf16: 2).
 std::size_t element_bytes(dtype t);
-/// "fp32", "fp16", "bf16" → dtype; throws pev::error otherwise.
-dtype parse_dtype(std::string_view s);
 
 /// A tensor of an answer, as its header lists it.
 struct tensor {

@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -41,6 +42,8 @@ const char* to_string(output o);
 /// Output element types.
 enum class dtype { fp32, fp16, bf16 };
 const char* to_string(dtype t);
+/// The inverse of to_string: "fp32", "fp16", "bf16"; throws pev::error naming `s` otherwise.
+dtype parse_dtype(std::string_view s);
 template <class T>
 constexpr dtype dtype_of() {
   if constexpr (std::is_same_v<T, float>) {
