@@ -25,15 +25,8 @@ double dbl(T v) {
 
 /// Calls f.template operator()<T>() for the C++ type of dtype t.
 template <class F>
-void dispatch(impl::dtype t, F&& f) {
-  switch (t) {
-    case impl::dtype::fp32:
-      return f.template operator()<float>();
-    case impl::dtype::fp16:
-      return f.template operator()<half>();
-    case impl::dtype::bf16:
-      return f.template operator()<bfloat16>();
-  }
+void dispatch(dtype t, F&& f) {
+  visit_output_float(t, [&](auto tag) { f.template operator()<typename decltype(tag)::type>(); });
 }
 
 /// A generated spec of `family`-specific generator `g` that the subject accepts.
@@ -43,39 +36,36 @@ S accepted(const subject& s, rc::Gen<S> g) {
                             [&s](const S& v) { return s.accepts(spec::encoding{v}); });
 }
 
-/// Failure text helper.
-inline std::string hex(double v) { return dec_hex(v); }
-
 // Property bodies (rope.cpp, scaling.cpp, other.cpp).
-void rope_inv_freq_exact(const subject&, impl::dtype);
-void rope_attention_factor_exact(const subject&, impl::dtype);
-void rope_table_exact(const subject&, impl::dtype);
-void rope_rotate_exact(const subject&, impl::dtype);
-void rope_norm(const subject&, impl::dtype);
-void rope_identity_at_zero(const subject&, impl::dtype);
-void rope_composition(const subject&, impl::dtype);
-void rope_inverse(const subject&, impl::dtype);
-void rope_passthrough(const subject&, impl::dtype);
-void rope_out_of_place(const subject&, impl::dtype);
-void rope_relative_shift(const subject&, impl::dtype);
-void rope_kv_cache(const subject&, impl::dtype);
-void rope_kv_cache_stateful(const subject&, impl::dtype);
-void scaling_factor_one(const subject&, impl::dtype);
-void scaling_linear_stretch(const subject&, impl::dtype);
-void scaling_ntk_base(const subject&, impl::dtype);
-void scaling_yarn_bands(const subject&, impl::dtype);
-void scaling_llama3_bands(const subject&, impl::dtype);
-void scaling_dynamic_below(const subject&, impl::dtype);
-void scaling_longrope_select(const subject&, impl::dtype);
-void scaling_proportional_tail(const subject&, impl::dtype);
-void sinusoidal_pe_exact(const subject&, impl::dtype);
-void sinusoidal_linearity(const subject&, impl::dtype);
-void alibi_slopes_exact(const subject&, impl::dtype);
-void alibi_bias_exact(const subject&, impl::dtype);
-void alibi_shift_invariance(const subject&, impl::dtype);
-void t5_range(const subject&, impl::dtype);
-void t5_monotone(const subject&, impl::dtype);
-void t5_symmetry(const subject&, impl::dtype);
-void t5_exact(const subject&, impl::dtype);
+void rope_inv_freq_exact(const subject&, dtype);
+void rope_attention_factor_exact(const subject&, dtype);
+void rope_table_exact(const subject&, dtype);
+void rope_rotate_exact(const subject&, dtype);
+void rope_norm(const subject&, dtype);
+void rope_identity_at_zero(const subject&, dtype);
+void rope_composition(const subject&, dtype);
+void rope_inverse(const subject&, dtype);
+void rope_passthrough(const subject&, dtype);
+void rope_out_of_place(const subject&, dtype);
+void rope_relative_shift(const subject&, dtype);
+void rope_kv_cache(const subject&, dtype);
+void rope_kv_cache_stateful(const subject&, dtype);
+void scaling_factor_one(const subject&, dtype);
+void scaling_linear_stretch(const subject&, dtype);
+void scaling_ntk_base(const subject&, dtype);
+void scaling_yarn_bands(const subject&, dtype);
+void scaling_llama3_bands(const subject&, dtype);
+void scaling_dynamic_below(const subject&, dtype);
+void scaling_longrope_select(const subject&, dtype);
+void scaling_proportional_tail(const subject&, dtype);
+void sinusoidal_pe_exact(const subject&, dtype);
+void sinusoidal_linearity(const subject&, dtype);
+void alibi_slopes_exact(const subject&, dtype);
+void alibi_bias_exact(const subject&, dtype);
+void alibi_shift_invariance(const subject&, dtype);
+void t5_range(const subject&, dtype);
+void t5_monotone(const subject&, dtype);
+void t5_symmetry(const subject&, dtype);
+void t5_exact(const subject&, dtype);
 
 }  // namespace pev::prop::detail

@@ -304,22 +304,14 @@ Gen<spec::encoding> encoding_of(const std::string& family) {
   return as_enc(t5_spec());
 }
 
-std::string dec_hex(double v) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%.17g (%a)", v, v);
-  return buf;
-}
-
 }  // namespace pev::prop
 
 namespace pev {
 void showValue(half v, std::ostream& os) {
-  os << prop::dec_hex(static_cast<float>(v)) << " [fp16 0x" << std::hex << v.bits << std::dec
-     << "]";
+  os << dec_hex(static_cast<float>(v)) << " [fp16 0x" << std::hex << v.bits << std::dec << "]";
 }
 void showValue(bfloat16 v, std::ostream& os) {
-  os << prop::dec_hex(static_cast<float>(v)) << " [bf16 0x" << std::hex << v.bits << std::dec
-     << "]";
+  os << dec_hex(static_cast<float>(v)) << " [bf16 0x" << std::hex << v.bits << std::dec << "]";
 }
 }  // namespace pev
 

@@ -32,7 +32,7 @@ std::string name_of(const impl::implementation& im) {
 
 }  // namespace
 
-void sinusoidal_pe_exact(const subject& sub, impl::dtype t) {
+void sinusoidal_pe_exact(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, sinusoidal_spec());
     const auto im = sub.make(spec::encoding{s});
@@ -48,12 +48,12 @@ void sinusoidal_pe_exact(const subject& sub, impl::dtype t) {
       const std::int64_t p = pos[k / d];
       RC_TAG(position_bucket(p), spec::to_string(s.layout));
       const double B =
-          contract.bound(p, static_cast<std::int64_t>(k % d), want[k], metric::format_of<T>()) +
+          contract.bound(p, static_cast<std::int64_t>(k % d), want[k], format_of<T>()) +
           half_ulp(want[k], kF64);
       if (!(std::fabs(dbl(got[k]) - want[k]) <= B)) {
         std::ostringstream os;
-        os << name_of(*im) << ": PE(" << p << ", " << k % d << ") = " << hex(dbl(got[k]))
-           << ", exact " << hex(want[k]) << ", |err| " << std::fabs(dbl(got[k]) - want[k])
+        os << name_of(*im) << ": PE(" << p << ", " << k % d << ") = " << dec_hex(dbl(got[k]))
+           << ", exact " << dec_hex(want[k]) << ", |err| " << std::fabs(dbl(got[k]) - want[k])
            << " > bound " << B;
         RC_FAIL(os.str());
       }
@@ -61,7 +61,7 @@ void sinusoidal_pe_exact(const subject& sub, impl::dtype t) {
   });
 }
 
-void sinusoidal_linearity(const subject& sub, impl::dtype t) {
+void sinusoidal_linearity(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, sinusoidal_spec());
     const auto im = sub.make(spec::encoding{s});
@@ -82,7 +82,7 @@ void sinusoidal_linearity(const subject& sub, impl::dtype t) {
       if (pair < 0 || pair >= static_cast<std::int64_t>(pairs)) continue;
       (is_sin ? sin_col : cos_col)[static_cast<std::size_t>(pair)] = c;
     }
-    constexpr auto out = metric::format_of<T>();
+    constexpr auto out = format_of<T>();
     for (std::size_t i = 0; i < pairs; ++i) {
       if (sin_col[i] < 0 || cos_col[i] < 0) continue;
       // The claimed pair's frequency (the spec's layout decides which columns hold it).
@@ -105,7 +105,7 @@ void sinusoidal_linearity(const subject& sub, impl::dtype t) {
           std::ostringstream os;
           os << name_of(*im) << ": PE(t+k) ≠ M(k)·PE(t) for t=" << t0 << ", k=" << k << ", pair "
              << i << " (" << (w ? "cos" : "sin") << " column " << (w ? cos_col[i] : sin_col[i])
-             << "): PE(t+k) = " << hex(got) << ", M(k)·PE(t) = " << hex(pred) << ", |diff| "
+             << "): PE(t+k) = " << dec_hex(got) << ", M(k)·PE(t) = " << dec_hex(pred) << ", |diff| "
              << std::fabs(got - pred) << " > bound " << B;
           RC_FAIL(os.str());
         }
@@ -114,7 +114,7 @@ void sinusoidal_linearity(const subject& sub, impl::dtype t) {
   });
 }
 
-void alibi_slopes_exact(const subject& sub, impl::dtype t) {
+void alibi_slopes_exact(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, alibi_spec());
     RC_TAG(std::has_single_bit(static_cast<std::uint64_t>(s.num_heads)) ? "H power of two"
@@ -126,20 +126,19 @@ void alibi_slopes_exact(const subject& sub, impl::dtype t) {
     const auto exact = ref::alibi_slopes(s);
     for (std::size_t h = 0; h < got.size(); ++h) {
       const double want = exact[h].convert_to<double>();
-      const double B =
-          contract.slope_bound(static_cast<std::int64_t>(h), want, metric::format_of<T>()) +
-          half_ulp(want, kF64);
+      const double B = contract.slope_bound(static_cast<std::int64_t>(h), want, format_of<T>()) +
+                       half_ulp(want, kF64);
       if (!(std::fabs(dbl(got[h]) - want) <= B)) {
         std::ostringstream os;
-        os << name_of(*im) << ": slope of head " << h + 1 << " = " << hex(dbl(got[h])) << ", exact "
-           << hex(want) << " (bound " << B << ")";
+        os << name_of(*im) << ": slope of head " << h + 1 << " = " << dec_hex(dbl(got[h]))
+           << ", exact " << dec_hex(want) << " (bound " << B << ")";
         RC_FAIL(os.str());
       }
     }
   });
 }
 
-void alibi_bias_exact(const subject& sub, impl::dtype t) {
+void alibi_bias_exact(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, alibi_spec());
     const auto im = sub.make(spec::encoding{s});
@@ -158,12 +157,13 @@ void alibi_bias_exact(const subject& sub, impl::dtype t) {
           const double want =
               ref::alibi_bias(slopes[static_cast<std::size_t>(h)], a, b).convert_to<double>();
           const double B =
-              contract.bias_bound(h, b - a, want, metric::format_of<T>()) + half_ulp(want, kF64);
+              contract.bias_bound(h, b - a, want, format_of<T>()) + half_ulp(want, kF64);
           const double g = dbl(got[idx++]);
           if (!(std::fabs(g - want) <= B)) {
             std::ostringstream os;
             os << name_of(*im) << ": bias[h=" << h + 1 << ", i=" << a << ", j=" << b
-               << "] = " << hex(g) << ", exact m·(j − i) = " << hex(want) << " (bound " << B << ")";
+               << "] = " << dec_hex(g) << ", exact m·(j − i) = " << dec_hex(want) << " (bound " << B
+               << ")";
             RC_FAIL(os.str());
           }
         }
@@ -172,7 +172,7 @@ void alibi_bias_exact(const subject& sub, impl::dtype t) {
   });
 }
 
-void alibi_shift_invariance(const subject& sub, impl::dtype t) {
+void alibi_shift_invariance(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, alibi_spec());
     const auto im = sub.make(spec::encoding{s});
@@ -188,8 +188,8 @@ void alibi_shift_invariance(const subject& sub, impl::dtype t) {
       if (scalar_traits<T>::to_bits(a[h]) != scalar_traits<T>::to_bits(b[h])) {
         std::ostringstream os;
         os << name_of(*im) << ": bias depends on more than j − i: head " << h + 1 << " (i=" << i
-           << ", j=" << j << ") = " << hex(dbl(a[h])) << " but shifted by " << sh << " = "
-           << hex(dbl(b[h]));
+           << ", j=" << j << ") = " << dec_hex(dbl(a[h])) << " but shifted by " << sh << " = "
+           << dec_hex(dbl(b[h]));
         RC_FAIL(os.str());
       }
       RC_ASSERT(dbl(diag[h]) == 0.0);
@@ -224,7 +224,7 @@ std::vector<std::int64_t> buckets(const impl::implementation& im, std::vector<st
 }
 }  // namespace
 
-void t5_range(const subject& sub, impl::dtype) {
+void t5_range(const subject& sub, dtype) {
   const auto s = accepted(sub, t5_spec());
   const auto im = sub.make(spec::encoding{s});
   const std::int64_t r = gen_distance(s);
@@ -235,7 +235,7 @@ void t5_range(const subject& sub, impl::dtype) {
   RC_ASSERT(b[0] < s.num_buckets);
 }
 
-void t5_monotone(const subject& sub, impl::dtype) {
+void t5_monotone(const subject& sub, dtype) {
   const auto s = accepted(sub, t5_spec());
   const auto im = sub.make(spec::encoding{s});
   const std::int64_t r1 = gen_distance(s);
@@ -251,7 +251,7 @@ void t5_monotone(const subject& sub, impl::dtype) {
   }
 }
 
-void t5_symmetry(const subject& sub, impl::dtype) {
+void t5_symmetry(const subject& sub, dtype) {
   const auto s = accepted(sub, t5_spec());
   const auto im = sub.make(spec::encoding{s});
   const std::int64_t n = std::abs(gen_distance(s));
@@ -273,7 +273,7 @@ void t5_symmetry(const subject& sub, impl::dtype) {
   }
 }
 
-void t5_exact(const subject& sub, impl::dtype) {
+void t5_exact(const subject& sub, dtype) {
   const auto s = accepted(sub, t5_spec());
   const auto im = sub.make(spec::encoding{s});
   const std::int64_t r = gen_distance(s);

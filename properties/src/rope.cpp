@@ -31,15 +31,7 @@ using metric::half_ulp;
 using metric::kF64;
 
 format table_format(kernel::strategy st) {
-  switch (kernel::storage_of(st)) {
-    case kernel::storage::fp16:
-      return metric::kF16;
-    case kernel::storage::bf16:
-      return metric::kBF16;
-    case kernel::storage::output:
-      break;
-  }
-  return metric::kF32;
+  return format_of(kernel::storage_of(st).value_or(dtype::fp32));
 }
 
 /// A RoPE case: the spec, its sequence length, the implementation, the exact reference and the
@@ -87,11 +79,7 @@ std::optional<std::int64_t> gen_seq(const spec::rope& s) {
   return *gen::element<std::int64_t>(L / 2, L, L + 1, 2 * L, big);
 }
 
-/// Output dims of pair i (within one head).
-std::pair<std::int64_t, std::int64_t> pair_dims(const spec::rope& s, std::int64_t i) {
-  if (s.layout == spec::rope_layout::neox) return {i, i + s.rotary_dim / 2};
-  return {2 * i, 2 * i + 1};
-}
+using spec::pair_dims;
 
 template <class T>
 std::vector<double> to_doubles(std::span<const T> v) {
@@ -131,9 +119,9 @@ std::string where(const rope_setup& r, std::int64_t p, std::int64_t i) {
 void fail_value(const std::string& what, const std::string& at, double got, double want,
                 double bound) {
   std::ostringstream os;
-  os << what << " at " << at << ": got " << hex(got) << ", expected " << hex(want) << ", |err| "
-     << std::fabs(got - want) << " > bound " << bound << " (rho " << std::fabs(got - want) / bound
-     << ")";
+  os << what << " at " << at << ": got " << dec_hex(got) << ", expected " << dec_hex(want)
+     << ", |err| " << std::fabs(got - want) << " > bound " << bound << " (rho "
+     << std::fabs(got - want) / bound << ")";
   RC_FAIL(os.str());
 }
 
@@ -145,7 +133,7 @@ std::vector<std::int64_t> gen_positions(std::int64_t max_count,
 
 }  // namespace
 
-void rope_inv_freq_exact(const subject& sub, impl::dtype) {
+void rope_inv_freq_exact(const subject& sub, dtype) {
   const auto s = accepted(sub, rope_spec());
   const auto r = setup(sub, s, gen_seq(s));
   RC_TAG(spec::to_string(s.type));
@@ -161,7 +149,7 @@ void rope_inv_freq_exact(const subject& sub, impl::dtype) {
   }
 }
 
-void rope_attention_factor_exact(const subject& sub, impl::dtype) {
+void rope_attention_factor_exact(const subject& sub, dtype) {
   const auto s = accepted(sub, rope_spec());
   const auto r = setup(sub, s, gen_seq(s));
   RC_TAG(spec::to_string(s.type));
@@ -170,7 +158,7 @@ void rope_attention_factor_exact(const subject& sub, impl::dtype) {
   if (!(std::fabs(got - r.m) <= B)) fail_value("attention factor", where(r, 0, 0), got, r.m, B);
 }
 
-void rope_table_exact(const subject& sub, impl::dtype t) {
+void rope_table_exact(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec());
     const auto r = setup(sub, s, gen_seq(s));
@@ -187,8 +175,7 @@ void rope_table_exact(const subject& sub, impl::dtype t) {
       for (int which = 0; which < 2; ++which) {
         const double got = dbl(which ? sn[k] : c[k]);
         const double want = which ? rs[k] : rc[k];
-        const double B =
-            r.contract->table_bound(p, i, want, metric::format_of<T>()) + half_ulp(want, kF64);
+        const double B = r.contract->table_bound(p, i, want, format_of<T>()) + half_ulp(want, kF64);
         if (!(std::fabs(got - want) <= B)) {
           fail_value(which ? "m·sin" : "m·cos", where(r, p, i), got, want, B);
         }
@@ -197,7 +184,7 @@ void rope_table_exact(const subject& sub, impl::dtype t) {
   });
 }
 
-void rope_rotate_exact(const subject& sub, impl::dtype t) {
+void rope_rotate_exact(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec());
     const auto r = setup(sub, s, gen_seq(s));
@@ -215,7 +202,7 @@ void rope_rotate_exact(const subject& sub, impl::dtype t) {
         r.ref->rotate<double>(pos[tok], xd, want);
         for (std::int64_t i = 0; i < s.pairs(); ++i) {
           const auto [j0, j1] = pair_dims(s, i);
-          const double B0 = r.rot(pos[tok], i, xd[j0], xd[j1], metric::format_of<T>());
+          const double B0 = r.rot(pos[tok], i, xd[j0], xd[j1], format_of<T>());
           for (std::int64_t j : {j0, j1}) {
             const double got = dbl(y[base + j]);
             const double B = B0 + half_ulp(want[j], kF64);
@@ -230,7 +217,7 @@ void rope_rotate_exact(const subject& sub, impl::dtype t) {
   });
 }
 
-void rope_norm(const subject& sub, impl::dtype t) {
+void rope_norm(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec());
     const auto r = setup(sub, s, gen_seq(s));
@@ -243,7 +230,7 @@ void rope_norm(const subject& sub, impl::dtype t) {
     for (std::int64_t i = 0; i < s.pairs(); ++i) {
       const auto [j0, j1] = pair_dims(s, i);
       const double x0 = dbl(x[j0]), x1 = dbl(x[j1]);
-      const double e = r.rot(p, i, x0, x1, metric::format_of<T>());
+      const double e = r.rot(p, i, x0, x1, format_of<T>());
       e2 += 2 * e * e;
       nx += x0 * x0 + x1 * x1;
       ny += dbl(y[j0]) * dbl(y[j0]) + dbl(y[j1]) * dbl(y[j1]);
@@ -256,7 +243,7 @@ void rope_norm(const subject& sub, impl::dtype t) {
   });
 }
 
-void rope_identity_at_zero(const subject& sub, impl::dtype t) {
+void rope_identity_at_zero(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec());
     const auto r = setup(sub, s, gen_seq(s));
@@ -265,7 +252,7 @@ void rope_identity_at_zero(const subject& sub, impl::dtype t) {
     const auto y = rotate(r, {0}, x, 1);
     for (std::int64_t i = 0; i < s.pairs(); ++i) {
       const auto [j0, j1] = pair_dims(s, i);
-      const double B0 = r.rot(0, i, dbl(x[j0]), dbl(x[j1]), metric::format_of<T>());
+      const double B0 = r.rot(0, i, dbl(x[j0]), dbl(x[j1]), format_of<T>());
       for (std::int64_t j : {j0, j1}) {
         const double want = r.m * dbl(x[j]);
         const double B = B0 + half_ulp(want, kF64);
@@ -277,7 +264,7 @@ void rope_identity_at_zero(const subject& sub, impl::dtype t) {
   });
 }
 
-void rope_composition(const subject& sub, impl::dtype t) {
+void rope_composition(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec());
     const auto r = setup(sub, s, gen_seq(s));
@@ -292,7 +279,7 @@ void rope_composition(const subject& sub, impl::dtype t) {
     // R(a)y_b by at most m(|δ0| + |δ1|) per output (δ = ŷ_b − y_b), and m·ŵ from m·w by m·e_w.
     for (std::int64_t i = 0; i < s.pairs(); ++i) {
       const auto [j0, j1] = pair_dims(s, i);
-      constexpr format out = metric::format_of<T>();
+      constexpr format out = format_of<T>();
       const double eb = r.rot(b, i, dbl(x[j0]), dbl(x[j1]), out);
       const double ez = r.rot(a, i, dbl(yb[j0]), dbl(yb[j1]), out);
       const double ew = r.rot(a + b, i, dbl(x[j0]), dbl(x[j1]), out);
@@ -309,7 +296,7 @@ void rope_composition(const subject& sub, impl::dtype t) {
   });
 }
 
-void rope_inverse(const subject& sub, impl::dtype t) {
+void rope_inverse(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec());
     const auto r = setup(sub, s, gen_seq(s));
@@ -323,7 +310,7 @@ void rope_inverse(const subject& sub, impl::dtype t) {
     const auto P = static_cast<std::size_t>(s.pairs());
     std::vector<T> c(P), sn(P);
     r.impl->rope_table(std::vector<std::int64_t>{p}, r.seq, std::span<T>(c), std::span<T>(sn));
-    constexpr format out = metric::format_of<T>();
+    constexpr format out = format_of<T>();
     for (std::size_t i = 0; i < P; ++i) {
       const auto ii = static_cast<std::int64_t>(i);
       const auto [j0, j1] = pair_dims(s, ii);
@@ -348,7 +335,7 @@ void rope_inverse(const subject& sub, impl::dtype t) {
   });
 }
 
-void rope_passthrough(const subject& sub, impl::dtype t) {
+void rope_passthrough(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = *gen::suchThat(rope_spec(), [&](const spec::rope& v) {
       return v.rotary_dim < v.head_dim && sub.accepts(spec::encoding{v});
@@ -364,14 +351,14 @@ void rope_passthrough(const subject& sub, impl::dtype t) {
       if (scalar_traits<T>::to_bits(y[j]) != scalar_traits<T>::to_bits(x[j])) {
         std::ostringstream os;
         os << "pass-through dim " << j << " changed at " << where(r, p, -1) << ": in "
-           << hex(dbl(x[j])) << ", out " << hex(dbl(y[j]));
+           << dec_hex(dbl(x[j])) << ", out " << dec_hex(dbl(y[j]));
         RC_FAIL(os.str());
       }
     }
   });
 }
 
-void rope_out_of_place(const subject& sub, impl::dtype t) {
+void rope_out_of_place(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec());
     const auto r = setup(sub, s, gen_seq(s));
@@ -395,14 +382,14 @@ void rope_out_of_place(const subject& sub, impl::dtype t) {
       if (!bits_equal(inplace[k], y[k])) {
         std::ostringstream os;
         os << "in-place result differs from out-of-place at element " << k << ": "
-           << hex(dbl(inplace[k])) << " vs " << hex(dbl(y[k]));
+           << dec_hex(dbl(inplace[k])) << " vs " << dec_hex(dbl(y[k]));
         RC_FAIL(os.str());
       }
     }
   });
 }
 
-void rope_relative_shift(const subject& sub, impl::dtype t) {
+void rope_relative_shift(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec());
     const auto r = setup(sub, s, gen_seq(s));
@@ -412,7 +399,7 @@ void rope_relative_shift(const subject& sub, impl::dtype t) {
     tag(s, std::max(mq, nk) + shift);
     const auto q = inputs<T>(s, 1, 1);
     const auto k = inputs<T>(s, 1, 1);
-    constexpr format out = metric::format_of<T>();
+    constexpr format out = format_of<T>();
     // ⟨R(m)q, R(n)k⟩ = m²⟨q, rot(n − m)k⟩ for every shift. Each computed score errs from the exact
     // one by Σ_j |q̂_j|e_k,j + e_q,j(|k̂_j| + e_k,j), plus the double sum's γ_D·Σ|q̂_j k̂_j|.
     auto score = [&](std::int64_t a, std::int64_t b, double& bound) {
@@ -463,14 +450,15 @@ void kv_cache_check(const subject& sub, const spec::rope& s, std::int64_t j, std
       std::ostringstream os;
       os << impl_->name() << " " << spec::to_spec_string(spec::encoding{s}) << ": key at position "
          << j << " cached with seq_len " << j + 1 << " gives dim " << d << " = "
-         << hex(dbl(cached[d])) << ", rotated now (seq_len " << n << ") " << hex(dbl(now[d]));
+         << dec_hex(dbl(cached[d])) << ", rotated now (seq_len " << n << ") "
+         << dec_hex(dbl(now[d]));
       RC_FAIL(os.str());
     }
   }
 }
 }  // namespace
 
-void rope_kv_cache(const subject& sub, impl::dtype t) {
+void rope_kv_cache(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = *gen::suchThat(rope_spec(), [&](const spec::rope& v) {
       return !v.stateful() && sub.accepts(spec::encoding{v});
@@ -482,7 +470,7 @@ void rope_kv_cache(const subject& sub, impl::dtype t) {
   });
 }
 
-void rope_kv_cache_stateful(const subject& sub, impl::dtype t) {
+void rope_kv_cache_stateful(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = *gen::suchThat(rope_spec(), [&](const spec::rope& v) {
       return v.stateful() && v.factor > 1 && sub.accepts(spec::encoding{v});

@@ -157,12 +157,12 @@ run_config default_config(std::uint64_t default_seed) {
   return c;
 }
 
-outcome check(const property& p, const subject& s, impl::dtype t, const run_config& cfg,
+outcome check(const property& p, const subject& s, dtype t, const run_config& cfg,
               const std::string& test_id, const std::string& gtest_filter) {
   rc::detail::TestMetadata meta;
   // One reproduce key per (test, property, dtype): a test may check several properties.
-  meta.id = test_id + "/" + p.id + "/" + impl::to_string(t);
-  meta.description = std::string(p.id) + " on " + s.name + " (" + impl::to_string(t) + ")";
+  meta.id = test_id + "/" + p.id + "/" + to_string(t);
+  meta.description = std::string(p.id) + " on " + s.name + " (" + to_string(t) + ")";
   rc::detail::TestParams params;
   params.seed = cfg.seed;
   params.maxSuccess = cfg.max_success;

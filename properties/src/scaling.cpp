@@ -66,7 +66,7 @@ void compare_tables(const std::string& what, const side& a, const std::vector<st
   std::vector<double> ec(ac.size()), es(ac.size());
   a.ref->table<double>(pa, ec, es);
   const auto P = static_cast<std::size_t>(a.s.pairs());
-  constexpr auto out = metric::format_of<T>();
+  constexpr auto out = format_of<T>();
   for (std::size_t k = 0; k < ac.size(); ++k) {
     const auto i = static_cast<std::int64_t>(k % P);
     const std::int64_t p = pa[k / P], q = pb[k / P];
@@ -79,10 +79,10 @@ void compare_tables(const std::string& what, const side& a, const std::vector<st
         std::ostringstream os;
         os << what << ": " << a.impl->name() << " " << spec::to_spec_string(spec::encoding{a.s})
            << (a.seq ? " seq_len=" + std::to_string(*a.seq) : "") << " at p=" << p << " gives "
-           << (w ? "m·sin " : "m·cos ") << hex(va) << " but "
+           << (w ? "m·sin " : "m·cos ") << dec_hex(va) << " but "
            << spec::to_spec_string(spec::encoding{b.s})
            << (b.seq ? " seq_len=" + std::to_string(*b.seq) : "") << " at p=" << q << " gives "
-           << hex(vb) << " (pair " << i << ", |diff| " << std::fabs(va - vb) << " > bound " << B
+           << dec_hex(vb) << " (pair " << i << ", |diff| " << std::fabs(va - vb) << " > bound " << B
            << ")";
         RC_FAIL(os.str());
       }
@@ -101,13 +101,14 @@ std::string freq_fail(const side& a, std::size_t i, double got, const std::strin
                       double hi) {
   std::ostringstream os;
   os << a.impl->name() << " " << spec::to_spec_string(spec::encoding{a.s}) << ": inv_freq[" << i
-     << "] = " << hex(got) << " breaks " << rule << " [" << hex(lo) << ", " << hex(hi) << "]";
+     << "] = " << dec_hex(got) << " breaks " << rule << " [" << dec_hex(lo) << ", " << dec_hex(hi)
+     << "]";
   return os.str();
 }
 
 }  // namespace
 
-void scaling_factor_one(const subject& sub, impl::dtype t) {
+void scaling_factor_one(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     using rt = spec::rope_type;
     const rt type = *gen::element(rt::linear, rt::ntk, rt::dynamic, rt::yarn, rt::llama3,
@@ -128,7 +129,7 @@ void scaling_factor_one(const subject& sub, impl::dtype t) {
   });
 }
 
-void scaling_linear_stretch(const subject& sub, impl::dtype t) {
+void scaling_linear_stretch(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = *gen::suchThat(rope_spec(spec::rope_type::linear), [&](const spec::rope& v) {
       return v.factor == std::floor(v.factor);
@@ -145,7 +146,7 @@ void scaling_linear_stretch(const subject& sub, impl::dtype t) {
   });
 }
 
-void scaling_ntk_base(const subject& sub, impl::dtype t) {
+void scaling_ntk_base(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec(spec::rope_type::ntk));
     spec::rope p = plain_of(s);
@@ -166,7 +167,7 @@ void scaling_ntk_base(const subject& sub, impl::dtype t) {
   });
 }
 
-void scaling_yarn_bands(const subject& sub, impl::dtype) {
+void scaling_yarn_bands(const subject& sub, dtype) {
   const auto s = accepted(sub, rope_spec(spec::rope_type::yarn));
   const side a(sub, s);
   const ref::fast_rope_reference plain(plain_of(s));
@@ -197,7 +198,7 @@ void scaling_yarn_bands(const subject& sub, impl::dtype) {
   }
 }
 
-void scaling_llama3_bands(const subject& sub, impl::dtype) {
+void scaling_llama3_bands(const subject& sub, dtype) {
   const auto s = accepted(sub, rope_spec(spec::rope_type::llama3));
   const side a(sub, s);
   const ref::fast_rope_reference plain(plain_of(s));
@@ -242,7 +243,7 @@ void scaling_llama3_bands(const subject& sub, impl::dtype) {
   }
 }
 
-void scaling_dynamic_below(const subject& sub, impl::dtype t) {
+void scaling_dynamic_below(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec(spec::rope_type::dynamic));
     const std::int64_t L = s.max_position_embeddings;
@@ -257,7 +258,7 @@ void scaling_dynamic_below(const subject& sub, impl::dtype t) {
   });
 }
 
-void scaling_longrope_select(const subject& sub, impl::dtype t) {
+void scaling_longrope_select(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s = accepted(sub, rope_spec(spec::rope_type::longrope));
     const std::int64_t Lo = s.original_max_position_embeddings;
@@ -276,8 +277,8 @@ void scaling_longrope_select(const subject& sub, impl::dtype t) {
       if (fa[i] != fb[i]) {
         std::ostringstream os;
         os << a->name() << " " << spec::to_spec_string(spec::encoding{s}) << " at seq_len " << seq
-           << ": inv_freq[" << i << "] = " << hex(fa[i]) << " but the "
-           << (use_long ? "long" : "short") << " factors give " << hex(fb[i]);
+           << ": inv_freq[" << i << "] = " << dec_hex(fa[i]) << " but the "
+           << (use_long ? "long" : "short") << " factors give " << dec_hex(fb[i]);
         RC_FAIL(os.str());
       }
     }
@@ -293,7 +294,7 @@ void scaling_longrope_select(const subject& sub, impl::dtype t) {
   });
 }
 
-void scaling_proportional_tail(const subject& sub, impl::dtype t) {
+void scaling_proportional_tail(const subject& sub, dtype t) {
   dispatch(t, [&]<class T>() {
     const auto s =
         *gen::suchThat(rope_spec(spec::rope_type::proportional), [&](const spec::rope& v) {
@@ -306,7 +307,8 @@ void scaling_proportional_tail(const subject& sub, impl::dtype t) {
     const auto f = impl_->inv_freq(std::nullopt);
     for (std::size_t i = n; i < f.size(); ++i) {
       if (f[i] != 0.0f)
-        RC_FAIL("proportional tail inv_freq[" + std::to_string(i) + "] = " + hex(f[i]) + ", not 0");
+        RC_FAIL("proportional tail inv_freq[" + std::to_string(i) + "] = " + dec_hex(f[i]) +
+                ", not 0");
     }
     const auto pos = some_positions();
     RC_TAG(position_bucket(pos[0]));
@@ -318,8 +320,8 @@ void scaling_proportional_tail(const subject& sub, impl::dtype t) {
       // NoPE pairs: cos exactly 1 (m = 1), sin exactly 0 at every position.
       if (!(dbl(c[k]) == 1.0 && dbl(sn[k]) == 0.0)) {
         RC_FAIL("proportional tail pair " + std::to_string(k % P) +
-                " at p=" + std::to_string(pos[k / P]) + ": cos " + hex(dbl(c[k])) + ", sin " +
-                hex(dbl(sn[k])));
+                " at p=" + std::to_string(pos[k / P]) + ": cos " + dec_hex(dbl(c[k])) + ", sin " +
+                dec_hex(dbl(sn[k])));
       }
     }
   });

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pev/core/error.h"
+#include "pev/core/hex.h"
 
 namespace pev::report {
 namespace {
@@ -47,6 +48,66 @@ json steps(const worst_case& w) {
     a.push_back({{"name", st.name}, {"got_hex", st.got_hex}, {"exact_hex", st.exact_hex}});
   }
   return a;
+}
+
+json certification_fields(const certification& c, json j) {
+  j["spec"] = c.spec;
+  j["what"] = c.what;
+  json inputs = json::array();
+  for (const auto& f : c.inputs) {
+    inputs.push_back({{"path", f.path}, {"format", f.format}, {"sha256", f.sha256}});
+  }
+  j["inputs"] = inputs;
+  j["positions"] = {{"count", c.positions},
+                    {"min", c.min_position},
+                    {"max", c.max_position},
+                    {"exhaustive", c.exhaustive}};
+  j["claimed_recipe"] = c.claimed_recipe ? json(*c.claimed_recipe) : json(nullptr);
+  j["claim_holds"] = c.claim_holds;
+  j["grade"] = to_string(c.result);
+  j["certified"] = c.exit_code() == 0;
+  j["diagnosis"] = nullptr;
+  if (c.why) {
+    json first = json::array();
+    for (const auto& m : c.why->first) {
+      first.push_back({{"check", m.check},
+                       {"position", m.position},
+                       {"index", m.index},
+                       {"got", hex(m.got)},
+                       {"want", hex(m.want)},
+                       {"bound", num(m.bound)}});
+    }
+    json ex = json::array();
+    for (const auto& x : c.why->explanations) {
+      ex.push_back({{"mutant", x.mutant},
+                    {"description", x.description},
+                    {"max_rho", num(x.max_rho)},
+                    {"rms_rho", num(x.rms_rho)},
+                    {"explains", x.explains}});
+    }
+    j["diagnosis"] = {{"first_mismatches", first},
+                      {"max_rho_without_explanation", num(c.why->max_rho_without)},
+                      {"named", c.why->named ? json(*c.why->named) : json(nullptr)},
+                      {"explain_threshold_rho", c.explain_threshold},
+                      {"explanations", ex}};
+  }
+  j["seconds"] = c.seconds;  // wall time: differs between identical runs
+  return j;
+}
+
+/// The fields a certificate's check adds (a report leaves them out).
+void certificate_check_fields(const check& c, json& j) {
+  j["source"] = c.source;
+  j["correctly_rounded"] = c.correctly_rounded;
+  j["faithful"] = c.faithful;
+  j["non_finite"] = c.non_finite;
+  json rho = json::object();
+  for (const auto& [name, v] : c.recipe_rho) rho[name] = num(v);
+  j["recipes"] = rho;
+  j["drift_free_bound"] = num(c.drift_free_bound);
+  j["grade"] = c.best ? json(to_string(*c.best)) : json(nullptr);
+  j["property"] = c.property.empty() ? json(nullptr) : json(c.property);
+  j["worst"]["ulp_error"] = num(c.worst.ulp_error);
 }
 
 }  // namespace
@@ -102,38 +163,40 @@ std::string to_json(const results& r) {
                      {"rho_by_index", nums(o.rho_by_index)}});
     }
     const worst_case& w = c.worst;
-    checks.push_back({{"index", c.index},
-                      {"id", c.id},
-                      {"spec_name", c.spec_name},
-                      {"spec", c.spec},
-                      {"family", c.family},
-                      {"strategy", c.strategy},
-                      {"dtype", c.dtype},
-                      {"bound", c.bound_name},
-                      {"note", c.note},
-                      {"pass", c.pass},
-                      {"values", c.values},
-                      {"positions", c.positions},
-                      {"max_position", c.max_position},
-                      {"max_abs", num(c.max_abs)},
-                      {"max_rho", num(c.max_rho)},
-                      {"max_ulp_error", num(c.max_ulp_error)},
-                      {"max_ulp_distance", c.max_ulp_distance},
-                      {"pct_correctly_rounded", num(c.pct_correctly_rounded)},
-                      {"pct_faithful", num(c.pct_faithful)},
-                      {"ulp_histogram", c.ulp_histogram},
-                      {"worst",
-                       {{"position", w.position},
-                        {"index", w.index},
-                        {"component", w.component},
-                        {"got", num(w.got)},
-                        {"exact", num(w.exact)},
-                        {"got_hex", w.got_hex},
-                        {"exact_hex", w.exact_hex},
-                        {"bound", num(w.bound)},
-                        {"rho", num(w.rho)},
-                        {"intermediates", steps(w)}}},
-                      {"octaves", oct}});
+    json row = {{"index", c.index},
+                {"id", c.id},
+                {"spec_name", c.spec_name},
+                {"spec", c.spec},
+                {"family", c.family},
+                {"strategy", c.strategy},
+                {"dtype", c.dtype},
+                {"bound", c.bound_name},
+                {"note", c.note},
+                {"pass", c.pass},
+                {"values", c.values},
+                {"positions", c.positions},
+                {"max_position", c.max_position},
+                {"max_abs", num(c.max_abs)},
+                {"max_rho", num(c.max_rho)},
+                {"max_ulp_error", num(c.max_ulp_error)},
+                {"max_ulp_distance", c.max_ulp_distance},
+                {"pct_correctly_rounded", num(c.pct_correctly_rounded)},
+                {"pct_faithful", num(c.pct_faithful)},
+                {"ulp_histogram", c.ulp_histogram},
+                {"worst",
+                 {{"position", w.position},
+                  {"index", w.index},
+                  {"component", w.component},
+                  {"got", num(w.got)},
+                  {"exact", num(w.exact)},
+                  {"got_hex", w.got_hex},
+                  {"exact_hex", w.exact_hex},
+                  {"bound", num(w.bound)},
+                  {"rho", num(w.rho)},
+                  {"intermediates", steps(w)}}},
+                {"octaves", oct}};
+    if (r.certification) certificate_check_fields(c, row);
+    checks.push_back(std::move(row));
   }
   j["checks"] = checks;
   json inv = json::array();
@@ -156,6 +219,7 @@ std::string to_json(const results& r) {
   }
   j["wavelengths"] = wl;
   j["notes"] = r.notes;
+  if (r.certification) j = certification_fields(*r.certification, std::move(j));
   return j.dump(1) + "\n";
 }
 
@@ -230,7 +294,8 @@ results from_json(std::string_view text, const std::string& source) {
                  to_num(w.at("rho")),
                  w.at("got_hex").get<std::string>(),
                  w.at("exact_hex").get<std::string>(),
-                 {}};
+                 {},
+                 0};
       for (const json& st : w.at("intermediates")) {
         k.worst.intermediates.push_back({st.at("name").get<std::string>(),
                                          st.at("got_hex").get<std::string>(),

@@ -2,7 +2,53 @@
 
 #include <cmath>
 
+#include "pev/core/real.h"
+#include "pev/core/version.h"
+
 namespace pev::report {
+
+const char* to_string(grade g) {
+  switch (g) {
+    case grade::correctly_rounded:
+      return "correctly-rounded";
+    case grade::faithful:
+      return "faithful";
+    case grade::drift_free:
+      return "drift-free";
+    case grade::recipe_hf:
+      return "recipe:hf";
+    case grade::recipe_vllm:
+      return "recipe:vllm";
+    case grade::recipe_ggml:
+      return "recipe:ggml";
+    case grade::not_certified:
+      return "not certified";
+  }
+  return "?";
+}
+
+provenance this_build() {
+  provenance p;
+  p.pev_version = version();
+  p.git_revision = git_revision();
+  p.compiler = compiler();
+  p.fp_flags = fp_flags();
+  p.build_flags = build_flags();
+  p.libc = libc_version();
+  p.host = host_name();
+  p.cpu = cpu_model();
+  p.mpfr_precision_bits = precision_bits();
+  return p;
+}
+
+int certification::exit_code() const {
+  return result != grade::not_certified && claim_holds ? 0 : 1;
+}
+
+int results::exit_code() const {
+  if (certification) return certification->exit_code();
+  return all_pass() ? 0 : 1;
+}
 
 int ulp_bucket(double u) {
   if (!(u <= 8.0)) return 6;  // > 8, NaN, +Inf

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "pev/core/error.h"
+#include "pev/core/hex.h"
 #include "pev/io/file.h"
 #include "pev/report/json.h"
 
@@ -704,7 +705,8 @@ void write_report_files(const results& r, const std::filesystem::path& dir,
   std::filesystem::create_directories(dir / "data", ec);
   if (!ec) std::filesystem::create_directories(dir / "plots", ec);
   if (ec) throw error(dir.string() + ": cannot create the report directory: " + ec.message());
-  io::write_file_atomic(dir / "report.json", to_json(r));
+  // A certificate's JSON is certificate.json (the same writer, with its certification block).
+  io::write_file_atomic(dir / (r.certification ? "certificate.json" : "report.json"), to_json(r));
   io::write_file_atomic(dir / "summary.md", summary_markdown(r));
   io::write_file_atomic(dir / "junit.xml", junit_xml(r));
   for (const auto& [name, text] : csv_files(r)) io::write_file_atomic(dir / "data" / name, text);
@@ -720,6 +722,75 @@ void write_report_files(const results& r, const std::filesystem::path& dir,
     }
   }
   io::write_file_atomic(dir / "index.html", index_html(r, svgs));
+}
+
+std::string certificate_text(const results& r) {
+  if (!r.certification) throw error("certificate_text: the results are not a certificate");
+  const certification& c = *r.certification;
+  auto figure = [](double v) { return std::isfinite(v) ? fmt::format("{:.3g}", v) : "inf"; };
+  std::string s;
+  s += fmt::format("spec      {}\n", c.spec);
+  for (const auto& f : c.inputs) s += fmt::format("input     {} (sha256 {})\n", f.path, f.sha256);
+  s +=
+      fmt::format("data      {}, {} positions in [{}, {}]{}\n", c.what, c.positions, c.min_position,
+                  c.max_position, c.exhaustive ? " (every position: exhaustive)" : "");
+  s += fmt::format("{:<18} {:<5} {:>10} {:>9} {:>9} {:>10} {:>8} {:>8}  {}\n", "check", "dtype",
+                   "values", "CR %", "faith %", "max abs", "max ulp", "rho hf", "grade");
+  for (const check& k : r.checks) {
+    const std::string grade = k.best ? to_string(*k.best) : "-";
+    if (!k.property.empty()) {
+      s += fmt::format("{:<40} {:>6} cases  {}\n", k.id, k.values, k.property);
+      continue;
+    }
+    const double n = k.values ? static_cast<double>(k.values) : 1;
+    const auto rho = k.recipe_rho.find("hf");
+    s += fmt::format("{:<18} {:<5} {:>10} {:>9.5f} {:>9.5f} {:>10} {:>8} {:>8}  {}\n", k.id,
+                     k.dtype, k.values, 100.0 * double(k.correctly_rounded) / n,
+                     100.0 * double(k.faithful) / n, figure(k.max_abs), figure(k.max_ulp_error),
+                     rho == k.recipe_rho.end() ? "-" : figure(rho->second), grade);
+  }
+  for (const check& k : r.checks) {
+    if (!k.note.empty() && k.property != "not applicable") {
+      s += fmt::format("note      {}: {}\n", k.id, k.note);
+    }
+    if (k.non_finite > 0) {
+      s += fmt::format(
+          "note      {}: {} non-finite value(s) (NaN or Inf) where the exact value "
+          "is finite\n",
+          k.id, k.non_finite);
+    }
+  }
+  s += fmt::format("grade     {}\n", to_string(c.result));
+  if (c.claimed_recipe) {
+    s += fmt::format("claim     recipe {}: {}\n", *c.claimed_recipe,
+                     c.claim_holds ? "holds" : "does NOT hold");
+  }
+  if (c.why) {
+    s += fmt::format("diagnosis max rho against the exact value (hf bounds): {}\n",
+                     figure(c.why->max_rho_without));
+    for (std::size_t k = 0; k < c.why->first.size() && k < 3; ++k) {
+      const mismatch& m = c.why->first[k];
+      s += fmt::format(
+          "          first mismatch: {} at position {}, index {}: got {} ({}), want "
+          "{} ({}), bound {:.3g}\n",
+          m.check, m.position, m.index, m.got, hex(m.got), m.want, hex(m.want), m.bound);
+    }
+    if (c.why->named) {
+      const auto& x = c.why->explanations.front();
+      s += fmt::format("          explained by: {} — {} (max rho {} against it, {} without)\n",
+                       x.mutant, x.description, figure(x.max_rho), figure(c.why->max_rho_without));
+    } else if (!c.why->explanations.empty()) {
+      const auto& x = c.why->explanations.front();
+      s += fmt::format("          no known mistake explains the data (closest: {}, max rho {})\n",
+                       x.mutant, figure(x.max_rho));
+    }
+  }
+  s += fmt::format(
+      "result    {} ({:.2f} s, {} reference values from the {} reference, {} MPFR "
+      "fallbacks)\n",
+      c.exit_code() == 0 ? "CERTIFIED" : "NOT CERTIFIED", c.seconds, r.prov.reference_values,
+      r.prov.reference, r.prov.reference_fallbacks);
+  return s;
 }
 
 }  // namespace pev::report

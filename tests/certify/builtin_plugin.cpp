@@ -114,7 +114,7 @@ int pev_rope_table(const pev_request* r, void* cos, void* sin, char* err, size_t
 int pev_rope_inv_freq(const pev_request* r, float* out, char* err, size_t n) {
   try {
     const auto im = builtin(r);
-    if (!im || !im->supports(impl::output::inv_freq, impl::dtype::fp32)) return PEV_UNSUPPORTED;
+    if (!im || !im->supports(impl::output::inv_freq, dtype::fp32)) return PEV_UNSUPPORTED;
     const std::vector<float> f = im->inv_freq(seq(r));
     std::memcpy(out, f.data(), f.size() * sizeof(float));
     return PEV_OK;

@@ -221,14 +221,16 @@ void strategies_for_dtype(const char* dtype_name) {
         if (qk) {
           EXPECT_EQ(cert.checks.size(), 4u) << certify::to_text(cert);  // cos sin q k
         }
-        EXPECT_TRUE(grade_matches_contract(st, cert.result, !std::is_same_v<T, float>, qk))
+        EXPECT_TRUE(
+            grade_matches_contract(st, cert.certification->result, !std::is_same_v<T, float>, qk))
             << text << " " << kernel::to_string(st) << " " << dtype_name
-            << (npy ? " npy" : " safetensors") << ": " << certify::to_string(cert.result) << "\n"
+            << (npy ? " npy" : " safetensors") << ": "
+            << certify::to_string(cert.certification->result) << "\n"
             << certify::to_text(cert);
         EXPECT_EQ(cert.exit_code(), 0) << certify::to_text(cert);
         if (!npy) {
           std::cout << dtype_name << " " << kernel::to_string(st) << " " << text << " -> "
-                    << certify::to_string(cert.result) << "\n";
+                    << certify::to_string(cert.certification->result) << "\n";
         }
         ++n;
       }
@@ -337,8 +339,8 @@ TEST(Certify, EveryMutantIsNotCertifiedAndDiagnosed) {
     const auto files = dump<float>(*m, *e, pos, dir, false, std::holds_alternative<spec::rope>(*e));
     const auto cert = certify::certify_dump(*e, certify::read_dump(files), {});
     EXPECT_EQ(cert.exit_code(), 1) << info.id << " was certified:\n" << certify::to_text(cert);
-    ASSERT_TRUE(cert.why) << info.id;
-    const auto& x = cert.why->explanations;
+    ASSERT_TRUE(cert.certification->why) << info.id;
+    const auto& x = cert.certification->why->explanations;
     ASSERT_FALSE(x.empty()) << info.id;
     // Named: the best explanation is the planted mistake, or ties with it (the same data).
     bool ok = false;
@@ -346,15 +348,15 @@ TEST(Certify, EveryMutantIsNotCertifiedAndDiagnosed) {
       if (c.max_rho > x.front().max_rho) break;
       ok = ok || (c.mutant == info.id && c.explains);
     }
-    const bool first = cert.why->named && *cert.why->named == info.id;
+    const bool first = cert.certification->why->named && *cert.certification->why->named == info.id;
     named += ok;
     tied += ok && !first;
-    table +=
-        fmt::format("  {:<28} {:<44} {}{} (max rho {:.3g}; without: {:.3g})\n", info.id,
-                    spec::to_spec_string(*e).substr(0, 44), visible_in_table ? "" : "[q/k only] ",
-                    ok ? (first ? "named" : "named (tied with " + *cert.why->named + ")")
-                       : "NOT named: " + cert.why->named.value_or("none"),
-                    x.front().max_rho, cert.why->max_rho_without);
+    table += fmt::format(
+        "  {:<28} {:<44} {}{} (max rho {:.3g}; without: {:.3g})\n", info.id,
+        spec::to_spec_string(*e).substr(0, 44), visible_in_table ? "" : "[q/k only] ",
+        ok ? (first ? "named" : "named (tied with " + *cert.certification->why->named + ")")
+           : "NOT named: " + cert.certification->why->named.value_or("none"),
+        x.front().max_rho, cert.certification->why->max_rho_without);
   }
   std::cout << "mutant diagnosis:\n" << table;
   std::cout << named << " of " << tried << " mutants named (" << tied << " tied), " << skipped
@@ -419,10 +421,12 @@ TEST(Certify, LayoutsAreDetected) {
   };
   for (const auto& lc : cases) {
     const auto cert = certify::certify_dump(e, certify::read_dump({lc.file}), {});
-    EXPECT_EQ(cert.result, grade::correctly_rounded) << lc.name << "\n" << certify::to_text(cert);
-    EXPECT_NE(cert.what.find(std::string(certify::to_string(lc.want)) + " layout, detected"),
+    EXPECT_EQ(cert.certification->result, grade::correctly_rounded) << lc.name << "\n"
+                                                                    << certify::to_text(cert);
+    EXPECT_NE(cert.certification->what.find(std::string(certify::to_string(lc.want)) +
+                                            " layout, detected"),
               std::string::npos)
-        << lc.name << ": " << cert.what;
+        << lc.name << ": " << cert.certification->what;
   }
   // A duplicate that differs from its twin is an error of that value, not ignored.
   hc[3 * 2 * n + n + 1] = -hc[3 * 2 * n + n + 1];
@@ -432,10 +436,10 @@ TEST(Certify, LayoutsAreDetected) {
   o.layout = certify::table_layout::halves;
   const auto cert = certify::certify_dump(e, certify::read_dump({bad}), o);
   EXPECT_EQ(cert.exit_code(), 1) << certify::to_text(cert);
-  ASSERT_TRUE(cert.why);
-  ASSERT_FALSE(cert.why->first.empty());
-  EXPECT_EQ(cert.why->first.front().position, 3 * 7);
-  EXPECT_EQ(cert.why->first.front().index, n + 1);
+  ASSERT_TRUE(cert.certification->why);
+  ASSERT_FALSE(cert.certification->why->first.empty());
+  EXPECT_EQ(cert.certification->why->first.front().position, 3 * 7);
+  EXPECT_EQ(cert.certification->why->first.front().index, n + 1);
 }
 
 TEST(Certify, MalformedDumpsAreRefusedOrFail) {
@@ -507,9 +511,10 @@ TEST(Certify, LargeTableThroughput) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto cert = certify::certify_dump(e, certify::read_dump(files), {});
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(cert.result, grade::recipe_hf) << certify::to_text(cert);
-  std::cout << "certified 131072 x 64 fp32 cos/sin (hf) in " << s << " s, " << cert.reference_values
-            << " reference values, " << cert.reference_fallbacks << " MPFR fallbacks\n";
+  EXPECT_EQ(cert.certification->result, grade::recipe_hf) << certify::to_text(cert);
+  std::cout << "certified 131072 x 64 fp32 cos/sin (hf) in " << s << " s, "
+            << cert.prov.reference_values << " reference values, " << cert.prov.reference_fallbacks
+            << " MPFR fallbacks\n";
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ TEST(Cli, NpyAndSafetensorsHoldTheRequestedDtype) {
                     "0:10", "--format", "npy", "--dtype", "fp32", "--out", dir + "/t.npy"});
   ASSERT_EQ(n.exit_code, 0) << n.err;
   const auto a = io::read_npy(dir + "/t.npy");
-  EXPECT_EQ(a.type, io::dtype::f32);
+  EXPECT_EQ(a.type, io::dtype::fp32);
   EXPECT_EQ(a.shape, (std::vector<std::int64_t>{10, 8, 2}));
   const auto v = a.to_doubles();
   EXPECT_EQ(v[2 * 8 * 3 + 0], static_cast<double>(static_cast<float>(std::cos(3.0))));
@@ -112,7 +112,7 @@ TEST(Cli, NpyAndSafetensorsHoldTheRequestedDtype) {
   auto e = run_pev({"reference", "--spec", "sinusoidal:d_model=6", "--positions", "0:2", "--format",
                     "npy", "--out", dir + "/pe.npy"});
   ASSERT_EQ(e.exit_code, 0) << e.err;
-  EXPECT_EQ(io::read_npy(dir + "/pe.npy").type, io::dtype::f64);  // exact is stored as float64
+  EXPECT_EQ(io::read_npy(dir + "/pe.npy").type, io::dtype::fp64);  // exact is stored as float64
 }
 
 TEST(Cli, OtherOutputs) {

@@ -16,7 +16,7 @@
 namespace {
 
 namespace protocol = pev::impl::protocol;
-using pev::impl::dtype;
+using pev::dtype;
 
 void check_answer(std::string_view line) {
   protocol::answer a;

@@ -121,8 +121,8 @@ TEST(Builtin, RefusesWhatItCannotProduce) {
   EXPECT_THROW(impl::make_builtin(sin, kernel::strategy::ggml), error);
   const auto rope =
       impl::make_builtin(parse_as<spec::rope>("rope:head_dim=8"), kernel::strategy::hf);
-  EXPECT_TRUE(rope->supports(impl::output::rope_rotate, impl::dtype::bf16));
-  EXPECT_FALSE(rope->supports(impl::output::sinusoidal_pe, impl::dtype::fp32));
+  EXPECT_TRUE(rope->supports(impl::output::rope_rotate, dtype::bf16));
+  EXPECT_FALSE(rope->supports(impl::output::sinusoidal_pe, dtype::fp32));
   std::vector<float> out(8);
   try {
     rope->sinusoidal_pe(std::vector<std::int64_t>{0}, std::span<float>(out));

@@ -23,13 +23,13 @@ std::vector<unsigned char> bytes_of(const array& a) {
 }
 
 TEST(IoArray, DtypeSizesAndNames) {
-  EXPECT_EQ(dtype_size(dtype::f64), 8u);
-  EXPECT_EQ(dtype_size(dtype::f32), 4u);
-  EXPECT_EQ(dtype_size(dtype::f16), 2u);
-  EXPECT_EQ(dtype_size(dtype::bf16), 2u);
-  EXPECT_EQ(dtype_size(dtype::i32), 4u);
-  EXPECT_EQ(dtype_size(dtype::i64), 8u);
-  for (dtype t : {dtype::f64, dtype::f32, dtype::f16, dtype::bf16, dtype::i32, dtype::i64}) {
+  EXPECT_EQ(size_of(dtype::fp64), 8u);
+  EXPECT_EQ(size_of(dtype::fp32), 4u);
+  EXPECT_EQ(size_of(dtype::fp16), 2u);
+  EXPECT_EQ(size_of(dtype::bf16), 2u);
+  EXPECT_EQ(size_of(dtype::int32), 4u);
+  EXPECT_EQ(size_of(dtype::int64), 8u);
+  for (dtype t : {dtype::fp64, dtype::fp32, dtype::fp16, dtype::bf16, dtype::int32, dtype::int64}) {
     EXPECT_EQ(parse_safetensors_dtype(safetensors_name(t)), t);
   }
   EXPECT_EQ(safetensors_name(dtype::bf16), "BF16");
@@ -106,7 +106,7 @@ TEST(IoArray, ConversionsAreExact) {
   const array f = array::from_floats({3}, {0.1f, 1e-45f, -3.0f});
   EXPECT_EQ(f.to_doubles(), (std::vector<double>{double(0.1f), double(1e-45f), -3.0}));
 
-  const array h = array::from_bits16(dtype::f16, {4}, {0x3C00, 0x0001, 0x7BFF, 0xC000});
+  const array h = array::from_bits16(dtype::fp16, {4}, {0x3C00, 0x0001, 0x7BFF, 0xC000});
   EXPECT_EQ(h.to_doubles(), (std::vector<double>{1.0, std::ldexp(1.0, -24), 65504.0, -2.0}));
   EXPECT_EQ(h.to_bits16(), (std::vector<std::uint16_t>{0x3C00, 0x0001, 0x7BFF, 0xC000}));
 
@@ -136,7 +136,7 @@ TEST(IoArray, ScalarAndEmptyShapes) {
 TEST(IoArray, FactoriesRefuseInconsistentInput) {
   EXPECT_PEV_ERROR(array::from_doubles({2, 2}, {1, 2, 3}), "holds 4 elements but 3 values");
   EXPECT_PEV_ERROR(array::from_floats({-1}, {}), "negative dimension -1");
-  EXPECT_PEV_ERROR(array::from_bits16(dtype::f32, {1}, {0}), "expected F16 or BF16");
+  EXPECT_PEV_ERROR(array::from_bits16(dtype::fp32, {1}, {0}), "expected F16 or BF16");
   EXPECT_PEV_ERROR(array::from_int64({std::int64_t{1} << 40, std::int64_t{1} << 40}, {}),
                    "overflows");
 }

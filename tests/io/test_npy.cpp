@@ -63,7 +63,7 @@ TEST(NpyGolden, EmptyFloat16) {
   const std::string expected =
       cat({v1_magic, le16(118), "{'descr': '<f2', 'fortran_order': False, 'shape': (0,), }",
            std::string(60, ' '), "\n"});
-  EXPECT_EQ(npy_bytes(array::from_bits16(dtype::f16, {0}, {})), expected);
+  EXPECT_EQ(npy_bytes(array::from_bits16(dtype::fp16, {0}, {})), expected);
 }
 
 // numpy.save(f, np.zeros((0, 1, 1, 1, 1, 1, 1, 1, 10**17), dtype='<f4')): the header is already
@@ -75,7 +75,7 @@ TEST(NpyGolden, AlreadyAlignedHeaderGetsAFull64BytePad) {
            "100000000000000000), }",
            std::string(84, ' '), "\n"});
   array a;
-  a.type = dtype::f32;
+  a.type = dtype::fp32;
   a.shape = {0, 1, 1, 1, 1, 1, 1, 1, 100000000000000000};
   EXPECT_EQ(npy_bytes(a), expected);
 }
@@ -92,30 +92,30 @@ array sample(dtype t, const std::vector<std::int64_t>& shape) {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;
   switch (t) {
-    case dtype::f64: {
+    case dtype::fp64: {
       std::vector<double> v;
       for (std::int64_t i = 0; i < n; ++i)
         v.push_back(0.1 * static_cast<double>(i) - 1e300 * (i % 2));
       return array::from_doubles(shape, v);
     }
-    case dtype::f32: {
+    case dtype::fp32: {
       std::vector<float> v;
       for (std::int64_t i = 0; i < n; ++i) v.push_back(0.3f * static_cast<float>(i) - 7.0f);
       return array::from_floats(shape, v);
     }
-    case dtype::f16:
+    case dtype::fp16:
     case dtype::bf16: {
       std::vector<std::uint16_t> v;
       for (std::int64_t i = 0; i < n; ++i)
         v.push_back(static_cast<std::uint16_t>(0x3C00 + 977 * i));
       return array::from_bits16(t, shape, v);
     }
-    case dtype::i32: {
+    case dtype::int32: {
       std::vector<std::int32_t> v;
       for (std::int64_t i = 0; i < n; ++i) v.push_back(static_cast<std::int32_t>(-1000003 * i));
       return array::from_int32(shape, v);
     }
-    case dtype::i64: {
+    case dtype::int64: {
       std::vector<std::int64_t> v;
       for (std::int64_t i = 0; i < n; ++i) v.push_back(-(std::int64_t{1} << 62) + 12345 * i);
       return array::from_int64(shape, v);
@@ -126,8 +126,8 @@ array sample(dtype t, const std::vector<std::int64_t>& shape) {
 
 const std::vector<std::vector<std::int64_t>> shapes = {{},     {0},       {1},         {7},
                                                        {2, 3}, {2, 0, 3}, {3, 1, 2, 2}};
-const std::vector<dtype> dtypes = {dtype::f64,  dtype::f32, dtype::f16,
-                                   dtype::bf16, dtype::i32, dtype::i64};
+const std::vector<dtype> dtypes = {dtype::fp64, dtype::fp32,  dtype::fp16,
+                                   dtype::bf16, dtype::int32, dtype::int64};
 
 TEST(Npy, RoundTripsEveryDtypeAndShape) {
   const auto dir = scratch_dir();

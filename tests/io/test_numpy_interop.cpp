@@ -98,13 +98,13 @@ TEST(NpyNumpy, NumpyLoadsAndResavesWhatPevWritesByteForByte) {
   const auto dir = scratch_dir();
   write_npy(dir / "f8.npy", array::from_doubles({2, 2}, {0.1, -0.0, 1e308, 5e-324}));
   write_npy(dir / "f4.npy", array::from_floats({3}, {1.0f, -2.5f, 1e-45f}));
-  write_npy(dir / "f2.npy", array::from_bits16(dtype::f16, {2, 1}, {0x3C00, 0x0001}));
+  write_npy(dir / "f2.npy", array::from_bits16(dtype::fp16, {2, 1}, {0x3C00, 0x0001}));
   write_npy(dir / "bf16.npy", array::from_bits16(dtype::bf16, {2}, {0x3F80, 0x4049}));
   write_npy(dir / "i4.npy", array::from_int32({}, {-7}));
   write_npy(dir / "i8.npy", array::from_int64({1, 1, 3}, {1, -1, std::int64_t{1} << 62}));
   write_npy(dir / "empty.npy", array::from_floats({5, 0}, {}));
   array wide;
-  wide.type = dtype::f64;
+  wide.type = dtype::fp64;
   wide.shape = {0, 1, 1, 1, 1, 1, 1, 1, 100000000000000000};
   write_npy(dir / "aligned.npy", wide);
   std::string output;

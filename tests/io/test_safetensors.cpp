@@ -55,15 +55,15 @@ array sample(dtype t, const std::vector<std::int64_t>& shape, int seed) {
   array a;
   a.type = t;
   a.shape = shape;
-  a.data.resize(static_cast<std::size_t>(n) * dtype_size(t));
+  a.data.resize(static_cast<std::size_t>(n) * size_of(t));
   for (std::size_t i = 0; i < a.data.size(); ++i)
     a.data[i] = static_cast<std::byte>((i * 37 + seed * 11) & 0xFF);
   return a;
 }
 
 TEST(Safetensors, RoundTripsEveryDtypeAndShapeInOneFile) {
-  const std::vector<dtype> dtypes = {dtype::f64,  dtype::f32, dtype::f16,
-                                     dtype::bf16, dtype::i32, dtype::i64};
+  const std::vector<dtype> dtypes = {dtype::fp64, dtype::fp32,  dtype::fp16,
+                                     dtype::bf16, dtype::int32, dtype::int64};
   const std::vector<std::vector<std::int64_t>> shapes = {{},     {0},       {1},      {5},
                                                          {2, 3}, {4, 0, 2}, {2, 1, 3}};
   tensor_file t;

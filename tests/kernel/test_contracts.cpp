@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "helpers.h"
+#include "pev/compare/figures.h"
+#include "pev/core/hex.h"
 #include "pev/impl/contract.h"
 #include "pev/kernel/absolute.h"
 #include "pev/kernel/relative.h"
@@ -46,7 +48,6 @@ using impl::make_ggml_model;
 using impl::path_bound;
 using impl::rope_model;
 using impl::trig_times_m;
-using kernel::storage;
 using kernel::strategy;
 using metric::exact;
 using metric::f32;
@@ -60,22 +61,12 @@ using metric::kF64;
 using metric::tv;
 using metric::ulp_at;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-// Bounds are sums of positive terms evaluated in double; this covers their own roundings.
-constexpr double kSlack = 1 + 0x1p-40;
-
 std::uint64_t seed() {
   static const std::uint64_t s = test::test_seed(20240611);
   return s;
 }
 
 double to_d(const real& v) { return v.convert_to<double>(); }
-
-std::string hex(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", v);
-  return buf;
-}
 
 const char* format_name(format f) {
   if (f.p == 24) return "fp32";
@@ -98,22 +89,19 @@ struct line {
         bound(std::move(bound_)) {}
 
   std::string family, strategy_name, dtype, positions, reference, bound;
-  std::size_t n = 0;
-  double max_rho = 0;
-  std::uint64_t max_ulp = 0;
-  std::size_t cr = 0, faithful = 0;
+  // The figures come from the one comparison engine (pev/compare/figures.h): ρ with its slack,
+  // ulp distances, correctly rounded and faithful counts; the line keeps the worst value's text.
+  compare::figures figures{compare::figures::options{}};
   std::string worst = "-";
   std::uint64_t ulp_limit = std::numeric_limits<std::uint64_t>::max();  // extra contract
   std::string note;
 
+  /// One value: its error, bound and ulp distance to the correctly rounded reference value.
   void add(double err, double bound, std::uint64_t ulp, const std::function<std::string()>& where) {
-    ++n;
-    const double rho = bound > 0 ? err / (bound * kSlack) : (err == 0 ? 0.0 : kInf);
-    if (ulp == 0) ++cr;
-    if (ulp <= 1) ++faithful;
-    if (ulp > max_ulp) max_ulp = ulp;
-    if (rho > max_rho || (n == 1 && worst == "-")) {
-      max_rho = std::max(max_rho, rho);
+    const bool first = figures.values() == 0;
+    const double before = figures.worst().rho;
+    figures.add({0, 0, err, 0.0, ulp, 1.0}, "", {&bound, 1});
+    if (first || figures.worst().rho > before) {
       std::ostringstream os;
       os << where() << " err " << err << " B " << bound;
       worst = os.str();
@@ -121,6 +109,12 @@ struct line {
   }
 
   void finish() const {
+    report::check c;
+    figures.finish(c);
+    const std::size_t n = c.values;
+    const double max_rho = c.max_rho;
+    const std::uint64_t max_ulp = c.max_ulp_distance;
+    const std::uint64_t cr = c.correctly_rounded, faithful = c.faithful;
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "%-22s %-10s %-5s %-16s %-6s %-24s %8zu  max_rho %-7.4f max_ulp %-4" PRIu64
@@ -195,7 +189,7 @@ void check_values(line& L, const std::vector<T>& got, const rounded& ref,
 /// Faithfulness bound of an `accurate` value: 1 ulp of the output type at the exact value.
 template <class T>
 double one_ulp(double y) {
-  return ulp_at(std::fabs(y), test::format_of<T>());
+  return ulp_at(std::fabs(y), format_of<T>());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -305,7 +299,7 @@ std::string positions_label(const std::vector<std::int64_t>& pos) {
 template <class T>
 void rope_lines(const rope_case& c, const spec::rope& s, const rope_data& ex,
                 const recipe_data& hf_r, const recipe_data& ggml_r, const ggml_model& gm) {
-  constexpr format out = test::format_of<T>();
+  constexpr format out = format_of<T>();
   const std::string dtype = format_name(out);
   const auto P = static_cast<std::size_t>(ex.pairs);
   const std::string family = std::string("rope/") + c.name;
@@ -448,7 +442,7 @@ class KernelContractsSinusoidal : public ::testing::TestWithParam<sinusoidal_cas
 template <class T>
 void sinusoidal_lines(const sinusoidal_case& c, const spec::sinusoidal& s,
                       const std::vector<std::int64_t>& pos, const rounded& ex) {
-  constexpr format out = test::format_of<T>();
+  constexpr format out = format_of<T>();
   const auto d = static_cast<std::size_t>(s.d_model);
   for (strategy st : kernel::all_strategies()) {
     if (st == strategy::ggml) continue;
@@ -520,7 +514,7 @@ class KernelContractsLearned : public ::testing::TestWithParam<learned_case> {};
 template <class T>
 void learned_lines(const learned_case& c, const spec::learned& s,
                    const std::vector<std::int64_t>& pos, const rounded& ex) {
-  constexpr format out = test::format_of<T>();
+  constexpr format out = format_of<T>();
   const auto d = static_cast<std::size_t>(s.d_model);
   const std::int64_t L_rows = s.num_positions;
   for (strategy st : kernel::all_strategies()) {
@@ -533,7 +527,7 @@ void learned_lines(const learned_case& c, const spec::learned& s,
            positions_label(pos),
            "exact",
            ""};
-    const storage stored = kernel::storage_of(st);
+    const std::optional<dtype> stored = kernel::storage_of(st);
     std::function<double(std::size_t)> bound;
     if (st == strategy::accurate) {
       L.bound = "rounded once";
@@ -655,7 +649,7 @@ class KernelContractsAlibi : public ::testing::TestWithParam<int> {};
 template <class T>
 void alibi_lines(const spec::alibi& s, const std::vector<real>& slopes,
                  const std::vector<std::int64_t>& q, const std::vector<std::int64_t>& kpos) {
-  constexpr format out = test::format_of<T>();
+  constexpr format out = format_of<T>();
   const std::string family = "alibi/H=" + std::to_string(s.num_heads);
   rounded ex_slopes, ex_bias;
   for (const real& m : slopes) ex_slopes.push(m);

@@ -39,10 +39,10 @@ TEST(KernelStrategy, NamesRoundTripInOrder) {
     EXPECT_STREQ(kernel::to_string(s), names[i]);
     EXPECT_EQ(kernel::parse_strategy(names[i]), s);
   }
-  EXPECT_EQ(kernel::storage_of(strategy::table_fp16), kernel::storage::fp16);
-  EXPECT_EQ(kernel::storage_of(strategy::table_bf16), kernel::storage::bf16);
-  EXPECT_EQ(kernel::storage_of(strategy::hf), kernel::storage::output);
-  EXPECT_EQ(kernel::storage_of(strategy::accurate), kernel::storage::output);
+  EXPECT_EQ(kernel::storage_of(strategy::table_fp16), dtype::fp16);
+  EXPECT_EQ(kernel::storage_of(strategy::table_bf16), dtype::bf16);
+  EXPECT_EQ(kernel::storage_of(strategy::hf), std::nullopt);
+  EXPECT_EQ(kernel::storage_of(strategy::accurate), std::nullopt);
 }
 
 TEST(KernelStrategy, UnknownNameListsTheKnownOnes) {

@@ -145,7 +145,7 @@ double half_ulp(double v) {
 // library's evaluation of apply.h's contract (shared with the property suites).
 template <class TQ>
 double rotation_bound(double terms, double abs_y) {
-  return impl::rotation_bound(terms, abs_y, metric::format_of<TQ>());
+  return impl::rotation_bound(terms, abs_y, format_of<TQ>());
 }
 
 // One rotation problem: a table of `positions.size()` rows (row r = position positions[r], from
@@ -193,10 +193,7 @@ struct problem {
 };
 
 // Element indices of pair i in a head.
-std::pair<std::int64_t, std::int64_t> pair_index(const spec::rope& s, std::int64_t i) {
-  return s.layout == spec::rope_layout::neox ? std::pair{i, i + s.pairs()}
-                                             : std::pair{2 * i, 2 * i + 1};
-}
+using spec::pair_dims;
 
 // The kernel's arithmetic, one element at a time, with pev's conversions.
 template <class TQ>
@@ -236,7 +233,7 @@ void check_rotation(const problem<TQ, TT>& pr, const std::vector<TQ>& in,
         ref_out = pr.reference.rotate(position, x);
       }
       for (std::int64_t i = 0; i < n; ++i) {
-        const auto [ia, ib] = pair_index(s, i);
+        const auto [ia, ib] = pair_dims(s, i);
         const TT ct = pr.cos[row * n + i];
         const TT stt = pr.sin[row * n + i];
         const float c = to_f(ct);
@@ -446,7 +443,7 @@ TYPED_TEST(KernelApply, SpecialValues) {
         for (std::int64_t h = 0; h < pr.q_heads; ++h) {
           const std::int64_t base = (t * pr.q_heads + h) * pr.s.head_dim;
           for (std::int64_t i = 0; i < n; ++i) {
-            const auto [ia, ib] = pair_index(pr.s, i);
+            const auto [ia, ib] = pair_dims(pr.s, i);
             const float c = to_f(pr.cos[pr.rows[t] * n + i]);
             const float s = to_f(pr.sin[pr.rows[t] * n + i]);
             for (const bool first : {true, false}) {

@@ -35,13 +35,13 @@ TEST_P(Mutants, Caught) {
   const prop::subject sub = prop::mutant_subject(m);
   std::string caught_by, counterexample, message;
   std::vector<std::string> all_catchers;
-  for (impl::dtype t : {impl::dtype::fp32, impl::dtype::bf16, impl::dtype::fp16}) {
+  for (dtype t : {dtype::fp32, dtype::bf16, dtype::fp16}) {
     for (const prop::property& p : prop::all_properties()) {
       if (p.family != std::string(m.family) || !p.applies(kernel::strategy::hf)) continue;
-      if (!p.per_dtype && t != impl::dtype::fp32) continue;
+      if (!p.per_dtype && t != dtype::fp32) continue;
       const auto o =
           prop::check(p, sub, t, cfg, test::current_test_id(), test::current_test_filter());
-      std::cout << "  " << p.id << " (" << impl::to_string(t) << "): "
+      std::cout << "  " << p.id << " (" << to_string(t) << "): "
                 << (o.result == prop::outcome::status::failed    ? "FAILED (caught)"
                     : o.result == prop::outcome::status::gave_up ? "gave up (not applicable)"
                                                                  : "passed")
@@ -49,7 +49,7 @@ TEST_P(Mutants, Caught) {
       if (o.result != prop::outcome::status::failed) continue;
       all_catchers.push_back(p.id);
       if (caught_by.empty()) {
-        caught_by = std::string(p.id) + " (" + impl::to_string(t) + ")";
+        caught_by = std::string(p.id) + " (" + to_string(t) + ")";
         counterexample = o.counterexample;
         // The failing check's own message: the last paragraph of RapidCheck's description.
         const auto cut = o.description.rfind("\n\n");
@@ -84,13 +84,13 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, Mutants, ::testing::ValuesIn([] {
 TEST(Control, PassesEveryProperty) {
   const auto cfg = prop::default_config(test::kPropertySeed);
   test::print_config(cfg, "mutant:control (no bug)");
-  for (impl::dtype t : {impl::dtype::fp32, impl::dtype::fp16, impl::dtype::bf16}) {
+  for (dtype t : {dtype::fp32, dtype::fp16, dtype::bf16}) {
     for (const prop::property& p : prop::all_properties()) {
-      if (!p.per_dtype && t != impl::dtype::fp32) continue;
+      if (!p.per_dtype && t != dtype::fp32) continue;
       const auto o = prop::check(p, prop::control_subject(), t, cfg, test::current_test_id(),
                                  test::current_test_filter());
       EXPECT_EQ(o.result, prop::outcome::status::passed)
-          << p.id << " (" << impl::to_string(t) << ") on the control:\n"
+          << p.id << " (" << to_string(t) << ") on the control:\n"
           << o.message << "\nshrunk counterexample:\n"
           << o.counterexample;
     }

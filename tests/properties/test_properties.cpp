@@ -19,7 +19,7 @@ namespace {
 struct prop_case {
   const prop::property* p;
   kernel::strategy st;
-  impl::dtype t;
+  dtype t;
   int seed_index;  // 0, 1, 2: three seeds
 };
 
@@ -28,7 +28,7 @@ std::string case_name(const prop_case& c) {
   std::replace(id.begin(), id.end(), '.', '_');
   std::string st = kernel::to_string(c.st);
   std::replace(st.begin(), st.end(), '-', '_');
-  return st + "_" + impl::to_string(c.t) + "_" + id + "_seed" + std::to_string(c.seed_index);
+  return st + "_" + to_string(c.t) + "_" + id + "_seed" + std::to_string(c.seed_index);
 }
 
 // An example encoding of a family, to ask whether a strategy has a pipeline for it.
@@ -45,8 +45,8 @@ std::vector<prop_case> all_cases() {
     for (const prop::property& p : prop::all_properties()) {
       for (kernel::strategy st : kernel::all_strategies()) {
         if (!p.applies(st) || !impl::builtin_supports(example_of(p.family), st)) continue;
-        for (impl::dtype t : {impl::dtype::fp32, impl::dtype::fp16, impl::dtype::bf16}) {
-          if (!p.per_dtype && t != impl::dtype::fp32) continue;
+        for (dtype t : {dtype::fp32, dtype::fp16, dtype::bf16}) {
+          if (!p.per_dtype && t != dtype::fp32) continue;
           out.push_back({&p, st, t, seed});
         }
       }
@@ -62,7 +62,7 @@ TEST_P(Properties, Hold) {
   auto cfg = prop::default_config(test::kPropertySeed);
   cfg.seed += static_cast<std::uint64_t>(c.seed_index);
   test::print_config(
-      cfg, std::string(c.p->id) + " on " + kernel::to_string(c.st) + " " + impl::to_string(c.t));
+      cfg, std::string(c.p->id) + " on " + kernel::to_string(c.st) + " " + to_string(c.t));
   const auto o = prop::check(*c.p, prop::builtin_subject(c.st), c.t, cfg, test::current_test_id(),
                              test::current_test_filter());
   std::cout << c.p->id << " (" << c.p->description << "): " << o.num_success << " cases\n";
@@ -81,7 +81,7 @@ TEST(KnownNonProperty, KvCacheStatefulIsReported) {
   const auto& p = prop::known_non_property_kv_cache();
   const auto cfg = prop::default_config(test::kPropertySeed);
   test::print_config(cfg, p.id);
-  const auto o = prop::check(p, prop::builtin_subject(kernel::strategy::hf), impl::dtype::fp32, cfg,
+  const auto o = prop::check(p, prop::builtin_subject(kernel::strategy::hf), dtype::fp32, cfg,
                              test::current_test_id(), test::current_test_filter());
   ASSERT_EQ(o.result, prop::outcome::status::failed)
       << "KV-cache consistency unexpectedly held for stateful encodings:\n"

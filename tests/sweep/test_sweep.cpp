@@ -17,7 +17,6 @@
 #include "pev/report/merge.h"
 #include "pev/spec/parse.h"
 #include "pev/sweep/sweep.h"
-#include "sweep_detail.h"
 
 namespace pev {
 namespace {
@@ -206,18 +205,6 @@ TEST(SweepPositions, DenseThenOctavesDeterministic) {
   EXPECT_NE(sweep::sample_positions(o), p);
   o.exhaustive = true;
   EXPECT_EQ(sweep::sample_positions(o).size(), std::size_t(1) << 16);
-}
-
-TEST(SweepHistogram, QuantileIsTheNearestRankBinEdge) {
-  sweep::detail::log_histogram h;
-  for (int v = 1; v <= 1000; ++v) h.add(v);
-  for (int z = 0; z < 10; ++z) h.add(0.0);
-  // Nearest rank ⌈0.99·1010⌉ = 1000 → the 990th positive value, 990.
-  const double q = h.quantile(0.99);
-  EXPECT_GE(q, 990.0);
-  EXPECT_LT(q, 990.0 * (1 + 1.0 / 64));
-  EXPECT_EQ(h.quantile(0.005), 0.0);  // within the zeros
-  EXPECT_EQ(h.count(), 1010u);
 }
 
 /// The first line where two texts differ (empty when equal): a readable failure message.

@@ -26,78 +26,6 @@
 
 namespace pev::cli {
 
-namespace {
-
-std::string hex(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", v);
-  return buf;
-}
-
-// The certificate as report results: the report's writers then give summary.md, junit.xml,
-// report.json and index.html for it, as for `pev report`.
-report::results certificate_results(const certify::certificate& c) {
-  report::results r;
-  r.prov.pev_version = version();
-  r.prov.git_revision = git_revision();
-  r.prov.compiler = compiler();
-  r.prov.fp_flags = fp_flags();
-  r.prov.libc = libc_version();
-  r.prov.mpfr_precision_bits = c.precision_bits;
-  r.prov.reference = c.reference_backend;
-  r.prov.reference_values = c.reference_values;
-  r.prov.reference_fallbacks = c.reference_fallbacks;
-  r.prov.suite = "certify";
-  r.prov.max_position = c.max_position;
-  r.prov.exhaustive = c.exhaustive;
-  const std::string family = c.spec.substr(0, c.spec.find(':'));
-  std::int64_t index = 0;
-  for (const certify::check& k : c.checks) {
-    report::check x;
-    x.index = index++;
-    x.id = k.name;
-    x.spec_name = "certify";
-    x.spec = c.spec;
-    x.family = family;
-    x.strategy = c.claimed_recipe ? "claims " + *c.claimed_recipe : "dump";
-    x.dtype = k.dtype;
-    x.bound_name = k.property_status.empty()
-                       ? "hf recipe bound (rho); grade " + std::string(certify::to_string(k.best))
-                       : "property: " + k.property_status;
-    x.note = k.note.empty() ? k.source : k.source + "; " + k.note;
-    x.pass = k.best != certify::grade::not_certified;
-    x.values = k.count;
-    x.positions = c.positions;
-    x.max_position = c.max_position;
-    x.max_abs = k.max_abs_error;
-    const auto rho = k.max_rho.find("hf");
-    x.max_rho = rho == k.max_rho.end() ? 0 : rho->second;
-    x.max_ulp_error = k.max_ulp_error;
-    const double n = k.count ? static_cast<double>(k.count) : 1;
-    x.pct_correctly_rounded = 100.0 * static_cast<double>(k.correctly_rounded) / n;
-    x.pct_faithful = 100.0 * static_cast<double>(k.faithful) / n;
-    x.worst.position = k.worst.position;
-    x.worst.index = k.worst.index;
-    x.worst.component = k.name;
-    x.worst.got = k.worst.got;
-    x.worst.exact = k.worst.want;
-    x.worst.got_hex = hex(k.worst.got);
-    x.worst.exact_hex = hex(k.worst.want);
-    r.checks.push_back(std::move(x));
-  }
-  r.notes.push_back(fmt::format("pev certify: grade {}{}", certify::to_string(c.result),
-                                c.claimed_recipe
-                                    ? fmt::format(", claimed recipe {} {}", *c.claimed_recipe,
-                                                  c.claim_holds ? "holds" : "does not hold")
-                                    : std::string()));
-  if (c.why && c.why->named) {
-    r.notes.push_back("diagnosis: explained by the known mistake " + *c.why->named);
-  }
-  return r;
-}
-
-}  // namespace
-
 command add_certify(CLI::App& app) {
   struct state {
     std::string spec_text, config_file, layer_type, recipe, layout, positions, positions_file;
@@ -266,7 +194,7 @@ command add_certify(CLI::App& app) {
               lo.exhaustive = st->exhaustive;
               lo.seed = st->seed;
               try {
-                lo.type = impl::parse_dtype(st->dtype);
+                lo.type = parse_float_dtype(st->dtype);
               } catch (const error& e) {
                 throw error(std::string("--dtype: ") + e.what());
               }
@@ -294,14 +222,12 @@ command add_certify(CLI::App& app) {
               cert = certify::certify_dump(e, d, o);
             }
             const std::filesystem::path dir(st->out);
-            // certificate.json and the report's files (summary.md for a CI job summary,
-            // junit.xml, report.json, data/*.csv, index.html; one check per certificate check; no
-            // plots: a dump has no position sweep to draw), replacing --out as one unit.
+            // certificate.json and the report's other files (summary.md for a CI job summary,
+            // junit.xml, data/*.csv, index.html; no plots), replacing --out as one unit.
             io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
-              io::write_file_atomic(staging / "certificate.json", certify::to_json(cert));
               report::write_options wo;
               wo.gnuplot.clear();
-              report::write_report_files(certificate_results(cert), staging, wo);
+              report::write_report_files(cert, staging, wo);
             });
             std::cout << certify::to_text(cert)
                       << "certificate: " << (dir / "certificate.json").string() << " (summary.md, "

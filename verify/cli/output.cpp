@@ -196,7 +196,7 @@ io::array to_array(const tensor& t, out_dtype d) {
         v[k] = d == out_dtype::fp16 ? round_to<half>(t.values[k]).bits
                                     : round_to<bfloat16>(t.values[k]).bits;
       }
-      return io::array::from_bits16(d == out_dtype::fp16 ? io::dtype::f16 : io::dtype::bf16,
+      return io::array::from_bits16(d == out_dtype::fp16 ? io::dtype::fp16 : io::dtype::bf16,
                                     t.shape, v);
     }
     default: {

@@ -55,7 +55,7 @@ std::string bytes(const std::vector<T>& v) {
 
 template <class T>
 protocol::tensor tensor(const char* name, std::vector<std::int64_t> shape) {
-  return {name, impl::dtype_of<T>(), std::move(shape)};
+  return {name, dtype_of<T>(), std::move(shape)};
 }
 
 // One well-formed request (its payload checked against it by the protocol parser); returns false
@@ -68,7 +68,7 @@ bool serve_one(const impl::implementation& im, const protocol::request& req,
   const std::vector<std::int64_t> pos(p, p + n);
   const std::optional<std::int64_t> seq =
       req.seq_len < 0 ? std::nullopt : std::optional(req.seq_len);
-  const impl::dtype t = impl::dtype_of<T>();
+  const dtype t = dtype_of<T>();
   const auto& what = req.what;
   // The answer's size is checked (tensor::bytes) before anything is computed.
   const auto answer = [](std::vector<protocol::tensor> ts) {
@@ -83,7 +83,7 @@ bool serve_one(const impl::implementation& im, const protocol::request& req,
     reply(a, {bytes(c), bytes(s)});
     return true;
   }
-  if (what == "inv_freq" && im.supports(impl::output::inv_freq, impl::dtype::fp32)) {
+  if (what == "inv_freq" && im.supports(impl::output::inv_freq, dtype::fp32)) {
     const std::vector<float> f = im.inv_freq(seq);
     reply(answer({tensor<float>("inv_freq", {static_cast<std::int64_t>(f.size())})}), {bytes(f)});
     return true;
@@ -140,13 +140,13 @@ void serve_request(const served& s, const protocol::request& req, const std::str
   bool ok = false;
   if (im) {
     switch (req.type) {
-      case impl::dtype::fp32:
+      case dtype::fp32:
         ok = serve_one<float>(*im, req, payload);
         break;
-      case impl::dtype::fp16:
+      case dtype::fp16:
         ok = serve_one<half>(*im, req, payload);
         break;
-      case impl::dtype::bf16:
+      case dtype::bf16:
         ok = serve_one<bfloat16>(*im, req, payload);
         break;
     }

@@ -1,18 +1,147 @@
 #pragma once
-// Internals shared by the certify sources.
+// Internals shared by the certify sources, one concern per file:
+//   dump.cpp        reading dumps, hashing inputs, layout names
+//   layout.cpp      finding a RoPE table and rotated q/k in a dump, and how they are laid out
+//   positions.cpp   the positions of a dump's rows
+//   checks.cpp      the check rows of a certificate: bounds, figures options, grading, the claim
+//   diagnosis.cpp   which known mistake explains data that is not certified
+//   rope.cpp, sinusoidal.cpp, alibi.cpp, t5.cpp   one family's checks each
+//   certify.cpp     certify_dump: the family dispatch
+//   live.cpp        certify_live: live implementations as dumps, plus the property suites
 
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pev/certify/certify.h"
+#include "pev/compare/figures.h"
+#include "pev/compare/reference.h"
+#include "pev/core/error.h"
+#include "pev/ref/fast.h"
+#include "pev/scalar/dtype.h"
 
 namespace pev::certify::detail {
 
-/// Grades the certificate from its checks, checks the claim, and settles the diagnosis (sorted
-/// explanations, the named mistake; none when certified). Called again after checks are added.
-void finish(certificate& cert);
+// ---- Inputs (dump.cpp, positions.cpp) ---------------------------------------------------------
 
 /// SHA-256 of a byte string, lowercase hex.
 std::string sha256_text(std::string_view bytes);
+
+/// The shape without its leading dimensions of size 1 ([1, P, …] from a batch of one).
+std::vector<std::int64_t> squeezed(const std::vector<std::int64_t>& shape);
+/// "'cos' [4, 2], 'sin' [4, 2]" — what a dump holds, for messages.
+std::string tensor_list(const dump& d);
+/// The first of `names` the dump holds (its name in *found).
+const io::array* find_any(const dump& d, std::initializer_list<const char*> names,
+                          std::string* found);
+
+/// Element k of `a` (whose dtype is T's), decoded exactly.
+template <class T>
+T element(const io::array& a, std::size_t k) {
+  using tr = scalar_traits<T>;
+  typename tr::bits_type b;
+  std::memcpy(&b, a.data.data() + k * sizeof(b), sizeof(b));
+  return tr::from_bits(b);
+}
+
+/// Calls f(std::type_identity<T>{}) with the element type of a float tensor; pev::error naming the
+/// tensor (`what`) and its safetensors dtype otherwise.
+template <class F>
+decltype(auto) visit_tensor(const io::array& a, std::string_view what, F&& f) {
+  if (!is_float(a.type)) {
+    throw error(std::string(what) + " has dtype " + std::string(io::safetensors_name(a.type)) +
+                ", expected F32, F16, BF16 or F64");
+  }
+  return visit_float(a.type, std::forward<F>(f), what);
+}
+
+/// Whether `pos` holds every position 0 … max; with `required`, pev::error naming the first one
+/// missing.
+bool covers_every_position(const std::vector<std::int64_t>& pos, bool required);
+/// Positions of `rows` rows: --positions, else the first of `names` in the dump, else 0 … rows − 1
+/// (pev::error for a count that differs from `rows`, or negative positions).
+std::vector<std::int64_t> row_positions(const dump& d, const options& o, std::int64_t rows,
+                                        std::initializer_list<const char*> names = {
+                                            "positions", "position_ids"});
+/// Positions of an index axis of n entries: tensor `name`, else 0 … n − 1.
+std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::int64_t n);
+/// Records what the certificate covers: count, range, whether every position 0 … max is there.
+void record_positions(report::certification& c, const std::vector<std::int64_t>& pos);
+
+// ---- Check rows (checks.cpp) -------------------------------------------------------------------
+
+/// The bounds a certified value is measured against, by name: every recipe (hf, vllm-fp16,
+/// vllm-bf16, ggml where the family has a ggml pipeline), drift-free, and 1 ulp ("exact") when the
+/// claim is the exact recipe.
+std::vector<std::string> bound_names(const options& o, bool ggml);
+/// Options of a certified check's figures: ρ per bound, worst case by ulp error, mismatches
+/// beyond the claimed recipe's bound (hf without a claim) into `mismatches`.
+compare::figures::options figure_options(const options& o, std::int64_t max_position,
+                                         std::int64_t indices, bool ggml,
+                                         std::vector<report::mismatch>* mismatches);
+/// The check row of certified figures: its names and source, figures, drift-free bound and grade.
+check make_check(const std::string& name, const std::string& source, dtype t,
+                 const compare::figures& f, const options& o,
+                 std::optional<double> worst_exact = std::nullopt);
+/// The bounds (as bound_names without ggml) of a value of a family without a ggml pipeline,
+/// whose hf recipe error before its storage and output roundings is e and whose exact magnitude
+/// is y, in output format `out`: hf, vllm-fp16, vllm-bf16 (the value stored in the 16-bit cache
+/// first: impl::path_bound), drift-free `drift`, and 1 ulp for an exact claim.
+void recipe_bounds(double e, double y, format out, double drift, const options& o,
+                   std::span<double> b);
+
+/// Grades a check from its figures (certify.h's grade list).
+grade grade_of(const check& c);
+/// The certificate's grade (the worst over its checks) and whether the claimed recipe holds.
+void grade_and_claim(certificate& cert);
+
+// ---- Diagnosis (diagnosis.cpp) ------------------------------------------------------------------
+
+/// How well a mistake explains the data, accumulated over everything compared: ρ = |data −
+/// mistaken value| / the recipe bound.
+struct evidence {
+  std::string description;
+  double max_rho = 0, sum2 = 0;
+  std::uint64_t count = 0;
+  void add(double rho);
+};
+using evidence_map = std::map<std::string, evidence>;
+
+/// ρ of a data value g against a mistaken value mv with bound b (non-finite: 0 when both are the
+/// same non-finite value, else infinite; b = 0: 0 when equal, else infinite).
+double rho_against(double g, double mv, double b);
+/// The explanations of `ev`, into the certificate's diagnosis.
+void add_explanations(const evidence_map& ev, certificate& cert);
+/// Settles the certificate: grade and claim, then the diagnosis (explanations sorted, the named
+/// mistake; none when certified).
+void finish(certificate& cert);
+
+// ---- Families ---------------------------------------------------------------------------------
+
+/// What every family's certification needs.
+struct context {
+  const spec::encoding& e;
+  const dump& d;
+  const options& o;
+  certificate& cert;
+  compare::reference_path path() const {
+    return o.mpfr_reference ? compare::reference_path::mpfr : compare::reference_path::fast;
+  }
+  report::certification& c() { return *cert.certification; }
+  /// The first values beyond the claimed bound, over every check, in comparison order.
+  std::vector<report::mismatch> mismatches;
+  /// Adds reference statistics to the provenance.
+  void count(const ref::fast_stats& s);
+};
+
+void certify_rope(const spec::rope& s, context& k);
+void certify_sinusoidal(const spec::sinusoidal& s, context& k);
+void certify_alibi(const spec::alibi& s, context& k);
+void certify_t5(const spec::t5& s, context& k);
 
 }  // namespace pev::certify::detail

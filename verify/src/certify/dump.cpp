@@ -1,5 +1,4 @@
-// Reading dumps for certification: safetensors and npy files, their SHA-256, names of layouts and
-// grades.
+// Reading dumps for certification: safetensors and npy files, their SHA-256, names of layouts.
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
@@ -13,6 +12,7 @@
 #include "pev/core/error.h"
 #include "pev/io/npy.h"
 #include "pev/io/safetensors.h"
+#include "pev/report/result.h"
 
 namespace pev::certify {
 
@@ -114,27 +114,5 @@ table_layout parse_table_layout(std::string_view name) {
       "--layout: '{}' is not a table layout (expected separate, halves, repeated, vllm or pairs)",
       name));
 }
-
-const char* to_string(grade g) {
-  switch (g) {
-    case grade::correctly_rounded:
-      return "correctly-rounded";
-    case grade::faithful:
-      return "faithful";
-    case grade::drift_free:
-      return "drift-free";
-    case grade::recipe_hf:
-      return "recipe:hf";
-    case grade::recipe_vllm:
-      return "recipe:vllm";
-    case grade::recipe_ggml:
-      return "recipe:ggml";
-    case grade::not_certified:
-      return "not certified";
-  }
-  return "?";
-}
-
-int certificate::exit_code() const { return result != grade::not_certified && claim_holds ? 0 : 1; }
 
 }  // namespace pev::certify

@@ -10,33 +10,22 @@
 #include "detail.h"
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
+#include "pev/core/sampling.h"
 #include "pev/scalar/traits.h"
 
 namespace pev::certify {
 namespace {
 
+// Every position below 4096, then octave samples up to max_position (included), or every
+// position with `exhaustive` (pev/core/sampling.h: the same positions on every platform).
 std::vector<std::int64_t> live_positions(const live_options& lo) {
   if (lo.max_position < 0) throw error("--max-position must be ≥ 0");
-  std::vector<std::int64_t> p;
-  if (lo.exhaustive) {
-    if (lo.max_position >= (std::int64_t{1} << 26)) {
-      throw error("--exhaustive: --max-position must be below 2^26 for a live implementation");
-    }
-    for (std::int64_t v = 0; v <= lo.max_position; ++v) p.push_back(v);
-    return p;
+  if (lo.exhaustive && lo.max_position >= (std::int64_t{1} << 26)) {
+    throw error("--exhaustive: --max-position must be below 2^26 for a live implementation");
   }
-  for (std::int64_t v = 0; v < 4096 && v <= lo.max_position; ++v) p.push_back(v);
-  std::mt19937_64 rng(lo.seed);
-  for (std::int64_t lo2 = 4096; lo2 <= lo.max_position; lo2 *= 2) {
-    const std::int64_t hi = std::min(2 * lo2 - 1, lo.max_position);
-    p.push_back(lo2);
-    std::uniform_int_distribution<std::int64_t> pick(lo2, hi);
-    for (int k = 0; k < lo.samples; ++k) p.push_back(pick(rng));
-    p.push_back(hi);
-  }
-  std::sort(p.begin(), p.end());
-  p.erase(std::unique(p.begin(), p.end()), p.end());
-  return p;
+  const std::int64_t end = lo.max_position + 1;
+  if (lo.exhaustive) return octave_positions({end, end, 0, lo.seed, true});
+  return octave_positions({end, 4096, lo.samples, lo.seed, true});
 }
 
 // Asks the implementation for everything it supports and collects it as a dump.
@@ -44,7 +33,7 @@ template <class T>
 void collect(const spec::encoding& e, const impl::live_implementation& im,
              const std::vector<std::int64_t>& pos, const live_options& lo, dump& d) {
   const auto P = static_cast<std::int64_t>(pos.size());
-  const impl::dtype t = impl::dtype_of<T>();
+  const dtype t = dtype_of<T>();
   if (const auto* r = std::get_if<spec::rope>(&e)) {
     std::optional<std::int64_t> seq;
     if (r->stateful()) seq = *std::max_element(pos.begin(), pos.end()) + 1;
@@ -55,7 +44,7 @@ void collect(const spec::encoding& e, const impl::live_implementation& im,
       d.tensors.emplace("sin", io::array::from_values<T>({P, r->pairs()}, s));
       d.tensors.emplace("positions", io::array::from_int64({P}, pos));
     }
-    if (im.supports(impl::output::inv_freq, impl::dtype::fp32)) {
+    if (im.supports(impl::output::inv_freq, dtype::fp32)) {
       d.tensors.emplace("inv_freq", io::array::from_floats({r->pairs()}, im.inv_freq(seq)));
     }
     if (im.supports(impl::output::rope_rotate, t)) {
@@ -108,17 +97,8 @@ certificate certify_live(const spec::encoding& e, const impl::live_implementatio
   d.files.push_back(in);
   std::optional<std::string> failure;
   try {
-    switch (lo.type) {
-      case impl::dtype::fp32:
-        collect<float>(e, im, pos, lo, d);
-        break;
-      case impl::dtype::fp16:
-        collect<half>(e, im, pos, lo, d);
-        break;
-      case impl::dtype::bf16:
-        collect<bfloat16>(e, im, pos, lo, d);
-        break;
-    }
+    visit_output_float(lo.type,
+                       [&](auto tag) { collect<typename decltype(tag)::type>(e, im, pos, lo, d); });
   } catch (const error& ex) {
     // The implementation failed (hung, flooded, died, returned an error): a failed check.
     failure = ex.what();
@@ -127,30 +107,41 @@ certificate certify_live(const spec::encoding& e, const impl::live_implementatio
   if (failure || d.tensors.empty()) {
     if (!failure) {
       throw error(fmt::format("{} supports none of the outputs certify asks for {} ({})", im.name(),
-                              spec::to_spec_string(e), impl::to_string(lo.type)));
+                              spec::to_spec_string(e), to_string(lo.type)));
     }
-    cert.spec = spec::to_spec_string(e);
-    cert.inputs = d.files;
-    cert.claimed_recipe = o.recipe;
-    cert.what = "live implementation " + im.name();
+    cert.prov = report::this_build();
+    cert.prov.suite = "certify";
+    report::certification& z = cert.certification.emplace();
+    z.spec = spec::to_spec_string(e);
+    z.inputs = d.files;
+    z.claimed_recipe = o.recipe;
+    z.explain_threshold = kExplainRho;
+    z.what = "live implementation " + im.name();
     check c;
-    c.name = "live";
+    c.id = "live";
+    c.spec_name = "certify";
+    c.spec = z.spec;
+    c.family = spec::family_name(e);
+    c.strategy = o.recipe ? "claims " + *o.recipe : "dump";
     c.source = im.kind() + " " + im.source();
-    c.dtype = impl::to_string(lo.type);
+    c.dtype = to_string(lo.type);
     c.note = *failure;
     c.best = grade::not_certified;
+    c.bound_name = "the implementation failed";
     cert.checks.push_back(c);
   } else {
     options o2 = o;
     o2.positions.clear();  // the dump holds its positions
     cert = certify_dump(e, d, o2);
-    cert.what = "live " + im.name() + ": " + cert.what;
+    cert.certification->what = "live " + im.name() + ": " + cert.certification->what;
   }
+  cert.prov.seed = lo.seed;
   if (!failure && lo.properties && lo.property_checks) {
     for (check& c : lo.property_checks(im, lo)) cert.checks.push_back(std::move(c));
   }
   detail::finish(cert);
-  cert.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  cert.certification->seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return cert;
 }
 

@@ -1,8 +1,10 @@
 #include "pev/core/version.h"
 
 #include <gnu/libc-version.h>
+#include <unistd.h>
 #include <xmmintrin.h>
 
+#include <fstream>
 #include <string>
 
 #include "pev/build_info.h"
@@ -39,5 +41,24 @@ std::string fp_flags() {
 }
 
 std::string libc_version() { return std::string("glibc ") + gnu_get_libc_version(); }
+
+std::string build_flags() { return std::string(PEV_BUILD_TYPE) + ": " + PEV_CXX_FLAGS; }
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+  }
+  return "unknown";
+}
 
 }  // namespace pev

@@ -13,12 +13,12 @@
 #include <numbers>
 
 #include "pev/core/real.h"
+#include "pev/kernel/rope.h"
 #include "pev/ref/relative.h"
 #include "pev/ref/rope.h"
 
 namespace pev::impl {
 
-using kernel::storage;
 using metric::exact;
 using metric::f32;
 using metric::f64;
@@ -35,13 +35,10 @@ double to_d(const real& v) { return v.convert_to<double>(); }
 
 /// Rounding errors a value gathers after the fp32 (or fp64) pipeline: the storage format of the
 /// table strategies, then the output type (conversions to a wider format are exact).
-double path_bound(double B, double y, storage st, format out, format cur) {
-  if (st == storage::fp16) {
-    B += half_ulp(y + B, kF16);
-    cur = kF16;
-  } else if (st == storage::bf16) {
-    B += half_ulp(y + B, kBF16);
-    cur = kBF16;
+double path_bound(double B, double y, std::optional<dtype> storage, format out, format cur) {
+  if (storage) {
+    cur = format_of(*storage);
+    B += half_ulp(y + B, cur);
   }
   const bool wider = out.p == 24 && cur.p <= 24;  // fp32 holds fp16 and bf16 exactly
   if (!(out.p == cur.p && out.emin == cur.emin) && !wider) B += half_ulp(y + B, out);
@@ -169,19 +166,7 @@ rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double
       const auto range = ref::yarn_correction_range(s);
       double low = to_d(range.low), high = to_d(range.high);
       // The kernel's host doubles (find_correction_range), to model their fp32 casts.
-      const auto dd = static_cast<double>(d);
-      const double two_log_b = 2.0 * std::log(b);
-      const auto Lo = static_cast<double>(s.original_max_position_embeddings);
-      auto cdim = [&](double beta) {
-        return (dd * std::log(Lo / (beta * 2.0 * std::numbers::pi))) / two_log_b;
-      };
-      double low_d = cdim(s.beta_fast), high_d = cdim(s.beta_slow);
-      if (s.truncate) {
-        low_d = std::floor(low_d);
-        high_d = std::ceil(high_d);
-      }
-      low_d = std::max(low_d, 0.0);
-      high_d = std::min(high_d, dd - 1.0);
+      auto [low_d, high_d] = kernel::hf_yarn_correction_range(s);
       double host_err = 0;
       if (!s.truncate) host_err = 32 * 0x1p-53 * (std::fabs(low) + std::fabs(high));
       if (low == high) {
@@ -429,14 +414,14 @@ rope_contract::rope_contract(const spec::rope& s, kernel::strategy st,
 }
 
 double rope_contract::table_bound(std::int64_t p, std::int64_t i, double y, format out) const {
+  return table_bound_at(angle_error(p, i), y, out);
+}
+
+double rope_contract::angle_error(std::int64_t p, std::int64_t i) const {
   const auto k = static_cast<std::size_t>(i);
-  double dtheta = 0;
-  if (st_ == kernel::strategy::ggml) {
-    dtheta = ggml_->angles(p)[k].e;
-  } else if (st_ != kernel::strategy::accurate) {
-    dtheta = hf_angle_error(p, hf_.freq[k]);
-  }
-  return table_bound_at(dtheta, y, out);
+  if (st_ == kernel::strategy::ggml) return ggml_->angles(p)[k].e;
+  if (st_ == kernel::strategy::accurate) return 0;
+  return hf_angle_error(p, hf_.freq[k]);
 }
 
 void rope_contract::angle_errors(std::int64_t p, std::vector<double>& out) const {
@@ -458,11 +443,19 @@ double rope_contract::table_bound_at(double dtheta, double y, format out) const 
     case kernel::strategy::table_bf16:
       return path_bound(trig_times_m(dtheta, hf_.m, c), y, kernel::storage_of(st_), out, kF32);
     case kernel::strategy::ggml:
-      return path_bound(trig_times_m(dtheta, ggml_->m, c), y, storage::output, out, kF32);
+      return path_bound(trig_times_m(dtheta, ggml_->m, c), y, std::nullopt, out, kF32);
     case kernel::strategy::accurate:
       break;
   }
   return ulp_at(y, out);  // accurate: 1 ulp of the output type at the exact value
+}
+
+double rope_contract::rotation_bound_at(double dtheta, double x0, double x1, double abs_y,
+                                        format out) const {
+  const format table = format_of(kernel::storage_of(st_).value_or(dtype::fp32));
+  const double eps = table_bound_at(dtheta, m_, table);
+  const double a = std::fabs(x0) + std::fabs(x1);
+  return a * eps + rotation_bound(a * (m_ + eps), abs_y + a * eps, out);
 }
 
 std::optional<double> rope_contract::inv_freq_bound(std::int64_t i) const {
@@ -505,7 +498,7 @@ std::pair<std::int64_t, bool> sinusoidal_contract::pair_of(std::int64_t col) con
 
 double sinusoidal_contract::bound(std::int64_t p, std::int64_t col, double y, format out) const {
   y = std::fabs(y);
-  const storage stored = kernel::storage_of(st_);
+  const std::optional<dtype> stored = kernel::storage_of(st_);
   if (st_ == kernel::strategy::accurate) return ulp_at(y, out);
   const auto [pair, is_sin] = pair_of(col);
   if (s_.layout == spec::sinusoidal_layout::interleaved) {

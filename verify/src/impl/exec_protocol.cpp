@@ -91,7 +91,7 @@ std::optional<std::size_t> product(std::initializer_list<std::int64_t> factors, 
 
 }  // namespace
 
-std::size_t element_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }
+std::size_t element_bytes(dtype t) { return size_of(t); }
 
 std::size_t tensor::bytes() const {
   std::size_t n = element_bytes(type);
@@ -158,7 +158,7 @@ parsed_request parse_request(std::string_view line) {
       const auto spec = get_string(j, "spec");
       if (!spec) throw error(fmt::format("{} has no \"spec\"", clip(r.what)));
       r.spec = *spec;
-      r.type = parse_dtype(get_string(j, "dtype").value_or("fp32"));
+      r.type = parse_float_dtype(get_string(j, "dtype").value_or("fp32"));
       r.seq_len = get_int(j, "seq_len").value_or(-1);
       if (r.seq_len < -1) throw error(fmt::format("\"seq_len\" {} is below -1", r.seq_len));
       r.positions = get_int(j, "positions").value_or(0);
@@ -209,7 +209,7 @@ answer parse_answer(std::string_view line) {
       }
       tensor x;
       x.name = get_string(t, "name").value_or("");
-      x.type = parse_dtype(get_string(t, "dtype").value_or(""));
+      x.type = parse_float_dtype(get_string(t, "dtype").value_or(""));
       const auto s = t.find("shape");
       if (s == t.end() || !s->is_array()) {
         throw error(fmt::format("tensor '{}' has no \"shape\" array", clip(x.name)));

@@ -38,27 +38,6 @@ const char* to_string(output o) {
   return "?";
 }
 
-const char* to_string(dtype t) {
-  switch (t) {
-    case dtype::fp32:
-      return "fp32";
-    case dtype::fp16:
-      return "fp16";
-    case dtype::bf16:
-      return "bf16";
-  }
-  return "?";
-}
-
-dtype parse_dtype(std::string_view s) {
-  for (const dtype t : {dtype::fp32, dtype::fp16, dtype::bf16}) {
-    if (s == to_string(t)) return t;
-  }
-  constexpr std::size_t n = 40;  // the name is user input: quoted, clipped
-  throw error("unknown dtype '" + std::string(s.substr(0, n)) + (s.size() > n ? "…" : "") +
-              "' (fp32, fp16 or bf16)");
-}
-
 void implementation::unsupported(output what) const {
   throw error(name() + ": " + to_string(what) + " is not supported");
 }
@@ -173,14 +152,10 @@ class builtin final : public typed_implementation<builtin> {
   template <class TQ>
   void rotate_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
                 kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
-    switch (kernel::storage_of(st_)) {
-      case kernel::storage::fp16:
-        return rotate_with<half>(p, seq, in, out);
-      case kernel::storage::bf16:
-        return rotate_with<bfloat16>(p, seq, in, out);
-      case kernel::storage::output:
-        return rotate_with<float>(p, seq, in, out);
-    }
+    // The strategy's table in its storage dtype (fp32 without one), then the rotation.
+    visit_output_float(kernel::storage_of(st_).value_or(dtype::fp32), [&](auto tag) {
+      rotate_with<typename decltype(tag)::type>(p, seq, in, out);
+    });
   }
   template <class T>
   void pe_t(std::span<const std::int64_t> p, std::span<T> out) const {

@@ -68,8 +68,10 @@ int abi_dtype(dtype t) {
       return PEV_DTYPE_F16;
     case dtype::bf16:
       return PEV_DTYPE_BF16;
+    default:
+      break;
   }
-  return 0;
+  throw error(std::string("the plugin ABI has no dtype ") + to_string(t));
 }
 
 // ---- Plugin -----------------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include "pev/core/error.h"
 #include "pev/core/real.h"
 #include "pev/kernel/apply.h"
+#include "pev/kernel/rope.h"
 #include "pev/ref/rope.h"
 
 namespace pev::impl {
@@ -59,17 +60,8 @@ bool yarn_truncate_matters(const spec::encoding& e) {
 
 // YaRN's correction range in the hf kernel's doubles (find_correction_range).
 std::pair<double, double> yarn_range(const spec::rope& s) {
-  const auto d = static_cast<double>(s.rotary_dim);
-  const auto Lo = static_cast<double>(s.original_max_position_embeddings);
-  auto cdim = [&](double beta) {
-    return (d * std::log(Lo / (beta * 2.0 * std::numbers::pi))) / (2.0 * std::log(s.rope_theta));
-  };
-  double low = cdim(s.beta_fast), high = cdim(s.beta_slow);
-  if (s.truncate) {
-    low = std::floor(low);
-    high = std::ceil(high);
-  }
-  return {std::max(low, 0.0), std::min(high, d - 1.0)};
+  const auto r = kernel::hf_yarn_correction_range(s);
+  return {r.low, r.high};
 }
 
 bool yarn_clamp_matters(const spec::encoding& e) {

@@ -114,47 +114,32 @@ array make(dtype t, std::vector<std::int64_t> shape, std::size_t count, std::str
   array a;
   a.type = t;
   a.shape = std::move(shape);
-  a.data.resize(count * dtype_size(t));
+  a.data.resize(count * size_of(t));
   return a;
 }
 
 }  // namespace
 
-std::size_t dtype_size(dtype t) {
-  switch (t) {
-    case dtype::f64:
-    case dtype::i64:
-      return 8;
-    case dtype::f32:
-    case dtype::i32:
-      return 4;
-    case dtype::f16:
-    case dtype::bf16:
-      return 2;
-  }
-  return 0;
-}
-
 std::string_view safetensors_name(dtype t) {
   switch (t) {
-    case dtype::f64:
+    case dtype::fp64:
       return "F64";
-    case dtype::f32:
+    case dtype::fp32:
       return "F32";
-    case dtype::f16:
+    case dtype::fp16:
       return "F16";
     case dtype::bf16:
       return "BF16";
-    case dtype::i32:
+    case dtype::int32:
       return "I32";
-    case dtype::i64:
+    case dtype::int64:
       return "I64";
   }
   return "?";
 }
 
 dtype parse_safetensors_dtype(std::string_view name) {
-  for (dtype t : {dtype::f64, dtype::f32, dtype::f16, dtype::bf16, dtype::i32, dtype::i64}) {
+  for (dtype t : {dtype::fp64, dtype::fp32, dtype::fp16, dtype::bf16, dtype::int32, dtype::int64}) {
     if (name == safetensors_name(t)) return t;
   }
   fail(fmt::format("dtype '{}' is not supported (supported: F64, F32, F16, BF16, I32, I64)",
@@ -210,7 +195,7 @@ std::size_t array::elements() const {
 
 void array::check(std::string_view what) const {
   const std::uint64_t n = checked_elements(shape, what);
-  const auto bytes = detail::checked_mul(n, dtype_size(type));
+  const auto bytes = detail::checked_mul(n, size_of(type));
   if (!bytes || *bytes != data.size()) {
     fail(fmt::format("{}: array of shape {} and dtype {} needs {} bytes but holds {}", what,
                      shape_string(shape), safetensors_name(type),
@@ -220,21 +205,21 @@ void array::check(std::string_view what) const {
 
 std::vector<double> array::to_doubles() const {
   check("array");
-  const std::size_t n = data.size() / dtype_size(type);
+  const std::size_t n = data.size() / size_of(type);
   const std::byte* p = data.data();
   std::vector<double> out(n);
   switch (type) {
-    case dtype::f64:
+    case dtype::fp64:
       for (std::size_t i = 0; i < n; ++i) {
         out[i] = std::bit_cast<double>(detail::load_le<std::uint64_t>(p + 8 * i));
       }
       break;
-    case dtype::f32:
+    case dtype::fp32:
       for (std::size_t i = 0; i < n; ++i) {
         out[i] = std::bit_cast<float>(detail::load_le<std::uint32_t>(p + 4 * i));
       }
       break;
-    case dtype::f16:
+    case dtype::fp16:
       for (std::size_t i = 0; i < n; ++i) {
         out[i] = half_bits_to_float(detail::load_le<std::uint16_t>(p + 2 * i));
       }
@@ -244,12 +229,12 @@ std::vector<double> array::to_doubles() const {
         out[i] = bfloat16_bits_to_float(detail::load_le<std::uint16_t>(p + 2 * i));
       }
       break;
-    case dtype::i32:
+    case dtype::int32:
       for (std::size_t i = 0; i < n; ++i) {
         out[i] = static_cast<std::int32_t>(detail::load_le<std::uint32_t>(p + 4 * i));
       }
       break;
-    case dtype::i64:
+    case dtype::int64:
       for (std::size_t i = 0; i < n; ++i) {
         out[i] = static_cast<double>(
             static_cast<std::int64_t>(detail::load_le<std::uint64_t>(p + 8 * i)));
@@ -260,16 +245,16 @@ std::vector<double> array::to_doubles() const {
 }
 
 std::vector<std::int64_t> array::to_int64() const {
-  if (type != dtype::i32 && type != dtype::i64) {
+  if (type != dtype::int32 && type != dtype::int64) {
     fail(fmt::format(
         "array of dtype {} holds floating-point values, expected an integer array (I32 or I64)",
         safetensors_name(type)));
   }
   check("array");
-  const std::size_t n = data.size() / dtype_size(type);
+  const std::size_t n = data.size() / size_of(type);
   std::vector<std::int64_t> out(n);
   for (std::size_t i = 0; i < n; ++i) {
-    out[i] = type == dtype::i32
+    out[i] = type == dtype::int32
                  ? static_cast<std::int32_t>(detail::load_le<std::uint32_t>(data.data() + 4 * i))
                  : static_cast<std::int64_t>(detail::load_le<std::uint64_t>(data.data() + 8 * i));
   }
@@ -277,7 +262,7 @@ std::vector<std::int64_t> array::to_int64() const {
 }
 
 std::vector<std::uint16_t> array::to_bits16() const {
-  if (type != dtype::f16 && type != dtype::bf16) {
+  if (type != dtype::fp16 && type != dtype::bf16) {
     fail(fmt::format("array of dtype {} has no 16-bit encodings, expected F16 or BF16",
                      safetensors_name(type)));
   }
@@ -289,7 +274,7 @@ std::vector<std::uint16_t> array::to_bits16() const {
 }
 
 array array::from_doubles(std::vector<std::int64_t> shape, const std::vector<double>& v) {
-  array a = make(dtype::f64, std::move(shape), v.size(), "array::from_doubles");
+  array a = make(dtype::fp64, std::move(shape), v.size(), "array::from_doubles");
   for (std::size_t i = 0; i < v.size(); ++i) {
     detail::store_le(a.data.data() + 8 * i, std::bit_cast<std::uint64_t>(v[i]));
   }
@@ -297,7 +282,7 @@ array array::from_doubles(std::vector<std::int64_t> shape, const std::vector<dou
 }
 
 array array::from_floats(std::vector<std::int64_t> shape, const std::vector<float>& v) {
-  array a = make(dtype::f32, std::move(shape), v.size(), "array::from_floats");
+  array a = make(dtype::fp32, std::move(shape), v.size(), "array::from_floats");
   for (std::size_t i = 0; i < v.size(); ++i) {
     detail::store_le(a.data.data() + 4 * i, std::bit_cast<std::uint32_t>(v[i]));
   }
@@ -306,7 +291,7 @@ array array::from_floats(std::vector<std::int64_t> shape, const std::vector<floa
 
 array array::from_bits16(dtype t, std::vector<std::int64_t> shape,
                          const std::vector<std::uint16_t>& bits) {
-  if (t != dtype::f16 && t != dtype::bf16) {
+  if (t != dtype::fp16 && t != dtype::bf16) {
     fail(fmt::format("array::from_bits16: dtype {} is not a 16-bit float, expected F16 or BF16",
                      safetensors_name(t)));
   }
@@ -316,7 +301,7 @@ array array::from_bits16(dtype t, std::vector<std::int64_t> shape,
 }
 
 array array::from_int64(std::vector<std::int64_t> shape, const std::vector<std::int64_t>& v) {
-  array a = make(dtype::i64, std::move(shape), v.size(), "array::from_int64");
+  array a = make(dtype::int64, std::move(shape), v.size(), "array::from_int64");
   for (std::size_t i = 0; i < v.size(); ++i) {
     detail::store_le(a.data.data() + 8 * i, static_cast<std::uint64_t>(v[i]));
   }
@@ -324,7 +309,7 @@ array array::from_int64(std::vector<std::int64_t> shape, const std::vector<std::
 }
 
 array array::from_int32(std::vector<std::int64_t> shape, const std::vector<std::int32_t>& v) {
-  array a = make(dtype::i32, std::move(shape), v.size(), "array::from_int32");
+  array a = make(dtype::int32, std::move(shape), v.size(), "array::from_int32");
   for (std::size_t i = 0; i < v.size(); ++i) {
     detail::store_le(a.data.data() + 4 * i, static_cast<std::uint32_t>(v[i]));
   }

@@ -422,7 +422,7 @@ bool ends_with_ci(const std::string& s, std::string_view suffix) {
 
 std::vector<std::int64_t> positions_from_array(const array& a, const std::filesystem::path& file,
                                                std::string_view what) {
-  if (a.type != dtype::i32 && a.type != dtype::i64) {
+  if (a.type != dtype::int32 && a.type != dtype::int64) {
     throw pev::error(
         fmt::format("positions file '{}': {} has dtype {}, expected integers (int32 or int64)",
                     file.string(), what, safetensors_name(a.type)));

@@ -318,11 +318,11 @@ std::string bf16_hint() {
 }
 
 dtype parse_descr(const std::string& d, std::string_view source, bool u2_is_bf16) {
-  if (d == "<f8") return dtype::f64;
-  if (d == "<f4") return dtype::f32;
-  if (d == "<f2") return dtype::f16;
-  if (d == "<i4") return dtype::i32;
-  if (d == "<i8") return dtype::i64;
+  if (d == "<f8") return dtype::fp64;
+  if (d == "<f4") return dtype::fp32;
+  if (d == "<f2") return dtype::fp16;
+  if (d == "<i4") return dtype::int32;
+  if (d == "<i8") return dtype::int64;
   if (d == "<u2") {
     if (u2_is_bf16) return dtype::bf16;
     fail("{}: header field 'descr' is '<u2' (uint16), which pev reads only as bf16 when asked: {}",
@@ -354,7 +354,7 @@ dtype parse_descr(const std::string& d, std::string_view source, bool u2_is_bf16
 }
 
 struct npy_header {
-  dtype type = dtype::f64;
+  dtype type = dtype::fp64;
   std::vector<std::int64_t> shape;
 };
 
@@ -496,7 +496,7 @@ array read(const detail::byte_source& src, std::string_view source, bool u2_is_b
     fail("{}: header field 'shape' {} has more elements than fit in 64 bits", w,
          shape_string(h.shape));
   }
-  const auto needed = detail::checked_mul(*elements, dtype_size(h.type));
+  const auto needed = detail::checked_mul(*elements, size_of(h.type));
   if (!needed) {
     fail("{}: {} needs more than 2^64 bytes of data", w, what);
   }
@@ -558,17 +558,17 @@ std::string header_bytes(const array& a) {
 
 std::string_view npy_descr(dtype t) {
   switch (t) {
-    case dtype::f64:
+    case dtype::fp64:
       return "<f8";
-    case dtype::f32:
+    case dtype::fp32:
       return "<f4";
-    case dtype::f16:
+    case dtype::fp16:
       return "<f2";
     case dtype::bf16:
       return "<u2";
-    case dtype::i32:
+    case dtype::int32:
       return "<i4";
-    case dtype::i64:
+    case dtype::int64:
       return "<i8";
   }
   return "?";

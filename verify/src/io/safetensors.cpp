@@ -77,7 +77,7 @@ ordered_json parse_header_json(const std::string& text, const std::string& w) {
 
 struct entry {
   std::string name;
-  dtype type = dtype::f64;
+  dtype type = dtype::fp64;
   std::vector<std::int64_t> shape;
   std::uint64_t begin = 0, end = 0;
 };
@@ -146,7 +146,7 @@ entry parse_entry(const std::string& name, const ordered_json& j, const std::str
   }
   const std::string what =
       fmt::format("shape {} of {}", shape_string(e.shape), safetensors_name(e.type));
-  const auto bytes = detail::checked_mul(*elements, dtype_size(e.type));
+  const auto bytes = detail::checked_mul(*elements, size_of(e.type));
   if (!bytes) fail("{}: {} needs more than 2^64 bytes", t, what);
   if (*bytes != e.end - e.begin) {
     fail("{}: field 'data_offsets' {} spans {} bytes but {} needs {}", t, range, e.end - e.begin,

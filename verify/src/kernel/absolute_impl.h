@@ -42,7 +42,7 @@ void sinusoidal_rows(const sinusoidal_plan& plan, std::span<const std::int64_t> 
   const std::int64_t d = plan.spec.d_model;
   const bool interleaved = plan.spec.layout == spec::sinusoidal_layout::interleaved;
   const std::int64_t h = d / 2;
-  const storage where = storage_of(plan.st);
+  const std::optional<dtype> where = storage_of(plan.st);
   // Column of the sin and cos of pair k.
   auto sin_col = [&](std::int64_t k) { return interleaved ? 2 * k : k; };
   auto cos_col = [&](std::int64_t k) { return interleaved ? 2 * k + 1 : h + k; };
@@ -122,7 +122,7 @@ void learned_table_impl(const spec::learned& s, strategy st,
     throw error(fmt::format("learned table: out must hold positions × d_model = {} values, got {}",
                             need, out.size()));
   }
-  const storage where = storage_of(st);
+  const std::optional<dtype> where = storage_of(st);
   for (std::size_t r = 0; r < positions.size(); ++r) {
     const learned_row_plan rp = plan_learned_row(s, st, positions[r]);
     T* row = out.data() + r * static_cast<std::size_t>(d);

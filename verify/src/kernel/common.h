@@ -13,30 +13,18 @@ void reject_ggml(strategy st, const char* family);
 /// An fp32 value of the hf pipeline stored in the strategy's storage format (fp16/bf16 for the
 /// table strategies, RNE), then converted to T.
 template <class T>
-inline T store_float(float v, storage where) {
-  switch (where) {
-    case storage::fp16:
-      return from_float<T>(static_cast<float>(half(v)));
-    case storage::bf16:
-      return from_float<T>(static_cast<float>(bfloat16(v)));
-    case storage::output:
-      break;
-  }
+inline T store_float(float v, std::optional<dtype> where) {
+  if (where == dtype::fp16) return from_float<T>(static_cast<float>(half(v)));
+  if (where == dtype::bf16) return from_float<T>(static_cast<float>(bfloat16(v)));
   return from_float<T>(v);
 }
 
 /// The same for a value the hf pipeline computes in double (DistilBERT's NumPy table, stored
 /// table entries): one rounding to the storage format (or to T).
 template <class T>
-inline T store_double(double v, storage where) {
-  switch (where) {
-    case storage::fp16:
-      return from_float<T>(static_cast<float>(narrow<half>(v)));
-    case storage::bf16:
-      return from_float<T>(static_cast<float>(narrow<bfloat16>(v)));
-    case storage::output:
-      break;
-  }
+inline T store_double(double v, std::optional<dtype> where) {
+  if (where == dtype::fp16) return from_float<T>(static_cast<float>(narrow<half>(v)));
+  if (where == dtype::bf16) return from_float<T>(static_cast<float>(narrow<bfloat16>(v)));
   return narrow<T>(v);
 }
 

@@ -92,7 +92,7 @@ void alibi_bias_impl(const spec::alibi& s, strategy st, std::span<const std::int
         fmt::format("alibi bias: out must hold num_heads × queries × keys = {} values, got {}",
                     H * Q * K, out.size()));
   }
-  const storage where = storage_of(st);
+  const std::optional<dtype> where = storage_of(st);
   for (std::size_t h = 0; h < H; ++h) {
     for (std::size_t a = 0; a < Q; ++a) {
       T* row = out.data() + (h * Q + a) * K;

@@ -14,6 +14,23 @@
 #include "rope_impl.h"
 
 namespace pev::kernel {
+
+correction_range hf_yarn_correction_range(const spec::rope& s) {
+  const auto d = static_cast<double>(s.rotary_dim);
+  const double two_log_b = 2.0 * std::log(s.rope_theta);
+  const auto Lo = static_cast<double>(s.original_max_position_embeddings);
+  auto cdim = [&](double beta) {
+    return (d * std::log(Lo / (beta * 2.0 * std::numbers::pi))) / two_log_b;
+  };
+  double low = cdim(s.beta_fast);
+  double high = cdim(s.beta_slow);
+  if (s.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  return {std::max(low, 0.0), std::min(high, d - 1.0)};
+}
+
 namespace {
 
 using spec::rope_type;
@@ -85,20 +102,7 @@ double hf_attention_factor(const spec::rope& s) {
 // YaRN ramp over pairs j: clamp((j − low)/(high − low), 0, 1) in fp32, the correction range in
 // double (find_correction_range), low == high widened by 0.001 as transformers does.
 std::vector<float> hf_yarn_ramp(const spec::rope& s) {
-  const auto d = static_cast<double>(s.rotary_dim);
-  const double two_log_b = 2.0 * std::log(s.rope_theta);
-  const auto Lo = static_cast<double>(s.original_max_position_embeddings);
-  auto cdim = [&](double beta) {
-    return (d * std::log(Lo / (beta * 2.0 * std::numbers::pi))) / two_log_b;
-  };
-  double low = cdim(s.beta_fast);
-  double high = cdim(s.beta_slow);
-  if (s.truncate) {
-    low = std::floor(low);
-    high = std::ceil(high);
-  }
-  low = std::max(low, 0.0);
-  high = std::min(high, d - 1.0);
+  auto [low, high] = hf_yarn_correction_range(s);
   if (low == high) high += 0.001;
   const float lo = f32(low);
   const float width = f32(high - low);

@@ -115,7 +115,7 @@ void rope_kernel::table(std::span<const std::int64_t> positions, std::span<T> co
       case strategy::table_fp16:
       case strategy::table_bf16: {
         // transformers: fp32 position, fp32 product, cos/sin, fp32 attention scaling, cast.
-        const storage where = storage_of(k.st);
+        const std::optional<dtype> where = storage_of(k.st);
         const float pos = static_cast<float>(p);
         const float m = k.attention_factor;
         for (std::int64_t i = 0; i < P; ++i) {

@@ -43,18 +43,18 @@ strategy parse_strategy(std::string_view name) {
 
 std::span<const strategy> all_strategies() { return kAll; }
 
-storage storage_of(strategy s) {
+std::optional<dtype> storage_of(strategy s) {
   switch (s) {
     case strategy::table_fp16:
-      return storage::fp16;
+      return dtype::fp16;
     case strategy::table_bf16:
-      return storage::bf16;
+      return dtype::bf16;
     case strategy::hf:
     case strategy::ggml:
     case strategy::accurate:
       break;
   }
-  return storage::output;
+  return std::nullopt;
 }
 
 }  // namespace pev::kernel

@@ -1085,7 +1085,6 @@ void fast_rope_reference::rotate(std::int64_t p, std::span<const double> x, std:
   check_size(x.size(), static_cast<std::size_t>(s.head_dim), "rotate input");
   check_size(out.size(), static_cast<std::size_t>(s.head_dim), "rotate output");
   const std::size_t n = static_cast<std::size_t>(pairs());
-  const bool neox = s.layout == spec::rope_layout::neox;
   fast_stats st;
   std::vector<std::size_t> failed;
   const constants& K = consts();
@@ -1097,8 +1096,8 @@ void fast_rope_reference::rotate(std::int64_t p, std::span<const double> x, std:
     using A = arith<F>;
     const position P = split_position(p);
     for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t ia = neox ? i : 2 * i;
-      const std::size_t ib = neox ? i + n : 2 * i + 1;
+      const auto [da, db] = spec::pair_dims(s, static_cast<std::int64_t>(i));
+      const auto ia = static_cast<std::size_t>(da), ib = static_cast<std::size_t>(db);
       const double xa = x[ia], xb = x[ib];
       st.values += 2;
       const frequency& f = freq_[i];

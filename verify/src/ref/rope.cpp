@@ -413,10 +413,10 @@ void rope_reference::expand(std::span<const cos_sin> row, std::vector<real>& cos
   const std::size_t half = row.size();
   cos_full.assign(2 * half, real(0));
   sin_full.assign(2 * half, real(0));
-  for (std::size_t j = 0; j < 2 * half; ++j) {
-    const std::size_t i = spec_.layout == spec::rope_layout::neox ? j % half : j / 2;
-    cos_full[j] = row[i].cos;
-    sin_full[j] = row[i].sin;
+  for (std::size_t i = 0; i < half; ++i) {
+    const auto [a, b] = spec::pair_dims(spec_, static_cast<std::int64_t>(i));
+    cos_full[static_cast<std::size_t>(a)] = cos_full[static_cast<std::size_t>(b)] = row[i].cos;
+    sin_full[static_cast<std::size_t>(a)] = sin_full[static_cast<std::size_t>(b)] = row[i].sin;
   }
 }
 
@@ -430,8 +430,8 @@ std::vector<real> rope_reference::rotate(std::int64_t p, std::span<const real> x
   const auto cs = row(p);
   const std::size_t half = cs.size();
   for (std::size_t i = 0; i < half; ++i) {
-    const std::size_t a = spec_.layout == spec::rope_layout::neox ? i : 2 * i;
-    const std::size_t b = spec_.layout == spec::rope_layout::neox ? i + half : 2 * i + 1;
+    const auto [da, db] = spec::pair_dims(spec_, static_cast<std::int64_t>(i));
+    const auto a = static_cast<std::size_t>(da), b = static_cast<std::size_t>(db);
     out[a] = x[a] * cs[i].cos - x[b] * cs[i].sin;
     out[b] = x[a] * cs[i].sin + x[b] * cs[i].cos;
   }

@@ -104,6 +104,21 @@ const char* family_name(const encoding& e) {
       e);
 }
 
+std::pair<std::int64_t, std::int64_t> pair_dims(const rope& s, std::int64_t i) {
+  if (s.layout == rope_layout::neox) return {i, i + s.pairs()};
+  return {2 * i, 2 * i + 1};
+}
+
+std::vector<std::int64_t> dim_pairs(const rope& s) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(s.head_dim), -1);
+  for (std::int64_t i = 0; i < s.pairs(); ++i) {
+    const auto [a, b] = pair_dims(s, i);
+    v[static_cast<std::size_t>(a)] = i;
+    v[static_cast<std::size_t>(b)] = i;
+  }
+  return v;
+}
+
 const char* to_string(rope_type t) {
   switch (t) {
     case rope_type::default_:

@@ -1,17 +1,14 @@
-// Precision-drift sweeps: kernels against the exact reference over the positions of sweep.h.
+// Precision-drift sweeps: kernels against the exact reference over the positions of sweep.h,
+// compared by the one comparison engine (pev/compare/).
 
 #include "pev/sweep/sweep.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -20,11 +17,15 @@
 #include <tuple>
 #include <variant>
 
-#include "pev/build_info.h"
+#include "pev/compare/bounds.h"
+#include "pev/compare/figures.h"
+#include "pev/compare/reference.h"
+#include "pev/compare/rope.h"
 #include "pev/core/error.h"
+#include "pev/core/hex.h"
 #include "pev/core/real.h"
+#include "pev/core/sampling.h"
 #include "pev/core/splitmix.h"
-#include "pev/core/version.h"
 #include "pev/impl/contract.h"
 #include "pev/impl/implementation.h"
 #include "pev/kernel/absolute.h"
@@ -32,187 +33,46 @@
 #include "pev/kernel/relative.h"
 #include "pev/kernel/rope.h"
 #include "pev/metric/ulp.h"
-#include "pev/ref/fast.h"
-#include "pev/ref/relative.h"
 #include "pev/ref/rope.h"
-#include "pev/ref/sinusoidal.h"
+#include "pev/scalar/dtype.h"
 #include "pev/scalar/round.h"
-#include "sweep_detail.h"
 
 namespace pev::sweep {
 namespace {
 
+using compare::figures;
+using compare::rounded_values;
 using kernel::strategy;
-using metric::format;
-using metric::kBF16;
-using metric::kF16;
-using metric::kF32;
 using metric::ulp_at;
 
-// Bounds are sums of positive terms evaluated in double; this covers their own roundings (as the
-// contract table does).
-constexpr double kSlack = 1 + 0x1p-40;
 constexpr std::size_t kChunk = 4096;  // positions per reference/kernel batch
-
-enum class dtype { fp32, fp16, bf16 };
 constexpr dtype kDtypes[] = {dtype::fp32, dtype::fp16, dtype::bf16};
-const char* name_of(dtype d) {
-  return d == dtype::fp32 ? "fp32" : d == dtype::fp16 ? "fp16" : "bf16";
-}
-format format_of(dtype d) { return d == dtype::fp32 ? kF32 : d == dtype::fp16 ? kF16 : kBF16; }
-
-template <class F>
-void with_type(dtype d, F&& f) {
-  switch (d) {
-    case dtype::fp32:
-      return f(float{});
-    case dtype::fp16:
-      return f(half{});
-    case dtype::bf16:
-      return f(bfloat16{});
-  }
-}
 
 template <class T>
 double to_double(T v) {
   return scalar_traits<T>::to_double(v);
 }
 
-std::string hex(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", v);
-  return buf;
+/// The figures of one sweep cell: its one bound (the strategy's contract) gates it, the worst
+/// case is its largest ρ.
+std::unique_ptr<figures> cell_figures(const options& o, std::int64_t indices) {
+  figures::options fo;
+  fo.max_position = o.max_position;
+  fo.indices = indices;
+  return std::make_unique<figures>(fo);
 }
 
-/// Per-check accumulator of the report's statistics (see report::check).
-class accumulator {
- public:
-  accumulator(std::int64_t max_position, std::int64_t indices)
-      : octaves_(static_cast<std::size_t>(octave_count(max_position))), indices_(indices) {
-    for (std::size_t k = 0; k < octaves_.size(); ++k) {
-      octaves_[k].lo = k == 0 ? 0 : std::int64_t{1} << k;
-      octaves_[k].hi = std::min(std::int64_t{1} << (k + 1), max_position);
-      octaves_[k].rho_by_index.assign(static_cast<std::size_t>(indices), 0.0);
-    }
-  }
-
-  /// One value: position p, index i, component, got, exact y, bound B, ulp distance to RN_T(y),
-  /// ulp error vs y.
-  void add(std::int64_t p, std::int64_t i, const char* comp, double got, double y, double B,
-           std::uint64_t ulp_dist, double ulp_err) {
-    const double err =
-        std::isnan(got) ? std::numeric_limits<double>::infinity() : std::fabs(got - y);
-    const double Bs = B * kSlack;
-    const double rho =
-        Bs > 0 ? err / Bs : (err == 0 ? 0.0 : std::numeric_limits<double>::infinity());
-    auto& o = octaves_[static_cast<std::size_t>(octave_of(p))];
-    o.values++;
-    o.max_abs = std::max(o.max_abs, err);
-    o.max_bound = std::max(o.max_bound, B);
-    o.hist.add(err);
-    if (rho > o.max_rho || o.argmax < 0) {
-      if (rho > o.max_rho) o.max_rho = rho;
-      if (o.argmax < 0 || rho >= o.max_rho) o.argmax = p;
-    }
-    auto& ri = o.rho_by_index[static_cast<std::size_t>(i)];
-    ri = std::max(ri, rho);
-    values_++;
-    max_abs_ = std::max(max_abs_, err);
-    max_ulp_err_ = std::max(max_ulp_err_, ulp_err);
-    max_ulp_dist_ = std::max(max_ulp_dist_, ulp_dist);
-    cr_ += ulp_dist == 0 ? 1 : 0;
-    faithful_ += ulp_dist <= 1 ? 1 : 0;
-    hist_[static_cast<std::size_t>(report::ulp_bucket(ulp_err))]++;
-    if (rho > worst_.rho || values_ == 1) {
-      worst_ = {p, i, comp, got, y, B, rho, hex(got), hex(y), {}};
-    }
-  }
-  void add_position(std::int64_t p) {
-    octaves_[static_cast<std::size_t>(octave_of(p))].positions++;
-    max_pos_ = std::max(max_pos_, p);
-  }
-
-  /// The octave's largest-ρ position (−1: none evaluated).
-  std::int64_t argmax(std::size_t k) const { return octaves_[k].argmax; }
-  std::size_t octaves() const { return octaves_.size(); }
-
-  void finish(report::check& c) const {
-    c.values = values_;
-    c.max_position = max_pos_;
-    c.max_abs = max_abs_;
-    c.max_ulp_error = max_ulp_err_;
-    c.max_ulp_distance = max_ulp_dist_;
-    c.pct_correctly_rounded = values_ ? 100.0 * double(cr_) / double(values_) : 0;
-    c.pct_faithful = values_ ? 100.0 * double(faithful_) / double(values_) : 0;
-    c.ulp_histogram = hist_;
-    c.worst = worst_;
-    c.max_rho = 0;
-    c.positions = 0;
-    c.octaves.clear();
-    for (const auto& o : octaves_) {
-      c.positions += o.positions;
-      if (o.values == 0) continue;
-      c.max_rho = std::max(c.max_rho, o.max_rho);
-      c.octaves.push_back({o.lo, o.hi, o.positions, o.values, o.max_abs, o.hist.quantile(0.99),
-                           o.max_bound, o.max_rho, o.rho_by_index});
-    }
-    c.pass = c.values > 0 && c.max_rho <= 1.0;
-  }
-
-  static std::int64_t octave_count(std::int64_t max_position) {
-    return std::max<std::int64_t>(1, std::bit_width(static_cast<std::uint64_t>(max_position - 1)));
-  }
-  static std::int64_t octave_of(std::int64_t p) {
-    return p < 2 ? 0 : std::bit_width(static_cast<std::uint64_t>(p)) - 1;
-  }
-
- private:
-  struct oct {
-    std::int64_t lo = 0, hi = 0;
-    std::uint64_t positions = 0, values = 0;
-    double max_abs = 0, max_bound = 0, max_rho = 0;
-    std::int64_t argmax = -1;
-    std::vector<double> rho_by_index;
-    detail::log_histogram hist;
-  };
-  std::vector<oct> octaves_;
-  std::int64_t indices_;
-  std::int64_t max_pos_ = 0;
-  std::uint64_t values_ = 0, cr_ = 0, faithful_ = 0, max_ulp_dist_ = 0;
-  double max_abs_ = 0, max_ulp_err_ = 0;
-  std::array<std::uint64_t, report::kUlpBuckets> hist_{};
-  report::worst_case worst_;
-};
+/// One value of a non-RoPE cell: got (type T) against RN_T(exact) `cr` and the exact double y.
+template <class T>
+compare::value value_of(std::int64_t p, std::int64_t i, T got, T cr, double y) {
+  return {
+      p, i, to_double(got), y, metric::ulp_distance(got, cr), ulp_at(std::fabs(y), format_of<T>())};
+}
 
 // ---------------------------------------------------------------------------------------------
 // RoPE.
 
-/// Reference values of a batch rounded once to each type: RN_double (the "exact" value of the
-/// metrics) and RN_T of each output type (the correctly rounded value of the ulp distance).
-struct rounded_values {
-  std::vector<double> f64;
-  std::vector<float> f32;
-  std::vector<half> f16;
-  std::vector<bfloat16> bf16;
-  template <class T>
-  std::vector<T>& get() {
-    if constexpr (std::is_same_v<T, double>) {
-      return f64;
-    } else if constexpr (std::is_same_v<T, float>) {
-      return f32;
-    } else if constexpr (std::is_same_v<T, half>) {
-      return f16;
-    } else {
-      return bf16;
-    }
-  }
-  template <class T>
-  const std::vector<T>& get() const {
-    return const_cast<rounded_values*>(this)->get<T>();
-  }
-};
-
-/// Exact rows of a batch of RoPE positions: m·cos and m·sin, [pos, pair].
+/// Exact rows of a batch of RoPE positions: m·cos and m·sin, [pos, pair], in every type.
 struct rope_rows {
   std::vector<std::int64_t> pos;
   rounded_values c, s;
@@ -220,58 +80,31 @@ struct rope_rows {
 
 class rope_reference_source {
  public:
-  rope_reference_source(const spec::rope& s, std::optional<std::int64_t> seq, bool mpfr)
-      : fast_(s, seq), mpfr_(mpfr) {}
-  const ref::fast_rope_reference& fast() const { return fast_; }
-
+  rope_reference_source(const spec::rope& s, std::optional<std::int64_t> seq,
+                        compare::reference_path path)
+      : ref_(s, seq, path) {}
+  compare::rope_reference& ref() { return ref_; }
   rope_rows rows(std::vector<std::int64_t> pos) {
     rope_rows r;
     r.pos = std::move(pos);
-    const std::size_t n = r.pos.size() * static_cast<std::size_t>(fast_.pairs());
-    fill(r.pos, n, r.c.f64, r.s.f64);
-    fill(r.pos, n, r.c.f32, r.s.f32);
-    fill(r.pos, n, r.c.f16, r.s.f16);
-    fill(r.pos, n, r.c.bf16, r.s.bf16);
+    ref_.table_all(r.pos, r.c, r.s);
     return r;
   }
-  const ref::fast_stats& stats() const { return stats_; }
+  const ref::fast_stats& stats() const { return ref_.stats(); }
 
  private:
-  template <class T>
-  void fill(const std::vector<std::int64_t>& pos, std::size_t n, std::vector<T>& c,
-            std::vector<T>& s) {
-    c.resize(n);
-    s.resize(n);
-    if (!mpfr_) {
-      fast_.table<T>(pos, c, s, &stats_);
-      return;
-    }
-    const auto P = static_cast<std::size_t>(fast_.pairs());
-    for (std::size_t k = 0; k < pos.size(); ++k) {
-      const auto row = fast_.reference().row(pos[k]);
-      for (std::size_t i = 0; i < P; ++i) {
-        c[k * P + i] = round_to<T>(row[i].cos);
-        s[k * P + i] = round_to<T>(row[i].sin);
-      }
-    }
-    stats_.values += 2 * n;
-    stats_.fallbacks += 2 * n;
-  }
-
-  ref::fast_rope_reference fast_;
-  bool mpfr_;
-  ref::fast_stats stats_;
+  compare::rope_reference ref_;
 };
 
-/// One RoPE check: its kernel, its bound and its accumulator.
+/// One RoPE check: its kernel, its bound (the strategy's contract) and its figures.
 struct rope_cell {
   report::check* out = nullptr;
   const spec::rope* s = nullptr;
   strategy st = strategy::hf;
   dtype dt = dtype::fp32;
   std::unique_ptr<kernel::rope_kernel> kern;
-  std::unique_ptr<impl::rope_contract> contract;  // the strategy's contract (pev/impl/contract.h)
-  std::unique_ptr<accumulator> acc;
+  std::unique_ptr<compare::rope_bounds> bounds;
+  std::unique_ptr<figures> acc;
 
   bool serial() const { return false; }  // planned at construction, on the calling thread
 
@@ -282,32 +115,16 @@ struct rope_cell {
     for (std::size_t k : rows) pos.push_back(r.pos[k]);
     std::vector<T> c(pos.size() * P), sn(pos.size() * P);
     kern->table<T>(pos, c, sn);
-    const auto& rc = r.c.get<T>();
-    const auto& rs = r.s.get<T>();
-    const format f = format_of(dt);
-    std::vector<double> dth;
-    for (std::size_t q = 0; q < pos.size(); ++q) {
-      const std::int64_t p = pos[q];
-      acc->add_position(p);
-      contract->angle_errors(p, dth);
-      const std::size_t k = rows[q];
-      for (std::size_t i = 0; i < P; ++i) {
-        for (int comp = 0; comp < 2; ++comp) {
-          const T got = comp == 0 ? c[q * P + i] : sn[q * P + i];
-          const double y = comp == 0 ? r.c.f64[k * P + i] : r.s.f64[k * P + i];
-          const T cr = comp == 0 ? rc[k * P + i] : rs[k * P + i];
-          const double g = to_double(got);
-          const double ay = std::fabs(y);
-          const double ulp_err = std::isfinite(g) ? std::fabs(g - y) / ulp_at(ay, f)
-                                                  : std::numeric_limits<double>::infinity();
-          acc->add(p, static_cast<std::int64_t>(i), comp == 0 ? "cos" : "sin", g, y,
-                   contract->table_bound_at(dth[i], ay, f), metric::ulp_distance(got, cr), ulp_err);
-        }
-      }
-    }
+    const compare::table_rows<T> ref{r.c.get<T>(), r.s.get<T>(), r.c.f64, r.s.f64, s->pairs()};
+    std::vector<std::int64_t> pair(P);
+    for (std::size_t i = 0; i < P; ++i) pair[i] = static_cast<std::int64_t>(i);
+    compare::compare_table<T>(
+        pos, [&](std::size_t q) { return rows[q]; }, ref, pair,
+        [&](std::size_t q, std::size_t i, bool is_sin) { return (is_sin ? sn : c)[q * P + i]; },
+        *bounds, *acc, *acc);
   }
   void evaluate(const rope_rows& r, const std::vector<std::size_t>& rows) {
-    with_type(dt, [&](auto tag) { evaluate_as<decltype(tag)>(r, rows); });
+    visit_output_float(dt, [&](auto tag) { evaluate_as<typename decltype(tag)::type>(r, rows); });
   }
 };
 
@@ -322,38 +139,17 @@ struct pe_rows {
 
 class pe_reference_source {
  public:
-  pe_reference_source(const spec::sinusoidal& s, bool mpfr) : s_(s), fast_(s), mpfr_(mpfr) {}
+  pe_reference_source(const spec::sinusoidal& s, compare::reference_path path) : ref_(s, path) {}
   pe_rows rows(std::vector<std::int64_t> pos) {
     pe_rows r;
     r.pos = std::move(pos);
-    fill(r.pos, r.v.f64);
-    fill(r.pos, r.v.f32);
-    fill(r.pos, r.v.f16);
-    fill(r.pos, r.v.bf16);
+    ref_.pe_all(r.pos, r.v);
     return r;
   }
-  const ref::fast_stats& stats() const { return stats_; }
+  const ref::fast_stats& stats() const { return ref_.stats(); }
 
  private:
-  template <class T>
-  void fill(const std::vector<std::int64_t>& pos, std::vector<T>& out) {
-    const auto d = static_cast<std::size_t>(s_.d_model);
-    out.resize(pos.size() * d);
-    if (!mpfr_) {
-      fast_.pe<T>(pos, out, &stats_);
-      return;
-    }
-    for (std::size_t k = 0; k < pos.size(); ++k) {
-      const auto row = ref::sinusoidal_row(s_, pos[k]);
-      for (std::size_t j = 0; j < d; ++j) out[k * d + j] = round_to<T>(row[j]);
-    }
-    stats_.values += out.size();
-    stats_.fallbacks += out.size();
-  }
-  spec::sinusoidal s_;
-  ref::fast_sinusoidal_reference fast_;
-  bool mpfr_;
-  ref::fast_stats stats_;
+  compare::sinusoidal_reference ref_;
 };
 
 struct pe_cell {
@@ -362,7 +158,7 @@ struct pe_cell {
   strategy st = strategy::hf;
   dtype dt = dtype::fp32;
   std::unique_ptr<impl::sinusoidal_contract> contract;
-  std::unique_ptr<accumulator> acc;
+  std::unique_ptr<figures> acc;
 
   // sinusoidal_table plans on every call, and the accurate plan reads the MPFR reference
   // (single-threaded).
@@ -376,24 +172,21 @@ struct pe_cell {
     std::vector<T> got(pos.size() * d);
     kernel::sinusoidal_table<T>(*s, st, pos, got);
     const auto& cr = r.v.get<T>();
-    const format f = format_of(dt);
+    constexpr format f = format_of<T>();
     for (std::size_t q = 0; q < pos.size(); ++q) {
       acc->add_position(pos[q]);
       const std::size_t k = rows[q];
       for (std::size_t j = 0; j < d; ++j) {
-        const double g = to_double(got[q * d + j]);
         const double y = r.v.f64[k * d + j];
-        const double ay = std::fabs(y);
-        const double B = contract->bound(pos[q], static_cast<std::int64_t>(j), ay, f);
-        const double ulp_err = std::isfinite(g) ? std::fabs(g - y) / ulp_at(ay, f)
-                                                : std::numeric_limits<double>::infinity();
-        acc->add(pos[q], static_cast<std::int64_t>(j), "pe", g, y, B,
-                 metric::ulp_distance(got[q * d + j], cr[k * d + j]), ulp_err);
+        const double B = contract->bound(pos[q], static_cast<std::int64_t>(j), std::fabs(y), f);
+        acc->add(
+            value_of<T>(pos[q], static_cast<std::int64_t>(j), got[q * d + j], cr[k * d + j], y),
+            "pe", {&B, 1});
       }
     }
   }
   void evaluate(const pe_rows& r, const std::vector<std::size_t>& rows) {
-    with_type(dt, [&](auto tag) { evaluate_as<decltype(tag)>(r, rows); });
+    visit_output_float(dt, [&](auto tag) { evaluate_as<typename decltype(tag)::type>(r, rows); });
   }
 };
 
@@ -407,13 +200,13 @@ struct alibi_rows {
 
 class alibi_reference_source {
  public:
-  explicit alibi_reference_source(const spec::alibi& s) : slopes_(ref::alibi_slopes(s)) {}
+  explicit alibi_reference_source(const spec::alibi& s) : ref_(s) {}
   alibi_rows rows(std::vector<std::int64_t> pos) {
     alibi_rows r;
     r.pos = std::move(pos);
     for (std::int64_t p : r.pos) {
-      for (const real& m : slopes_) {
-        const real b = ref::alibi_bias(m, 0, p);
+      for (std::int64_t h = 0; h < ref_.heads(); ++h) {
+        const real b = ref_.bias(h, 0, p);
         r.v.f64.push_back(round_to<double>(b));
         r.v.f32.push_back(round_to<float>(b));
         r.v.f16.push_back(round_to<half>(b));
@@ -422,10 +215,10 @@ class alibi_reference_source {
     }
     return r;
   }
-  std::size_t heads() const { return slopes_.size(); }
+  const compare::alibi_reference& ref() const { return ref_; }
 
  private:
-  std::vector<real> slopes_;
+  compare::alibi_reference ref_;
 };
 
 struct alibi_cell {
@@ -434,7 +227,7 @@ struct alibi_cell {
   strategy st = strategy::hf;
   dtype dt = dtype::fp32;
   std::unique_ptr<impl::alibi_contract> contract;
-  std::unique_ptr<accumulator> acc;
+  std::unique_ptr<figures> acc;
   std::uint64_t out_of_range = 0;
 
   // alibi_bias plans on every call; the accurate plan reads the MPFR reference.
@@ -449,35 +242,33 @@ struct alibi_cell {
     std::vector<T> got(H * pos.size());  // [H, 1, keys]
     kernel::alibi_bias<T>(*s, st, q0, pos, got);
     const auto& cr = r.v.get<T>();
-    const format f = format_of(dt);
+    constexpr format f = format_of<T>();
+    const auto storage = kernel::storage_of(st);
     for (std::size_t q = 0; q < pos.size(); ++q) {
       acc->add_position(pos[q]);
       const std::size_t k = rows[q];
       for (std::size_t h = 0; h < H; ++h) {
         const T gv = got[h * pos.size() + q];
         // The exact bias rounded to the storage type (table-*) must fit the output type.
-        const double stored = st == strategy::table_fp16   ? to_double(r.v.f16[k * H + h])
-                              : st == strategy::table_bf16 ? to_double(r.v.bf16[k * H + h])
-                                                           : r.v.f64[k * H + h];
+        const double stored = storage == dtype::fp16   ? to_double(r.v.f16[k * H + h])
+                              : storage == dtype::bf16 ? to_double(r.v.bf16[k * H + h])
+                                                       : r.v.f64[k * H + h];
         if (!std::isfinite(to_double(cr[k * H + h])) || !std::isfinite(stored) ||
             !std::isfinite(to_double(T(static_cast<float>(stored))))) {
           ++out_of_range;
           continue;
         }
-        const double g = to_double(gv);
         const double y = r.v.f64[k * H + h];
-        const double ay = std::fabs(y);
         // A query at 0 and a key at p: distance p (accurate: the exact bias rounded once).
-        const double B = contract->bias_bound(static_cast<std::int64_t>(h), pos[q], ay, f);
-        const double ulp_err = std::isfinite(g) ? std::fabs(g - y) / ulp_at(ay, f)
-                                                : std::numeric_limits<double>::infinity();
-        acc->add(pos[q], static_cast<std::int64_t>(h), "bias", g, y, B,
-                 metric::ulp_distance(gv, cr[k * H + h]), ulp_err);
+        const double B =
+            contract->bias_bound(static_cast<std::int64_t>(h), pos[q], std::fabs(y), f);
+        acc->add(value_of<T>(pos[q], static_cast<std::int64_t>(h), gv, cr[k * H + h], y), "bias",
+                 {&B, 1});
       }
     }
   }
   void evaluate(const alibi_rows& r, const std::vector<std::size_t>& rows) {
-    with_type(dt, [&](auto tag) { evaluate_as<decltype(tag)>(r, rows); });
+    visit_output_float(dt, [&](auto tag) { evaluate_as<typename decltype(tag)::type>(r, rows); });
   }
 };
 
@@ -513,7 +304,7 @@ struct t5_cell {
   report::check* out = nullptr;
   const spec::t5* s = nullptr;
   strategy st = strategy::hf;
-  std::unique_ptr<accumulator> acc;
+  std::unique_ptr<figures> acc;
 
   bool serial() const { return false; }  // integer plans, no pev::real
 
@@ -532,11 +323,12 @@ struct t5_cell {
         const auto g = static_cast<double>(got[2 * q + j]);
         const auto y = static_cast<double>(r.want[2 * k + j]);
         // Exact buckets for accurate; hf and table-* may be off by one only where the fp32
-        // logarithm is within its error of a truncation boundary.
+        // logarithm is within its error of a truncation boundary. Integers: one "ulp" is 1.
         const double B = st != strategy::accurate && r.may_differ[2 * k + j] ? 1.0 : 0.0;
         const double err = std::fabs(g - y);
-        acc->add(r.pos[k], static_cast<std::int64_t>(j), "bucket", g, y, B,
-                 static_cast<std::uint64_t>(err), err);
+        acc->add(
+            {r.pos[k], static_cast<std::int64_t>(j), g, y, static_cast<std::uint64_t>(err), 1.0},
+            "bucket", {&B, 1});
       }
     }
   }
@@ -561,101 +353,20 @@ std::string bound_name(strategy st, dtype dt) {
 
 }  // namespace
 
-namespace detail {
-
-void log_histogram::add(double v) {
-  count_++;
-  if (!(v > 0)) {
-    zeros_++;
-    return;
-  }
-  if (!std::isfinite(v)) {
-    bins_[kBins - 1]++;
-    return;
-  }
-  int e = std::ilogb(v);
-  std::size_t bin;
-  if (e < kMinExp) {
-    bin = 0;
-  } else if (e > kMaxExp) {
-    bin = kBins - 1;
-  } else {
-    const double f = std::ldexp(v, -e) - 1.0;  // [0, 1)
-    const auto sub = static_cast<std::size_t>(f * kSub);
-    bin = static_cast<std::size_t>(e - kMinExp) * kSub + std::min<std::size_t>(sub, kSub - 1);
-  }
-  bins_[bin]++;
-}
-
-double log_histogram::quantile(double q) const {
-  if (count_ == 0) return 0;
-  // Nearest rank: the ⌈q·n⌉-th smallest value.
-  const auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count_)));
-  if (rank <= zeros_) return 0;
-  std::uint64_t seen = zeros_;
-  for (std::size_t b = 0; b < bins_.size(); ++b) {
-    seen += bins_[b];
-    if (seen >= rank) return upper_edge(b);
-  }
-  return std::numeric_limits<double>::infinity();
-}
-
-double log_histogram::upper_edge(std::size_t b) {
-  if (b == kBins - 1) return std::numeric_limits<double>::infinity();
-  const int e = kMinExp + static_cast<int>(b / kSub);
-  const double f = 1.0 + static_cast<double>(b % kSub + 1) / kSub;
-  return std::ldexp(f, e);
-}
-
-}  // namespace detail
-
 std::vector<std::int64_t> sample_positions(const options& o) {
-  std::vector<std::int64_t> p;
-  const std::int64_t top = o.max_position;
-  if (o.exhaustive) {
-    for (std::int64_t i = 0; i < top; ++i) p.push_back(i);
-    return p;
-  }
-  for (std::int64_t i = 0; i < std::min(o.dense_below, top); ++i) p.push_back(i);
-  splitmix rng(o.seed);
-  for (int k = 0; k < 62; ++k) {
-    const std::int64_t lo = std::int64_t{1} << k;
-    if (lo >= top) break;
-    const std::int64_t hi = std::min(lo << 1, top);
-    if (hi <= o.dense_below) continue;
-    p.push_back(lo);
-    p.push_back(std::min(lo + 1, hi - 1));
-    p.push_back(hi - 1);
-    for (int j = 0; j < o.samples_per_octave; ++j) p.push_back(rng.in(lo, hi));
-  }
-  std::sort(p.begin(), p.end());
-  p.erase(std::unique(p.begin(), p.end()), p.end());
-  return p;
+  if (o.exhaustive) return octave_positions({o.max_position, o.max_position, 0, o.seed, true});
+  return octave_positions({o.max_position, o.dense_below, o.samples_per_octave, o.seed, true});
 }
 
 namespace {
 
-/// The CPU model (Linux /proc/cpuinfo), or "unknown".
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const auto colon = line.find(':');
-    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
-  }
-  return "unknown";
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
+compare::reference_path path_of(const options& o) {
+  return o.mpfr_reference ? compare::reference_path::mpfr : compare::reference_path::fast;
 }
 
 /// The sweep of one spec's cells (sweep.h): sampled positions in batches, then the local
 /// worst-case search. `Ref` gives exact rows of a batch of positions (on this thread); each cell
-/// evaluates its kernel on rows of a batch (on the arena's workers) into its accumulator.
+/// evaluates its kernel on rows of a batch (on the arena's workers) into its figures.
 template <class Ref, class Cell>
 void sweep_cells(Ref& ref, std::vector<Cell>& cells, const options& o, tbb::task_arena& arena) {
   auto run_cells = [&](const auto& r,
@@ -689,7 +400,7 @@ void sweep_cells(Ref& ref, std::vector<Cell>& cells, const options& o, tbb::task
   std::vector<std::vector<std::int64_t>> windows(cells.size());
   std::set<std::int64_t> all;
   for (std::size_t c = 0; c < cells.size(); ++c) {
-    const accumulator& acc = *cells[c].acc;
+    const figures& acc = *cells[c].acc;
     for (std::size_t k = 0; k < acc.octaves(); ++k) {
       const std::int64_t lo = k == 0 ? 0 : std::int64_t{1} << k;
       const std::int64_t hi = std::min(std::int64_t{1} << (k + 1), o.max_position);
@@ -728,8 +439,8 @@ void sweep_rope(const spec::rope& s, const std::vector<report::check*>& outs,
                 tbb::task_arena& arena, report::results& res) {
   const std::optional<std::int64_t> seq =
       s.stateful() ? std::optional<std::int64_t>(o.max_position) : std::nullopt;
-  rope_reference_source ref(s, seq, o.mpfr_reference);
-  const double m_exact = ref.fast().reference().attention_factor().convert_to<double>();
+  rope_reference_source ref(s, seq, path_of(o));
+  const double m_exact = ref.ref().attention_factor();
   // Kernels and models are planned here: `accurate` kernels and the models read the MPFR
   // reference, which is single-threaded.
   std::vector<rope_cell> cells(outs.size());
@@ -740,8 +451,10 @@ void sweep_rope(const spec::rope& s, const std::vector<report::check*>& outs,
     cell.st = cells_of[c].first;
     cell.dt = cells_of[c].second;
     cell.kern = std::make_unique<kernel::rope_kernel>(s, cell.st, seq);
-    cell.contract = std::make_unique<impl::rope_contract>(s, cell.st, seq, m_exact);
-    cell.acc = std::make_unique<accumulator>(o.max_position, s.pairs());
+    cell.bounds = std::make_unique<compare::rope_bounds>(
+        s, seq, m_exact,
+        std::vector<compare::named_bound>{compare::named_bound::of("bound", cell.st)});
+    cell.acc = cell_figures(o, s.pairs());
   }
   sweep_cells(ref, cells, o, arena);
   for (auto& cell : cells) {
@@ -753,12 +466,12 @@ void sweep_rope(const spec::rope& s, const std::vector<report::check*>& outs,
     const auto i = static_cast<std::size_t>(w.index);
     const float f = cell.kern->inv_freq()[i];
     w.intermediates.push_back({cell.st == strategy::ggml ? "angle at p=1 (recurrence)" : "inv_freq",
-                               hex(f), hex(ref.fast().inv_freq<double>()[i])});
+                               hex(f), hex(ref.ref().fast().inv_freq<double>()[i])});
     if (cell.st == strategy::hf || cell.st == strategy::table_fp16 ||
         cell.st == strategy::table_bf16) {
       const float angle = static_cast<float>(w.position) * f;
       w.intermediates.push_back(
-          {"angle", hex(angle), hex(ref.fast().angle<double>(w.position, w.index))});
+          {"angle", hex(angle), hex(ref.ref().fast().angle<double>(w.position, w.index))});
     }
     w.intermediates.push_back(
         {"attention_factor", hex(cell.kern->attention_factor()), hex(m_exact)});
@@ -776,19 +489,14 @@ void invariance(const suite_entry& e, const spec::rope& s, const options& o, tbb
                 std::vector<report::invariance_series>& out) {
   constexpr std::int64_t kOffset = 16;
   constexpr int kVectors = 4;
-  constexpr int kPerOctave = 4;
+  constexpr int kDrawsPerOctave = 3;
   const auto D = static_cast<std::size_t>(s.head_dim);
   ref::fast_rope_reference ref(s);
-  // Positions m: 0, then kPerOctave per octave.
-  std::vector<std::int64_t> ms = {0};
+  // Positions m: 0, then each octave's first position and three draws (m + offset < max), from
+  // the stream that then draws the vectors.
   splitmix rng(o.seed ^ 0x5eedull);
-  for (int k = 0; (std::int64_t{1} << k) + kOffset < o.max_position; ++k) {
-    const std::int64_t lo = std::int64_t{1} << k;
-    const std::int64_t hi = std::min(lo << 1, o.max_position - kOffset);
-    for (int j = 0; j < kPerOctave; ++j) ms.push_back(j == 0 ? lo : rng.in(lo, hi));
-  }
-  std::sort(ms.begin(), ms.end());
-  ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
+  const std::vector<std::int64_t> ms =
+      octave_positions({o.max_position - kOffset, 1, kDrawsPerOctave, 0, false}, &rng);
   // Unit vectors q, k (exact in every dtype: entries are multiples of 2^-7 in [-1, 1], scaled).
   std::vector<std::vector<double>> qs, ks;
   for (int v = 0; v < 2 * kVectors; ++v) {
@@ -823,10 +531,10 @@ void invariance(const suite_entry& e, const spec::rope& s, const options& o, tbb
       auto& ser = series[c];
       ser.spec_name = e.name;
       ser.strategy = kernel::to_string(cells[c].first);
-      ser.dtype = name_of(cells[c].second);
+      ser.dtype = to_string(cells[c].second);
       ser.offset = kOffset;
-      with_type(cells[c].second, [&](auto tag) {
-        using T = decltype(tag);
+      visit_output_float(cells[c].second, [&](auto tag) {
+        using T = typename decltype(tag)::type;
         const auto P = static_cast<std::size_t>(s.pairs());
         for (std::int64_t m : ms) {
           const std::int64_t rows_pos[2] = {m, m + kOffset};
@@ -887,16 +595,8 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
     }
   }
   report::results res;
+  res.prov = report::this_build();
   auto& pv = res.prov;
-  pv.pev_version = version();
-  pv.git_revision = git_revision();
-  pv.compiler = compiler();
-  pv.fp_flags = fp_flags();
-  pv.build_flags = std::string(PEV_BUILD_TYPE) + ": " + PEV_CXX_FLAGS;
-  pv.libc = libc_version();
-  pv.host = host_name();
-  pv.cpu = cpu_model();
-  pv.mpfr_precision_bits = precision_bits();
   pv.reference = o.mpfr_reference ? "mpfr" : "fast";
   pv.seed = o.seed;
   pv.suite = o.suite_name;
@@ -946,7 +646,7 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
       c.spec = spec::to_spec_string(e.encoding);
       c.family = family;
       c.strategy = kernel::to_string(st);
-      c.dtype = typed ? name_of(dt) : "int64";
+      c.dtype = typed ? to_string(dt) : "int64";
       c.id = e.name + "/" + c.strategy + (typed ? "/" + c.dtype : "");
       c.bound_name = !typed ? (st == strategy::accurate ? "exact bucket" : "fp32 log near integer")
                      : st == strategy::accurate
@@ -985,7 +685,7 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
           c.spec = spec::to_spec_string(e.encoding);
           c.family = "rope";
           c.strategy = kernel::to_string(st);
-          c.dtype = name_of(dt);
+          c.dtype = to_string(dt);
           c.id = e.name + "/" + c.strategy + "/" + c.dtype;
           c.bound_name = bound_name(st, dt);
           res.checks.push_back(std::move(c));
@@ -1012,7 +712,7 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
     if (const auto* s = std::get_if<spec::sinusoidal>(&e.encoding)) {
       const auto outs = add_checks(e, "sinusoidal", false, true);
       if (!outs.empty()) {
-        pe_reference_source ref(*s, o.mpfr_reference);
+        pe_reference_source ref(*s, path_of(o));
         std::vector<pe_cell> cells(outs.size());
         for (std::size_t c = 0; c < outs.size(); ++c) {
           const strategy st = outs[c].second.first;
@@ -1021,7 +721,7 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
                       st,
                       outs[c].second.second,
                       std::make_unique<impl::sinusoidal_contract>(*s, st),
-                      std::make_unique<accumulator>(o.max_position, s->d_model)};
+                      cell_figures(o, s->d_model)};
         }
         sweep_cells(ref, cells, o, arena);
         for (auto& c : cells) c.acc->finish(*c.out);
@@ -1040,10 +740,10 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
           cells[c].st = outs[c].second.first;
           cells[c].dt = outs[c].second.second;
           cells[c].contract = std::make_unique<impl::alibi_contract>(*s, cells[c].st);
-          cells[c].acc = std::make_unique<accumulator>(o.max_position, s->num_heads);
+          cells[c].acc = cell_figures(o, s->num_heads);
         }
         sweep_cells(ref, cells, o, arena);
-        const std::vector<real> exact_slopes = ref::alibi_slopes(*s);
+        const std::vector<real>& exact_slopes = ref.ref().slopes();
         for (auto& c : cells) {
           c.acc->finish(*c.out);
           // Intermediate of the worst case: the head's slope (fp32 as the strategy computes it).
@@ -1067,8 +767,7 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
         t5_reference_source ref(*s);
         std::vector<t5_cell> cells(outs.size());
         for (std::size_t c = 0; c < outs.size(); ++c) {
-          cells[c] = {outs[c].first, s, outs[c].second.first,
-                      std::make_unique<accumulator>(o.max_position, 2)};
+          cells[c] = {outs[c].first, s, outs[c].second.first, cell_figures(o, 2)};
         }
         sweep_cells(ref, cells, o, arena);
         for (auto& c : cells) {

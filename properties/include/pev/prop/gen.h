@@ -12,6 +12,7 @@
 #include <ostream>
 #include <string>
 
+#include "pev/core/hex.h"
 #include "pev/scalar/traits.h"
 #include "pev/spec/spec.h"
 
@@ -47,8 +48,8 @@ rc::Gen<spec::t5> t5_spec();
 /// A generated spec of the family named like spec::family_name ("rope", …) as an encoding.
 rc::Gen<spec::encoding> encoding_of(const std::string& family);
 
-/// Decimal and C99 hex (%a) of a value: "0.5 (0x1p-1)".
-std::string dec_hex(double v);
+/// Decimal and C99 hex of a value: pev::dec_hex (pev/core/hex.h).
+using pev::dec_hex;
 
 }  // namespace pev::prop
 

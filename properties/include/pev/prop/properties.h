@@ -49,7 +49,7 @@ struct property {
   /// Whether it can be checked against a claimed accuracy (ggml has no per-pair inv_freq bound).
   bool (*applies)(kernel::strategy claimed);
   /// One RapidCheck case (generates with *gen, fails with RC_ASSERT / RC_FAIL).
-  void (*run)(const subject& s, impl::dtype t);
+  void (*run)(const subject& s, dtype t);
   /// Whether the outcome depends on the output dtype (false: frequencies, factors, T5 ids —
   /// checked once, as fp32).
   bool per_dtype;
@@ -89,7 +89,7 @@ struct outcome {
 /// mutant).
 /// RapidCheck's reproduce key is "<test_id>/<property id>/<dtype>" (test_id: "Suite/Name"); the
 /// replay line names `gtest_filter`.
-outcome check(const property& p, const subject& s, impl::dtype t, const run_config& cfg,
+outcome check(const property& p, const subject& s, dtype t, const run_config& cfg,
               const std::string& test_id, const std::string& gtest_filter = "");
 
 }  // namespace pev::prop

@@ -1,15 +1,19 @@
 #pragma once
-// Results of a precision-drift sweep (DESIGN §2 "results"): plain, versioned data that the writers
-// only read. Nothing here depends on the reference or the kernels, so writers can be tested on
-// synthetic results (STYLE §3).
+// The one result model of pev (docs/design.md §3): plain, versioned data that the writers only
+// read. A precision-drift report is `results`; a certificate is the same results — the same check
+// rows, the same provenance, the same writers — plus the certification block (claim, grade,
+// diagnosis, inputs and their hashes). Nothing here depends on the reference or the kernels, so
+// writers can be tested on synthetic results.
 //
 // Units are named in every field: `abs` = absolute error |ŷ − y| against the exact value y (in the
 // value's own units, cos/sin are dimensionless), `ulp_error` = |ŷ − y| / ulp_T(y)
-// (notes/numerics.md §2.1), `ulp_distance` = ordinal distance to RN_T(y) (§2.2), ρ = |ŷ − y| / B
-// with B the analytic bound of the strategy's contract (§2.5).
+// (docs/numerics.md §2.1), `ulp_distance` = ordinal distance to RN_T(y) (§2.2), ρ = |ŷ − y| / B
+// with B the analytic bound of a contract or recipe (§2.5).
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +22,7 @@ namespace pev::report {
 /// Version of the report.json layout; bumped on any incompatible change.
 inline constexpr int kSchemaVersion = 1;
 
-/// The fixed ulp-error buckets of notes/numerics.md §2.7: {0, (0, 0.5], (0.5, 1], (1, 2], (2, 4],
+/// The fixed ulp-error buckets of docs/numerics.md §2.7: {0, (0, 0.5], (0.5, 1], (1, 2], (2, 4],
 /// (4, 8], > 8}, in ulps of the output type against the exact value.
 inline constexpr int kUlpBuckets = 7;
 inline constexpr std::array<const char*, kUlpBuckets> kUlpBucketNames = {
@@ -55,16 +59,31 @@ struct worst_case {
   std::string got_hex;
   std::string exact_hex;
   /// The pipeline's intermediates at the worst case next to their exact values ("which step
-  /// lost the bits", notes/numerics.md §9.5), e.g. the frequency and the angle, in hex.
+  /// lost the bits"), e.g. the frequency and the angle, in hex.
   struct step {
     std::string name;
     std::string got_hex;
     std::string exact_hex;
   };
   std::vector<step> intermediates;
+  double ulp_error = 0;  // |got − exact| / ulp_T(|exact|)
 };
 
-/// One check: a spec × strategy × dtype against the exact reference, gated by ρ ≤ 1.
+/// Certification grades, best first (docs/design.md §5): each implies every figure the grades
+/// after it require.
+enum class grade {
+  correctly_rounded,
+  faithful,
+  drift_free,
+  recipe_hf,
+  recipe_vllm,
+  recipe_ggml,
+  not_certified
+};
+const char* to_string(grade g);
+
+/// One check: a spec × strategy × dtype (a report) or one tensor role of an implementation (a
+/// certificate) against the exact reference, gated by ρ ≤ 1.
 struct check {
   std::int64_t index = 0;  // position in the unsharded run's list of checks (merge order)
   std::string id;          // "<spec name>/<strategy>/<dtype>", unique in a report
@@ -88,6 +107,17 @@ struct check {
   std::array<std::uint64_t, kUlpBuckets> ulp_histogram{};
   worst_case worst;
   std::vector<octave> octaves;
+
+  // Written for certificates (the JSON of a report leaves them out):
+  std::string source;                   // where in the implementation's output the values came from
+  std::uint64_t correctly_rounded = 0;  // values with ulp distance 0
+  std::uint64_t faithful = 0;           // values with ulp distance ≤ 1
+  std::uint64_t non_finite = 0;         // NaN or ±Inf where the exact value is finite
+  /// max ρ against each recipe's bound ("hf", "vllm-fp16", "vllm-bf16", "ggml", "drift-free").
+  std::map<std::string, double> recipe_rho;
+  double drift_free_bound = 0;  // the largest absolute bound of the drift-free grade used
+  std::optional<grade> best;    // the best grade the check's figures support
+  std::string property;         // property checks: "passed", "failed" or "not applicable"
 };
 
 /// Relative-position invariance drift |⟨R(m)q, R(n)k⟩ − ⟨q, R(n−m)k⟩| (exact right-hand side) for
@@ -111,7 +141,7 @@ struct wavelength_series {
   std::vector<double> plain;
 };
 
-/// Provenance of a run (notes/numerics.md §9.1).
+/// Provenance of a run (docs/numerics.md §9): what produced the figures.
 struct provenance {
   std::string pev_version;
   std::string git_revision;
@@ -138,7 +168,62 @@ struct provenance {
   std::string generated_at;        // UTC timestamp (ISO 8601): differs between runs
 };
 
-/// Everything a report shows.
+/// The provenance of this process: pev's version and git revision, compiler, FP and build
+/// flags, libc, host and CPU, MPFR precision. Run-specific fields (reference, seed, suite,
+/// sampling, timestamp) are the caller's.
+provenance this_build();
+
+/// One input of a certificate: its path (or command), format and SHA-256 (hex).
+struct input_file {
+  std::string path;
+  std::string format;
+  std::string sha256;
+};
+
+/// A value beyond the bound a certificate holds the data to.
+struct mismatch {
+  std::string check;
+  std::int64_t position = 0;
+  std::int64_t index = 0;
+  double got = 0, want = 0, bound = 0;
+};
+
+/// A known mistake tried by the diagnosis, with how well it explains the data.
+struct explanation {
+  std::string mutant;       // mutant id (pev/impl/mutants.h)
+  std::string description;  // the bug class
+  double max_rho = 0;       // max |data − mistaken value| / bound
+  double rms_rho = 0;
+  bool explains = false;  // max_rho ≤ the explain threshold
+};
+
+struct diagnosis {
+  std::vector<mismatch> first;            // the first few, in row order
+  std::vector<explanation> explanations;  // every applicable mistake, best first
+  std::optional<std::string> named;       // the mistake that explains the data, if one does
+  double max_rho_without = 0;             // data vs exact, in hf bounds
+};
+
+/// What certification adds to a report (docs/design.md §5).
+struct certification {
+  std::string spec;  // canonical SPEC string
+  std::string what;  // "rope table (separate layout, detected)", …
+  std::vector<input_file> inputs;
+  std::uint64_t positions = 0;
+  std::int64_t min_position = 0, max_position = 0;
+  bool exhaustive = false;  // the rows cover every position 0 … max_position
+  std::optional<std::string> claimed_recipe;
+  bool claim_holds = true;
+  grade result = grade::not_certified;
+  std::optional<diagnosis> why;
+  double explain_threshold = 0;  // ρ under which a mistake explains the data
+  double seconds = 0;            // wall time: differs between identical runs
+
+  /// 0 certified (and the claimed recipe holds), 1 otherwise.
+  int exit_code() const;
+};
+
+/// Everything a report shows; with `certification`, a certificate.
 struct results {
   int schema_version = kSchemaVersion;
   provenance prov;
@@ -146,6 +231,7 @@ struct results {
   std::vector<invariance_series> invariance;
   std::vector<wavelength_series> wavelengths;
   std::vector<std::string> notes;  // suite-level remarks (e.g. cells left out and why)
+  std::optional<report::certification> certification;
 
   bool all_pass() const {
     for (const auto& c : checks) {
@@ -153,6 +239,8 @@ struct results {
     }
     return true;
   }
+  /// 0 when every check passes (a report) or the implementation is certified (a certificate).
+  int exit_code() const;
 };
 
 }  // namespace pev::report

@@ -19,6 +19,8 @@
 namespace pev::report {
 
 std::string summary_markdown(const results& r);
+/// The human-readable summary `pev certify` prints (pev::error unless r is a certificate).
+std::string certificate_text(const results& r);
 std::string junit_xml(const results& r);
 
 /// CSV files by name (relative to data/): octaves.csv (every check × octave), checks.csv,

@@ -1,6 +1,6 @@
 #pragma once
 // Build provenance compiled into the library: version, git revision, compiler and the flags that
-// change floating-point results (notes/numerics.md §9).
+// change floating-point results (docs/numerics.md §9).
 
 #include <string>
 
@@ -16,5 +16,11 @@ std::string compiler();
 std::string fp_flags();
 /// glibc version of the running process.
 std::string libc_version();
+/// Build type and compiler flags of the library, e.g. "Release: -O3 -DNDEBUG".
+std::string build_flags();
+/// The host's name, or "unknown".
+std::string host_name();
+/// The CPU model (Linux /proc/cpuinfo), or "unknown".
+std::string cpu_model();
 
 }  // namespace pev

@@ -53,8 +53,9 @@ double trig_times_m(double dtheta, tv m, double c);
 /// The hf pipeline's angle error: |fl(fl(p)·f̂) − p·θ| with |f̂ − θ| ≤ f.e.
 double hf_angle_error(std::int64_t p, tv f);
 /// Rounding errors a value (bound B, exact magnitude y) gathers after a pipeline in format `cur`:
-/// the storage format of the table strategies, then the output type.
-double path_bound(double B, double y, kernel::storage st, format out, format cur);
+/// the storage dtype of the table strategies (kernel::storage_of; none: straight to the output),
+/// then the output type.
+double path_bound(double B, double y, std::optional<dtype> storage, format out, format cur);
 /// BLOOM's fp32 slope model (ALiBi hf): fl32(2^(−b/P)) in double then powf(base, h).
 std::vector<tv> alibi_model(const spec::alibi& s);
 
@@ -78,12 +79,21 @@ class rope_contract {
   rope_contract(const spec::rope& s, kernel::strategy st, std::optional<std::int64_t> seq,
                 double m_exact);
   double table_bound(std::int64_t p, std::int64_t i, double y, format out) const;
+  /// The bound on pair i's computed angle at position p (angle_errors(p)[i]).
+  double angle_error(std::int64_t p, std::int64_t i) const;
   /// The same bound split in two for callers that evaluate every pair of a position (the
   /// report's sweeps): angle_errors gives the bound on every pair's computed angle at position
   /// p (ggml's recurrence is replayed once per position; zeros for accurate), and
   /// table_bound_at(angle_errors(p)[i], y, out) == table_bound(p, i, y, out).
   void angle_errors(std::int64_t p, std::vector<double>& out) const;
   double table_bound_at(double dtheta, double y, format out) const;
+  /// The rotation contract (apply.h) of one output of pair i with inputs x0, x1 by the
+  /// strategy's table, given the pair's angle error dtheta (angle_errors): each table value errs
+  /// by ε = table_bound_at(dtheta, m, F) in the table's format F (its storage dtype, else fp32),
+  /// which the rotation multiplies by |x0| + |x1|, plus the rotation's own roundings
+  /// (rotation_bound) on terms (|x0| + |x1|)·(m + ε) and the store to `out` at
+  /// |y| + (|x0| + |x1|)·ε. `abs_y` is the exact output's magnitude (an upper bound of it will do).
+  double rotation_bound_at(double dtheta, double x0, double x1, double abs_y, format out) const;
   /// Bound on |f̂_i − θ_i| of the strategy's fp32 inv_freq (none for ggml, whose frequencies are
   /// a per-position recurrence).
   std::optional<double> inv_freq_bound(std::int64_t i) const;

@@ -21,6 +21,7 @@
 
 #include "pev/kernel/apply.h"
 #include "pev/kernel/strategy.h"
+#include "pev/scalar/dtype.h"
 #include "pev/scalar/traits.h"
 #include "pev/spec/spec.h"
 
@@ -39,21 +40,8 @@ enum class output {
 };
 const char* to_string(output o);
 
-/// Output element types.
-enum class dtype { fp32, fp16, bf16 };
-const char* to_string(dtype t);
-/// The inverse of to_string: "fp32", "fp16", "bf16"; throws pev::error naming `s` otherwise.
-dtype parse_dtype(std::string_view s);
-template <class T>
-constexpr dtype dtype_of() {
-  if constexpr (std::is_same_v<T, float>) {
-    return dtype::fp32;
-  } else if constexpr (std::is_same_v<T, half>) {
-    return dtype::fp16;
-  } else {
-    return dtype::bf16;
-  }
-}
+/// Output element types are pev::dtype (pev/scalar/dtype.h): fp32, fp16 or bf16.
+using pev::dtype;
 
 class implementation {
  public:

@@ -10,23 +10,22 @@
 #include <type_traits>
 #include <vector>
 
+#include "pev/scalar/dtype.h"
 #include "pev/scalar/traits.h"
 
 namespace pev::io {
 
-enum class dtype { f64, f32, f16, bf16, i32, i64 };
-
-/// Size of one element in bytes.
-std::size_t dtype_size(dtype t);
+/// Element types are pev::dtype (pev/scalar/dtype.h: names, sizes, visit_float).
+using pev::dtype;
 /// safetensors name: "F64", "F32", "F16", "BF16", "I32", "I64".
 std::string_view safetensors_name(dtype t);
 /// Parses a safetensors dtype name; throws pev::error for anything else.
 dtype parse_safetensors_dtype(std::string_view name);
 
 struct array {
-  dtype type = dtype::f64;
+  dtype type = dtype::fp64;
   std::vector<std::int64_t> shape;
-  std::vector<std::byte> data;  // little-endian, row-major, size = elements()·dtype_size(type)
+  std::vector<std::byte> data;  // little-endian, row-major, size = elements()·size_of(type)
 
   /// Product of the shape (1 for a scalar).
   std::size_t elements() const;
@@ -38,7 +37,7 @@ struct array {
   /// Every element's 16-bit encoding; throws pev::error unless the dtype is f16 or bf16.
   std::vector<std::uint16_t> to_bits16() const;
   /// Throws pev::error unless the shape is non-negative and `data` holds exactly
-  /// elements()·dtype_size(type) bytes; `what` prefixes the message (e.g. the file being written).
+  /// elements()·size_of(type) bytes; `what` prefixes the message (e.g. the file being written).
   void check(std::string_view what) const;
 
   // Factories: a row-major array of the given shape. Each throws pev::error when the number of
@@ -60,7 +59,7 @@ struct array {
       std::vector<std::uint16_t> bits;
       bits.reserve(v.size());
       for (const T& x : v) bits.push_back(scalar_traits<T>::to_bits(x));
-      return from_bits16(std::is_same_v<T, half> ? dtype::f16 : dtype::bf16, std::move(shape),
+      return from_bits16(std::is_same_v<T, half> ? dtype::fp16 : dtype::bf16, std::move(shape),
                          bits);
     }
   }

@@ -31,6 +31,17 @@
 
 namespace pev::kernel {
 
+/// YaRN's correction range as transformers computes it (find_correction_range, in Python
+/// doubles): cdim(β) = d·ln(Lo/(2π·β))/(2·ln b) with d = rotary_dim; low = cdim(β_fast), high =
+/// cdim(β_slow), floored and ceiled when `truncate`, then clamped to [0, d − 1] (d − 1, not
+/// d/2 − 1: the last pairs need not be fully interpolated). The one place this double arithmetic
+/// is written: the hf kernels, their contract and the mutants all use it.
+struct correction_range {
+  double low = 0;
+  double high = 0;
+};
+correction_range hf_yarn_correction_range(const spec::rope& s);
+
 class rope_kernel {
  public:
   /// Plans the kernel: validates the spec and computes the per-pair constants. `seq_len` selects

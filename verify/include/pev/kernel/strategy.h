@@ -21,6 +21,8 @@
 #include <span>
 #include <string_view>
 
+#include "pev/scalar/dtype.h"
+
 namespace pev::kernel {
 
 enum class strategy { hf, ggml, table_fp16, table_bf16, accurate };
@@ -31,9 +33,8 @@ strategy parse_strategy(std::string_view name);
 /// Every strategy, in the order above.
 std::span<const strategy> all_strategies();
 
-/// The storage format of the strategy's cache: fp16 / bf16 for the table strategies, none otherwise
-/// (the output dtype).
-enum class storage { output, fp16, bf16 };
-storage storage_of(strategy s);
+/// The dtype the strategy stores its cache in before the output dtype: fp16 / bf16 for the table
+/// strategies; none (values go straight to the output dtype) otherwise.
+std::optional<dtype> storage_of(strategy s);
 
 }  // namespace pev::kernel

@@ -18,7 +18,7 @@
 #include <numbers>
 #include <type_traits>
 
-#include "pev/scalar/traits.h"
+#include "pev/scalar/dtype.h"
 
 namespace pev::metric {
 
@@ -31,15 +31,12 @@ inline constexpr double kLogF = 0.818;      // logf
 inline constexpr double kExpF = 0.502;      // expf
 inline constexpr double kLibm64 = 1.0;      // glibc double pow, log, exp, sin, cos (< 1 ulp)
 
-/// A binary format: precision p (with the implicit bit) and minimum normal exponent.
-struct format {
-  int p;
-  int emin;
-};
-inline constexpr format kF64{53, -1022};
-inline constexpr format kF32{24, -126};
-inline constexpr format kF16{11, -14};
-inline constexpr format kBF16{8, -126};
+/// Formats (precision, minimum normal exponent) are pev::format (pev/scalar/dtype.h).
+using pev::format;
+inline constexpr format kF64 = format_of<double>();
+inline constexpr format kF32 = format_of<float>();
+inline constexpr format kF16 = format_of<half>();
+inline constexpr format kBF16 = format_of<bfloat16>();
 
 /// Spacing of the format at magnitude `mag` (its binade), floored at the subnormal quantum.
 inline double ulp_at(double mag, format f) {
@@ -111,18 +108,6 @@ class arith {
  private:
   format f_;
 };
-
-/// The analytic-model format of an output type (float, half, bfloat16).
-template <class T>
-constexpr format format_of() {
-  if constexpr (std::is_same_v<T, float>) {
-    return kF32;
-  } else if constexpr (std::is_same_v<T, half>) {
-    return kF16;
-  } else {
-    return kBF16;
-  }
-}
 
 inline const arith f32{kF32};
 inline const arith f64{kF64};

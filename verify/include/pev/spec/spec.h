@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -119,6 +120,12 @@ struct rope {
   /// Field-wise equality (exact for doubles: NaN never compares equal).
   bool operator==(const rope&) const = default;
 };
+
+/// The two dims of pair i within a head: i and i + rotary_dim/2 (neox, transformers'
+/// rotate_half) or 2i and 2i + 1 (interleaved, GPT-J / Meta).
+std::pair<std::int64_t, std::int64_t> pair_dims(const rope& s, std::int64_t i);
+/// The pair of every dim of a head, −1 for the pass-through dims ≥ rotary_dim.
+std::vector<std::int64_t> dim_pairs(const rope& s);
 
 /// Any encoding.
 using encoding = std::variant<sinusoidal, learned, alibi, t5, shaw, rope>;

@@ -1,0 +1,73 @@
+#pragma once
+// The bounds a compared value is measured against, taken from the strategies' accuracy contracts
+// (pev/impl/contract.h) — never rebuilt by hand. A bound set names its bounds once; per value it
+// fills one bound per name, in that order, for compare::figures.
+//
+// Names used by certification (docs/design.md §5): a recipe is the contract of the strategy that
+// implements it — "hf" (strategy hf), "vllm-fp16" and "vllm-bf16" (table-fp16, table-bf16: the hf
+// computation with its cache stored in the model dtype), "ggml" (ggml) — and "drift-free" is an
+// absolute bound independent of position: 2 ulps of the output type at the largest magnitude the
+// value can have (m for a table value, m·(|x0| + |x1|) for a rotated one).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pev/impl/contract.h"
+#include "pev/kernel/strategy.h"
+#include "pev/scalar/dtype.h"
+#include "pev/spec/spec.h"
+
+namespace pev::compare {
+
+/// A named bound of a bound set: a strategy's contract, the drift-free bound, or one ulp of the
+/// output type at the exact value (the exact recipe's faithfulness).
+struct named_bound {
+  enum class kind { contract, drift_free, one_ulp };
+  std::string name;
+  kind k = kind::contract;
+  kernel::strategy contract = kernel::strategy::hf;
+
+  static named_bound of(std::string name, kernel::strategy st) {
+    return {std::move(name), kind::contract, st};
+  }
+  static named_bound drift_free() { return {"drift-free", kind::drift_free}; }
+  static named_bound one_ulp() { return {"exact", kind::one_ulp}; }
+};
+
+/// The bounds of RoPE values (tables and rotated q/k).
+class rope_bounds {
+ public:
+  /// m: the exact attention factor; seq: the sequence length of stateful types.
+  rope_bounds(const spec::rope& s, std::optional<std::int64_t> seq, double m,
+              std::vector<named_bound> bounds);
+
+  std::vector<std::string> names() const;
+  std::size_t size() const { return bounds_.size(); }
+  /// The index of the bound called `name` (none if absent).
+  std::optional<std::size_t> find(std::string_view name) const;
+  const impl::rope_contract* contract(std::size_t k) const { return contracts_[k].get(); }
+
+  /// Evaluates what every bound needs at position p (the contracts' angle errors: ggml's
+  /// recurrence is replayed once per position).
+  void at_position(std::int64_t p);
+  /// Bounds of a table value of pair i whose exact magnitude is y, in format `out` (after
+  /// at_position).
+  void table(std::int64_t i, double y, format out, std::span<double> b) const;
+  /// Bounds of a rotated element of pair i (−1: a pass-through dim, which must be exact) with
+  /// inputs x0, x1 and exact output magnitude y (after at_position).
+  void rotation(std::int64_t i, double x0, double x1, double y, format out,
+                std::span<double> b) const;
+
+ private:
+  std::vector<named_bound> bounds_;
+  double m_;
+  std::vector<std::unique_ptr<impl::rope_contract>> contracts_;  // null for drift-free
+  std::vector<std::vector<double>> dtheta_;                      // per bound, per pair
+};
+
+}  // namespace pev::compare

@@ -1,0 +1,141 @@
+#pragma once
+// pev::compare::figures — the one accumulator of a check's figures. Every comparison of an
+// implementation with the exact reference (the report's sweeps, certification, the accuracy-
+// contract table) feeds it value by value and gets one report::check row back: value and position
+// counts, correctly rounded and faithful counts, non-finite values, max absolute error, max ulp
+// error and ulp distance, the fixed-bucket ulp histogram, ρ against every bound the check is
+// measured with, per-octave figures (max and p99 absolute error, max bound, max ρ per index), the
+// worst case and the first values beyond a chosen bound. Definitions: docs/numerics.md §2.
+//
+// Bounds. A check names its bounds once (e.g. {"hf"} for a sweep cell, {"hf", "vllm-fp16",
+// "vllm-bf16", "ggml", "drift-free"} for a certified table); every value comes with one bound per
+// name. The `gate` bound is the check's own: its max ρ is report::check::max_rho, it drives the
+// octave figures and, with worst_by::rho, the worst case. ρ = |ŷ − y| / (B·(1 + 2^−40)) (the
+// slack covers the rounding of B's own evaluation in double), 0 when ŷ = y, +∞ when B = 0 < err.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pev/report/result.h"
+
+namespace pev::compare {
+
+/// Bounds are sums of positive terms evaluated in double: ρ divides by B·kSlack.
+inline constexpr double kSlack = 1 + 0x1p-40;
+
+/// ρ of an error against a bound (docs/numerics.md §2.5).
+inline double rho_of(double err, double bound) {
+  const double b = bound * kSlack;
+  if (b > 0) return err / b;
+  return err == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+}
+
+/// Which value a check reports as its worst case.
+enum class worst_by {
+  rho,        // the largest ρ against the gate bound (drift reports)
+  ulp_error,  // the largest ulp error against the exact value (certificates)
+};
+
+/// One compared value.
+struct value {
+  std::int64_t position = 0;
+  std::int64_t index = 0;          // pair, column, head or element
+  double got = 0;                  // the implementation's value (exact, as a double)
+  double exact = 0;                // the exact value rounded to double (or within 2^−49 of it)
+  std::uint64_t ulp_distance = 0;  // ordinal distance of got to RN_T(exact)
+  double ulp = 0;                  // ulp_T(|exact|) of the check's type T
+};
+
+/// Histogram of non-negative values with 64 logarithmic bins per binade over [2^−100, 2^16)
+/// (below: the first bin; above and +Inf: the last), plus exact zeros. Streaming and order-
+/// independent, so p99 needs no stored values: quantile(q) is the upper edge of the bin holding
+/// the nearest-rank q-quantile, ≥ the true quantile by less than 1/64 relative.
+class log_histogram {
+ public:
+  void add(double v);
+  double quantile(double q) const;
+  std::uint64_t count() const { return count_; }
+
+ private:
+  static constexpr int kMinExp = -100;
+  static constexpr int kMaxExp = 15;
+  static constexpr std::size_t kSub = 64;
+  static constexpr std::size_t kBins = static_cast<std::size_t>(kMaxExp - kMinExp + 1) * kSub + 1;
+  static double upper_edge(std::size_t b);
+  std::array<std::uint32_t, kBins> bins_{};
+  std::uint64_t count_ = 0;
+  std::uint64_t zeros_ = 0;
+};
+
+class figures {
+ public:
+  struct options {
+    /// Octave layout: positions are below this (at least 2).
+    std::int64_t max_position = 2;
+    /// Number of distinct indices (per-octave ρ by index).
+    std::int64_t indices = 1;
+    /// Names of the bounds every value comes with, and which of them gates the check.
+    std::vector<std::string> bounds = {"bound"};
+    std::size_t gate = 0;
+    /// Report ρ per bound name in report::check::recipe_rho (certificates; a sweep's one bound is
+    /// its max_rho).
+    bool per_bound_rho = false;
+    worst_by worst = worst_by::rho;
+    /// Append the values beyond this bound (index into `bounds`) to `mismatches` while it holds
+    /// fewer than max_mismatches (a sink several checks may share, so that it keeps the order in
+    /// which values were compared).
+    std::optional<std::size_t> mismatch_bound;
+    std::vector<report::mismatch>* mismatches = nullptr;
+    std::size_t max_mismatches = 8;
+  };
+
+  explicit figures(options o);
+
+  /// Counts a distinct position (report::check::positions and the octaves' position counts).
+  void add_position(std::int64_t p);
+  /// One value; `bounds` holds one bound per name of options::bounds.
+  void add(const value& v, const char* component, std::span<const double> bounds);
+
+  /// The octave's largest-ρ position (−1: none evaluated), for a local worst-case search.
+  std::int64_t argmax(std::size_t octave) const { return octaves_[octave].argmax; }
+  std::size_t octaves() const { return octaves_.size(); }
+  std::uint64_t values() const { return values_; }
+  /// The largest value bound k took (e.g. the drift-free bound a certificate reports).
+  double max_bound(std::size_t k) const { return max_bound_[k]; }
+  /// The worst value so far (its exact value may be replaced: see finish).
+  const report::worst_case& worst() const { return worst_; }
+
+  /// The figures as a check row (figures only: names, notes and grades are the caller's).
+  /// `worst_exact`, when given, replaces the worst value's exact value (e.g. recomputed in MPFR
+  /// when `exact` values were only within 2^−49 of the exact ones); the max ulp error is then that
+  /// value's.
+  void finish(report::check& c, std::optional<double> worst_exact = std::nullopt) const;
+
+ private:
+  struct octave {
+    std::int64_t lo = 0, hi = 0;
+    std::uint64_t positions = 0, values = 0;
+    double max_abs = 0, max_bound = 0, max_rho = 0;
+    std::int64_t argmax = -1;
+    std::vector<double> rho_by_index;
+    log_histogram hist;
+  };
+  options o_;
+  std::vector<octave> octaves_;
+  std::int64_t max_pos_ = 0;
+  std::uint64_t values_ = 0, cr_ = 0, faithful_ = 0, non_finite_ = 0, max_ulp_dist_ = 0;
+  double max_abs_ = 0, max_ulp_err_ = 0;
+  std::vector<double> max_rho_;    // per bound
+  std::vector<double> max_bound_;  // per bound
+  std::array<std::uint64_t, report::kUlpBuckets> hist_{};
+  report::worst_case worst_;
+  double worst_ulp_ = 0;  // ulp_T(|exact|) of the worst value
+};
+
+}  // namespace pev::compare

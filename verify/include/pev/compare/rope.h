@@ -1,0 +1,92 @@
+#pragma once
+// The comparison of RoPE values with the exact reference (docs/design.md §3): tables (m·cos,
+// m·sin of every pair at every position) and rotated q/k vectors, value by value, into
+// compare::figures, with bounds from compare::rope_bounds. The report's sweeps, certification and
+// the accuracy-contract table all compare through these loops; they differ only in where the
+// implementation's values come from (a kernel's output, a dump's tensor in some layout), which the
+// caller's `got` accessor hides.
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "pev/compare/bounds.h"
+#include "pev/compare/figures.h"
+#include "pev/metric/error_model.h"
+#include "pev/metric/ulp.h"
+#include "pev/scalar/dtype.h"
+
+namespace pev::compare {
+
+/// Reference values of a batch of table rows: RN_T and the exact values (doubles) of cos and sin,
+/// [rows, pairs] row-major.
+template <class T>
+struct table_rows {
+  std::span<const T> rn_cos, rn_sin;
+  std::span<const double> cos, sin;
+  std::int64_t pairs = 0;
+};
+
+/// Compares table rows: row q of the implementation's values is at position positions[q] and its
+/// reference values are row ref_row(q) of `ref`; column j holds pair column_pair[j], and
+/// got(q, j, is_sin) returns the implementation's value (type T). Values are indexed by column in
+/// the figures. cos and sin may be the same figures (one check for both; positions are then
+/// counted once).
+template <class T, class RefRow, class Got>
+void compare_table(std::span<const std::int64_t> positions, RefRow&& ref_row,
+                   const table_rows<T>& ref, std::span<const std::int64_t> column_pair, Got&& got,
+                   rope_bounds& bounds, figures& cos, figures& sin) {
+  constexpr format out = format_of<T>();
+  std::vector<double> b(bounds.size());
+  const auto P = static_cast<std::size_t>(ref.pairs);
+  for (std::size_t q = 0; q < positions.size(); ++q) {
+    const std::int64_t p = positions[q];
+    cos.add_position(p);
+    if (&sin != &cos) sin.add_position(p);
+    bounds.at_position(p);
+    const std::size_t k = ref_row(q);
+    for (std::size_t j = 0; j < column_pair.size(); ++j) {
+      const auto i = static_cast<std::size_t>(column_pair[j]);
+      const std::size_t e = k * P + i;
+      for (int which = 0; which < 2; ++which) {
+        const T g = got(q, j, which == 1);
+        const double y = which == 0 ? ref.cos[e] : ref.sin[e];
+        const T rn = which == 0 ? ref.rn_cos[e] : ref.rn_sin[e];
+        const double ay = std::fabs(y);
+        bounds.table(static_cast<std::int64_t>(i), ay, out, b);
+        (which == 0 ? cos : sin)
+            .add({p, static_cast<std::int64_t>(j), scalar_traits<T>::to_double(g), y,
+                  metric::ulp_distance(g, rn), metric::ulp_at(ay, out)},
+                 which == 0 ? "cos" : "sin", b);
+      }
+    }
+  }
+}
+
+/// Compares one rotated head: x (head_dim inputs, exact doubles), the implementation's outputs
+/// `got` (type T) and the reference's (rn, exact), at position p; element j of the head is value
+/// index `index0 + j` in the figures.
+template <class T>
+void compare_rotation(std::int64_t p, std::int64_t index0, std::span<const double> x,
+                      std::span<const T> got, std::span<const T> rn, std::span<const double> exact,
+                      std::span<const std::int64_t> dim_pair, const spec::rope& s,
+                      rope_bounds& bounds, figures& f, const char* component) {
+  constexpr format out = format_of<T>();
+  std::vector<double> b(bounds.size());
+  for (std::size_t j = 0; j < got.size(); ++j) {
+    const std::int64_t i = dim_pair[j];
+    double x0 = 0, x1 = 0;
+    if (i >= 0) {
+      const auto [a, c] = spec::pair_dims(s, i);
+      x0 = x[static_cast<std::size_t>(a)];
+      x1 = x[static_cast<std::size_t>(c)];
+    }
+    bounds.rotation(i, x0, x1, exact[j], out, b);
+    f.add({p, index0 + static_cast<std::int64_t>(j), scalar_traits<T>::to_double(got[j]), exact[j],
+           metric::ulp_distance(got[j], rn[j]), metric::ulp_at(std::fabs(exact[j]), out)},
+          component, b);
+  }
+}
+
+}  // namespace pev::compare

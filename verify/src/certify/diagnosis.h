@@ -1,0 +1,32 @@
+#pragma once
+// The diagnosis of data that is not certified: every applicable mistake of the catalogue
+// (pev/impl/mutants.h) is replayed on the same inputs, and compared with the data in units of the
+// recipe's bound; a mistake explains the data when every value is within kExplainRho of it.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "detail.h"
+#include "layout.h"
+#include "pev/impl/contract.h"
+
+namespace pev::certify::detail {
+
+void diagnose_rope_table(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
+                         const impl::rope_contract& hf, const table_source& t,
+                         const std::vector<std::int64_t>& pos, evidence_map& ev);
+void diagnose_rotation(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
+                       const impl::rope_contract& hf, const qk_source& q,
+                       const std::vector<std::int64_t>& pos, evidence_map& ev);
+void diagnose_sinusoidal(context& k, const spec::sinusoidal& s, const io::array& a,
+                         const std::vector<std::int64_t>& pos, evidence_map& ev);
+/// ALiBi: the slopes and/or the bias of queries qs and keys ks (null tensors are skipped).
+void diagnose_alibi(context& k, const spec::alibi& s, const io::array* slopes,
+                    const io::array* bias, const std::vector<std::int64_t>& qs,
+                    const std::vector<std::int64_t>& ks, evidence_map& ev);
+/// T5: integer buckets explain the data only when every one agrees.
+void diagnose_t5(context& k, const std::vector<std::int64_t>& got,
+                 const std::vector<std::int64_t>& distances, evidence_map& ev);
+
+}  // namespace pev::certify::detail

@@ -1,0 +1,97 @@
+// The positions of a dump's rows, and the names and shapes messages show.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "detail.h"
+#include "pev/core/error.h"
+
+namespace pev::certify::detail {
+
+std::vector<std::int64_t> squeezed(const std::vector<std::int64_t>& shape) {
+  std::size_t k = 0;
+  while (k + 1 < shape.size() && shape[k] == 1) ++k;
+  return {shape.begin() + static_cast<std::ptrdiff_t>(k), shape.end()};
+}
+
+std::string tensor_list(const dump& d) {
+  std::string s;
+  for (const auto& [name, a] : d.tensors) {
+    s += (s.empty() ? "" : ", ") + fmt::format("'{}' {}", name, io::shape_string(a.shape));
+  }
+  return s.empty() ? "no tensors" : s;
+}
+
+const io::array* find_any(const dump& d, std::initializer_list<const char*> names,
+                          std::string* found) {
+  for (const char* n : names) {
+    if (const io::array* a = d.find(n)) {
+      *found = n;
+      return a;
+    }
+  }
+  return nullptr;
+}
+
+bool covers_every_position(const std::vector<std::int64_t>& pos, bool required) {
+  std::vector<std::int64_t> sorted(pos);
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  for (std::size_t k = 0; k < sorted.size(); ++k) {
+    if (sorted[k] != static_cast<std::int64_t>(k)) {
+      if (!required) return false;
+      throw error(
+          fmt::format("--exhaustive: the rows do not cover every position 0 … {}: {} is "
+                      "missing",
+                      sorted.back(), static_cast<std::int64_t>(k)));
+    }
+  }
+  return true;
+}
+
+std::vector<std::int64_t> row_positions(const dump& d, const options& o, std::int64_t rows,
+                                        std::initializer_list<const char*> names) {
+  std::vector<std::int64_t> pos = o.positions;
+  if (pos.empty()) {
+    std::string name;
+    if (const io::array* a = find_any(d, names, &name)) {
+      pos = a->to_int64();
+    } else {
+      pos.resize(static_cast<std::size_t>(rows));
+      for (std::int64_t r = 0; r < rows; ++r) pos[static_cast<std::size_t>(r)] = r;
+    }
+  }
+  if (static_cast<std::int64_t>(pos.size()) != rows) {
+    throw error(fmt::format("the table has {} rows but {} positions are given", rows, pos.size()));
+  }
+  if (!pos.empty() && *std::min_element(pos.begin(), pos.end()) < 0) {
+    throw error("negative positions cannot be certified");
+  }
+  covers_every_position(pos, o.exhaustive);
+  return pos;
+}
+
+std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::int64_t n) {
+  std::vector<std::int64_t> v;
+  if (const io::array* a = d.find(name)) {
+    v = a->to_int64();
+    if (static_cast<std::int64_t>(v.size()) != n) {
+      throw error(
+          fmt::format("tensor '{}' holds {} positions, the bias has {}", name, v.size(), n));
+    }
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) v.push_back(i);
+  }
+  return v;
+}
+
+void record_positions(report::certification& c, const std::vector<std::int64_t>& pos) {
+  c.exhaustive = covers_every_position(pos, false);
+  c.positions = pos.size();
+  if (pos.empty()) return;
+  c.min_position = *std::min_element(pos.begin(), pos.end());
+  c.max_position = *std::max_element(pos.begin(), pos.end());
+}
+
+}  // namespace pev::certify::detail

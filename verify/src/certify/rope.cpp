@@ -1,0 +1,229 @@
+// Certification of RoPE outputs: inv_freq, the attention factor, cos/sin tables in any layout
+// and rotated q/k, each compared with the exact reference by the comparison engine against every
+// recipe's bound (compare::rope_bounds: the strategies' contracts).
+
+#include "pev/compare/rope.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "detail.h"
+#include "diagnosis.h"
+#include "layout.h"
+#include "pev/compare/bounds.h"
+#include "pev/core/error.h"
+#include "pev/impl/contract.h"
+#include "pev/metric/error_model.h"
+#include "pev/metric/ulp.h"
+#include "pev/scalar/round.h"
+
+namespace pev::certify::detail {
+
+namespace {
+
+constexpr std::size_t kChunkRows = 2048;
+
+/// The recipes' bounds of a RoPE value, in bound_names(o, true)'s order.
+std::vector<compare::named_bound> rope_recipes(const options& o) {
+  using compare::named_bound;
+  using kernel::strategy;
+  std::vector<named_bound> v;
+  for (const std::string& name : bound_names(o, true)) {
+    if (name == "hf") v.push_back(named_bound::of(name, strategy::hf));
+    if (name == "vllm-fp16") v.push_back(named_bound::of(name, strategy::table_fp16));
+    if (name == "vllm-bf16") v.push_back(named_bound::of(name, strategy::table_bf16));
+    if (name == "ggml") v.push_back(named_bound::of(name, strategy::ggml));
+    if (name == "drift-free") v.push_back(named_bound::drift_free());
+    if (name == "exact") v.push_back(named_bound::one_ulp());
+  }
+  return v;
+}
+
+std::int64_t max_of(const std::vector<std::int64_t>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+template <class T>
+void inv_freq_check(context& k, compare::rope_reference& ref, const impl::rope_contract& hf,
+                    const io::array& a) {
+  constexpr format out = format_of<T>();
+  const auto sh = squeezed(a.shape);
+  const std::int64_t pairs = ref.pairs();
+  if (sh.size() != 1 || sh[0] != pairs) {
+    throw error(fmt::format("tensor 'inv_freq' has shape {}, expected [{}] (one per pair)",
+                            io::shape_string(a.shape), pairs));
+  }
+  const auto& rn = ref.fast().inv_freq<T>();
+  const auto& y = ref.fast().inv_freq<double>();
+  const double f_max = pairs > 0 ? *std::max_element(y.begin(), y.end()) : 1;
+  compare::figures f(figure_options(k.o, 2, pairs, false, &k.mismatches));
+  std::vector<double> b(bound_names(k.o, false).size());
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const T got = element<T>(a, u);
+    recipe_bounds(*hf.inv_freq_bound(i), y[u], out, 2 * metric::ulp_at(f_max, out), k.o, b);
+    f.add({0, i, scalar_traits<T>::to_double(got), y[u], metric::ulp_distance(got, rn[u]),
+           metric::ulp_at(std::fabs(y[u]), out)},
+          "inv_freq", b);
+  }
+  k.cert.checks.push_back(make_check("inv_freq", "tensor 'inv_freq'", dtype_of<T>(), f, k.o));
+}
+
+template <class T>
+void attention_factor_check(context& k, compare::rope_reference& ref, const impl::rope_contract& hf,
+                            const io::array& a, const std::string& name) {
+  constexpr format out = format_of<T>();
+  if (a.elements() != 1) {
+    throw error(fmt::format("tensor '{}' has shape {}, expected one value", name,
+                            io::shape_string(a.shape)));
+  }
+  const double m = ref.attention_factor();
+  const T rn = round_to<T>(ref.fast().reference().attention_factor());
+  compare::figures f(figure_options(k.o, 2, 1, false, &k.mismatches));
+  std::vector<double> b(bound_names(k.o, false).size());
+  const T got = element<T>(a, 0);
+  recipe_bounds(hf.attention_factor_bound(), m, out, 2 * metric::ulp_at(m, out), k.o, b);
+  f.add({0, 0, scalar_traits<T>::to_double(got), m, metric::ulp_distance(got, rn),
+         metric::ulp_at(m, out)},
+        name.c_str(), b);
+  k.cert.checks.push_back(
+      make_check(name, fmt::format("tensor '{}'", name), dtype_of<T>(), f, k.o));
+}
+
+template <class T>
+void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
+                  const table_source& t, const std::vector<std::int64_t>& pos) {
+  const auto opts = figure_options(k.o, max_of(pos) + 1, t.width, true, &k.mismatches);
+  compare::figures cos(opts), sin(opts);
+  compare::typed_values<T> rc, rs;
+  for (std::size_t r0 = 0; r0 < pos.size(); r0 += kChunkRows) {
+    const std::size_t n = std::min(kChunkRows, pos.size() - r0);
+    const std::span<const std::int64_t> chunk(pos.data() + r0, n);
+    ref.table<T>(chunk, rc, rs, /*rounded_doubles=*/false);
+    const compare::table_rows<T> rows{rc.rn, rs.rn, rc.exact, rs.exact, ref.pairs()};
+    compare::compare_table<T>(
+        chunk, [](std::size_t q) { return q; }, rows, t.pair,
+        [&](std::size_t q, std::size_t j, bool is_sin) {
+          const plane& pl = is_sin ? t.sin : t.cos;
+          return element<T>(*pl.a,
+                            pl.at(static_cast<std::int64_t>(r0 + q), static_cast<std::int64_t>(j)));
+        },
+        bounds, cos, sin);
+  }
+  // The worst values' exact values from MPFR, so that the certificate's worst case does not
+  // depend on the reference path (the fast path's doubles are within 2^−49·m; counts, ρ and
+  // grades never depended on it).
+  for (int which = 0; which < 2; ++which) {
+    const compare::figures& f = which == 0 ? cos : sin;
+    std::optional<double> exact;
+    if (f.values() > 0) {
+      const std::int64_t i = t.pair[static_cast<std::size_t>(f.worst().index)];
+      exact = ref.exact_value(f.worst().position, i, which == 1);
+    }
+    k.cert.checks.push_back(
+        make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact));
+  }
+}
+
+template <class T>
+void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
+                     const qk_source& q, const std::vector<std::int64_t>& pos) {
+  const std::int64_t D = q.dim;
+  const std::string name = q.name + "_out";
+  compare::figures f(figure_options(k.o, max_of(pos) + 1, q.heads * D, true, &k.mismatches));
+  const std::vector<std::int64_t> dim_pair = spec::dim_pairs(ref.spec());
+  std::vector<double> x(static_cast<std::size_t>(D)), y(x.size());
+  std::vector<T> got(x.size()), rn(x.size());
+  for (std::int64_t t = 0; t < q.tokens; ++t) {
+    const std::int64_t p = pos[static_cast<std::size_t>(t)];
+    f.add_position(p);
+    bounds.at_position(p);
+    for (std::int64_t h = 0; h < q.heads; ++h) {
+      const auto base = static_cast<std::size_t>((t * q.heads + h) * D);
+      for (std::size_t j = 0; j < x.size(); ++j) {
+        x[j] = scalar_traits<T>::to_double(element<T>(*q.in, base + j));
+        got[j] = element<T>(*q.out, base + j);
+      }
+      ref.rotate<T>(p, x, rn, y);
+      compare::compare_rotation<T>(p, h * D, x, got, rn, y, dim_pair, ref.spec(), bounds, f,
+                                   name.c_str());
+    }
+  }
+  k.cert.checks.push_back(make_check(
+      name,
+      fmt::format("tensors '{0}_in' and '{0}_out' {1}", q.name, io::shape_string(q.out->shape)),
+      dtype_of<T>(), f, k.o));
+}
+
+}  // namespace
+
+void certify_rope(const spec::rope& s, context& k) {
+  const dump& d = k.d;
+  const std::vector<qk_source> qk = find_qk(d, s);
+  std::optional<table_source> t;
+  if (table_present(d, s, k.o) || qk.empty()) t = find_rope_table(d, s, k.o.layout);
+  std::vector<std::int64_t> pos, qk_pos;
+  std::vector<std::string> what;
+  if (t) {
+    pos = row_positions(d, k.o, t->rows);
+    if (pos.empty()) throw error("the table has no rows");
+    what.push_back(fmt::format("rope table ({} layout{})", to_string(t->layout),
+                               t->detected ? ", detected" : ""));
+  }
+  if (!qk.empty()) {
+    // Every q/k pair has one row per token; their positions: qk_positions, else (without a table)
+    // positions, else 0 … T − 1.
+    for (const qk_source& q : qk) {
+      if (q.tokens != qk.front().tokens) {
+        throw error("tensors q_in and k_in have different numbers of tokens");
+      }
+    }
+    qk_pos =
+        t ? row_positions(d, {}, qk.front().tokens, {"qk_positions"})
+          : row_positions(d, k.o, qk.front().tokens, {"qk_positions", "positions", "position_ids"});
+    what.push_back(fmt::format("rotated {} ({} tokens × {} heads × {}, {} layout)",
+                               qk.size() == 2 ? "q and k" : qk.front().name, qk.front().tokens,
+                               qk.front().heads, qk.front().dim, spec::to_string(s.layout)));
+  }
+  const std::vector<std::int64_t>& main_pos = t ? pos : qk_pos;
+  if (main_pos.empty()) throw error("the dump has no rows to certify");
+  k.c().what = fmt::format("{}", fmt::join(what, " and "));
+  record_positions(k.c(), main_pos);
+  std::optional<std::int64_t> seq;
+  if (s.stateful()) seq = k.o.seq_len.value_or(std::max(k.c().max_position, max_of(qk_pos)) + 1);
+
+  compare::rope_reference ref(s, seq, k.path());
+  compare::rope_bounds bounds(s, seq, ref.attention_factor(), rope_recipes(k.o));
+  const impl::rope_contract& hf = *bounds.contract(*bounds.find("hf"));
+  if (const io::array* f = d.find("inv_freq")) {
+    visit_tensor(*f, "tensor 'inv_freq'",
+                 [&](auto tag) { inv_freq_check<typename decltype(tag)::type>(k, ref, hf, *f); });
+  }
+  std::string an;
+  if (const io::array* a = find_any(d, {"attention_factor", "attention_scaling", "mscale"}, &an)) {
+    visit_tensor(*a, fmt::format("tensor '{}'", an), [&](auto tag) {
+      attention_factor_check<typename decltype(tag)::type>(k, ref, hf, *a, an);
+    });
+  }
+  if (t) {
+    visit_tensor(*t->cos.a, t->source, [&](auto tag) {
+      table_checks<typename decltype(tag)::type>(k, ref, bounds, *t, pos);
+    });
+  }
+  for (const qk_source& q : qk) {
+    visit_tensor(*q.in, "tensor '" + q.name + "_in'", [&](auto tag) {
+      rotation_checks<typename decltype(tag)::type>(k, ref, bounds, q, qk_pos);
+    });
+  }
+  k.count(ref.stats());
+  grade_and_claim(k.cert);
+  if (!k.o.diagnose || k.cert.exit_code() == 0) return;  // certified: nothing to explain
+  evidence_map ev;
+  if (t) diagnose_rope_table(k, s, seq, hf, *t, pos, ev);
+  for (const qk_source& q : qk) diagnose_rotation(k, s, seq, hf, q, qk_pos, ev);
+  add_explanations(ev, k.cert);
+}
+
+}  // namespace pev::certify::detail

@@ -1,0 +1,103 @@
+// Certification of sinusoidal PE tables: every value against the exact reference, with the
+// recipes' bounds of the sinusoidal contracts (hf; table-fp16/bf16 for a 16-bit cache).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "detail.h"
+#include "diagnosis.h"
+#include "pev/core/error.h"
+#include "pev/impl/contract.h"
+#include "pev/metric/error_model.h"
+#include "pev/metric/ulp.h"
+
+namespace pev::certify::detail {
+
+namespace {
+
+constexpr std::size_t kChunkRows = 2048;
+
+template <class T>
+void pe_check(const spec::sinusoidal& s, context& k, const io::array& a, const std::string& name,
+              const std::vector<std::int64_t>& pos) {
+  constexpr format out = format_of<T>();
+  const auto dm = static_cast<std::size_t>(s.d_model);
+  compare::sinusoidal_reference ref(s, k.path());
+  using kernel::strategy;
+  const impl::sinusoidal_contract hf(s, strategy::hf), v16(s, strategy::table_fp16),
+      vbf(s, strategy::table_bf16);
+  compare::figures f(figure_options(k.o, *std::max_element(pos.begin(), pos.end()) + 1, s.d_model,
+                                    false, &k.mismatches));
+  std::vector<double> b(bound_names(k.o, false).size());
+  const double drift = 2 * metric::ulp_at(1.0, out);
+  compare::typed_values<T> rv;
+  for (std::size_t r0 = 0; r0 < pos.size(); r0 += kChunkRows) {
+    const std::size_t n = std::min(kChunkRows, pos.size() - r0);
+    const std::span<const std::int64_t> chunk(pos.data() + r0, n);
+    ref.pe<T>(chunk, rv);
+    for (std::size_t rr = 0; rr < n; ++rr) {
+      const std::int64_t p = chunk[rr];
+      f.add_position(p);
+      for (std::size_t col = 0; col < dm; ++col) {
+        const std::size_t e = rr * dm + col;
+        const T got = element<T>(a, r0 * dm + e);
+        const double y = rv.exact[e], ay = std::fabs(y);
+        const auto c = static_cast<std::int64_t>(col);
+        std::size_t q = 0;
+        b[q++] = hf.bound(p, c, ay, out);
+        b[q++] = v16.bound(p, c, ay, out);
+        b[q++] = vbf.bound(p, c, ay, out);
+        b[q++] = drift;
+        if (k.o.recipe == "exact") b[q++] = metric::ulp_at(ay, out);
+        f.add({p, c, scalar_traits<T>::to_double(got), y, metric::ulp_distance(got, rv.rn[e]),
+               metric::ulp_at(ay, out)},
+              "pe", b);
+      }
+    }
+  }
+  k.count(ref.stats());
+  k.cert.checks.push_back(make_check(
+      "pe", fmt::format("tensor '{}' {}", name, io::shape_string(a.shape)), dtype_of<T>(), f, k.o));
+}
+
+}  // namespace
+
+void certify_sinusoidal(const spec::sinusoidal& s, context& k) {
+  const dump& d = k.d;
+  std::string name;
+  const io::array* a = find_any(d, {"pe", "PE", "pos_embedding", "weight"}, &name);
+  if (!a && d.tensors.size() - (d.find("positions") ? 1 : 0) == 1) {
+    for (const auto& [n, t] : d.tensors) {
+      if (n != "positions") {
+        a = &t;
+        name = n;
+      }
+    }
+  }
+  if (!a) {
+    throw error(
+        fmt::format("no sinusoidal PE table in the dump (expected a tensor 'pe' [P, {}]); "
+                    "it holds {}",
+                    s.d_model, tensor_list(d)));
+  }
+  const auto sh = squeezed(a->shape);
+  if (sh.size() != 2 || sh[1] != s.d_model) {
+    throw error(fmt::format("tensor '{}' has shape {}, expected [P, {}] (d_model)", name,
+                            io::shape_string(a->shape), s.d_model));
+  }
+  const std::vector<std::int64_t> pos = row_positions(d, k.o, sh[0]);
+  if (pos.empty()) throw error("the table has no rows");
+  k.c().what = "sinusoidal pe";
+  record_positions(k.c(), pos);
+  visit_tensor(*a, fmt::format("tensor '{}'", name),
+               [&](auto tag) { pe_check<typename decltype(tag)::type>(s, k, *a, name, pos); });
+  grade_and_claim(k.cert);
+  if (!k.o.diagnose || k.cert.exit_code() == 0) return;
+  evidence_map ev;
+  diagnose_sinusoidal(k, s, *a, pos, ev);
+  add_explanations(ev, k.cert);
+}
+
+}  // namespace pev::certify::detail

@@ -1,0 +1,183 @@
+#include "pev/compare/figures.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "pev/core/error.h"
+#include "pev/core/hex.h"
+#include "pev/core/sampling.h"
+
+namespace pev::compare {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::int64_t octave_count(std::int64_t max_position) {
+  return std::max<std::int64_t>(1, std::bit_width(static_cast<std::uint64_t>(max_position - 1)));
+}
+}  // namespace
+
+// ---- log_histogram ------------------------------------------------------------------------------
+
+void log_histogram::add(double v) {
+  count_++;
+  if (!(v > 0)) {
+    zeros_++;
+    return;
+  }
+  if (!std::isfinite(v)) {
+    bins_[kBins - 1]++;
+    return;
+  }
+  int e = std::ilogb(v);
+  std::size_t bin;
+  if (e < kMinExp) {
+    bin = 0;
+  } else if (e > kMaxExp) {
+    bin = kBins - 1;
+  } else {
+    const double f = std::ldexp(v, -e) - 1.0;  // [0, 1)
+    const auto sub = static_cast<std::size_t>(f * kSub);
+    bin = static_cast<std::size_t>(e - kMinExp) * kSub + std::min<std::size_t>(sub, kSub - 1);
+  }
+  bins_[bin]++;
+}
+
+double log_histogram::quantile(double q) const {
+  if (count_ == 0) return 0;
+  // Nearest rank: the ⌈q·n⌉-th smallest value.
+  const auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count_)));
+  if (rank <= zeros_) return 0;
+  std::uint64_t seen = zeros_;
+  for (std::size_t b = 0; b < bins_.size(); ++b) {
+    seen += bins_[b];
+    if (seen >= rank) return upper_edge(b);
+  }
+  return kInf;
+}
+
+double log_histogram::upper_edge(std::size_t b) {
+  if (b == kBins - 1) return kInf;
+  const int e = kMinExp + static_cast<int>(b / kSub);
+  const double f = 1.0 + static_cast<double>(b % kSub + 1) / kSub;
+  return std::ldexp(f, e);
+}
+
+// ---- figures ------------------------------------------------------------------------------------
+
+figures::figures(options o) : o_(std::move(o)) {
+  if (o_.max_position < 2) o_.max_position = 2;
+  if (o_.gate >= o_.bounds.size() ||
+      (o_.mismatch_bound && *o_.mismatch_bound >= o_.bounds.size())) {
+    throw error("compare::figures: gate or mismatch bound out of range");
+  }
+  octaves_.resize(static_cast<std::size_t>(octave_count(o_.max_position)));
+  for (std::size_t k = 0; k < octaves_.size(); ++k) {
+    octaves_[k].lo = k == 0 ? 0 : std::int64_t{1} << k;
+    octaves_[k].hi = std::min(std::int64_t{1} << (k + 1), o_.max_position);
+    octaves_[k].rho_by_index.assign(static_cast<std::size_t>(o_.indices), 0.0);
+  }
+  max_rho_.assign(o_.bounds.size(), 0.0);
+  max_bound_.assign(o_.bounds.size(), 0.0);
+}
+
+void figures::add_position(std::int64_t p) {
+  const auto oct = static_cast<std::size_t>(octave_of(p));
+  if (oct >= octaves_.size()) {
+    throw error("compare::figures: position " + std::to_string(p) + " beyond the check's layout");
+  }
+  octaves_[oct].positions++;
+  max_pos_ = std::max(max_pos_, p);
+}
+
+void figures::add(const value& v, const char* component, std::span<const double> bounds) {
+  if (bounds.size() != o_.bounds.size()) {
+    throw error("compare::figures: one bound per named bound expected");
+  }
+  const bool finite = std::isfinite(v.got);
+  const double err = finite ? std::fabs(v.got - v.exact) : kInf;
+  const double ulp_err = finite ? err / v.ulp : kInf;
+  for (std::size_t b = 0; b < bounds.size(); ++b) {
+    max_rho_[b] = std::max(max_rho_[b], rho_of(err, bounds[b]));
+    max_bound_[b] = std::max(max_bound_[b], bounds[b]);
+  }
+  const double B = bounds[o_.gate];
+  const double rho = rho_of(err, B);
+  const auto oct = static_cast<std::size_t>(octave_of(v.position));
+  if (oct >= octaves_.size() || v.index < 0 || v.index >= o_.indices) {
+    throw error("compare::figures: position " + std::to_string(v.position) + " or index " +
+                std::to_string(v.index) + " outside the check's layout");
+  }
+  auto& o = octaves_[oct];
+  o.values++;
+  o.max_abs = std::max(o.max_abs, err);
+  o.max_bound = std::max(o.max_bound, B);
+  o.hist.add(err);
+  if (rho > o.max_rho || o.argmax < 0) {
+    if (rho > o.max_rho) o.max_rho = rho;
+    if (o.argmax < 0 || rho >= o.max_rho) o.argmax = v.position;
+  }
+  auto& ri = o.rho_by_index[static_cast<std::size_t>(v.index)];
+  ri = std::max(ri, rho);
+  values_++;
+  non_finite_ += finite ? 0 : 1;
+  max_abs_ = std::max(max_abs_, err);
+  max_ulp_dist_ = std::max(max_ulp_dist_, v.ulp_distance);
+  cr_ += v.ulp_distance == 0 ? 1 : 0;
+  faithful_ += v.ulp_distance <= 1 ? 1 : 0;
+  hist_[static_cast<std::size_t>(report::ulp_bucket(ulp_err))]++;
+  const bool worse = o_.worst == worst_by::rho ? rho > worst_.rho : ulp_err > max_ulp_err_;
+  max_ulp_err_ = std::max(max_ulp_err_, ulp_err);
+  if (worse || values_ == 1) {
+    worst_ = {v.position, v.index,    component,    v.got, v.exact, B,
+              rho,        hex(v.got), hex(v.exact), {},    ulp_err};
+    worst_ulp_ = v.ulp;
+  }
+  if (o_.mismatch_bound && o_.mismatches && o_.mismatches->size() < o_.max_mismatches &&
+      !(err <= bounds[*o_.mismatch_bound])) {
+    o_.mismatches->push_back(
+        {component, v.position, v.index, v.got, v.exact, bounds[*o_.mismatch_bound]});
+  }
+}
+
+void figures::finish(report::check& c, std::optional<double> worst_exact) const {
+  c.values = values_;
+  c.max_position = max_pos_;
+  c.max_abs = max_abs_;
+  c.max_ulp_error = max_ulp_err_;
+  c.max_ulp_distance = max_ulp_dist_;
+  c.correctly_rounded = cr_;
+  c.faithful = faithful_;
+  c.non_finite = non_finite_;
+  c.pct_correctly_rounded = values_ ? 100.0 * double(cr_) / double(values_) : 0;
+  c.pct_faithful = values_ ? 100.0 * double(faithful_) / double(values_) : 0;
+  c.ulp_histogram = hist_;
+  c.worst = worst_;
+  if (worst_exact && values_ > 0) {
+    auto& w = c.worst;
+    w.exact = *worst_exact;
+    w.exact_hex = hex(w.exact);
+    w.ulp_error = std::isfinite(w.got) ? std::fabs(w.got - w.exact) / worst_ulp_ : kInf;
+    w.rho = rho_of(std::isfinite(w.got) ? std::fabs(w.got - w.exact) : kInf, w.bound);
+    if (o_.worst == worst_by::ulp_error) c.max_ulp_error = w.ulp_error;
+  }
+  c.max_rho = 0;
+  c.positions = 0;
+  c.octaves.clear();
+  for (const auto& o : octaves_) {
+    c.positions += o.positions;
+    if (o.values == 0) continue;
+    c.max_rho = std::max(c.max_rho, o.max_rho);
+    c.octaves.push_back({o.lo, o.hi, o.positions, o.values, o.max_abs, o.hist.quantile(0.99),
+                         o.max_bound, o.max_rho, o.rho_by_index});
+  }
+  c.pass = c.values > 0 && c.max_rho <= 1.0;
+  c.recipe_rho.clear();
+  if (o_.per_bound_rho) {
+    for (std::size_t b = 0; b < o_.bounds.size(); ++b) c.recipe_rho[o_.bounds[b]] = max_rho_[b];
+  }
+}
+
+}  // namespace pev::compare

@@ -1,0 +1,187 @@
+#include "pev/compare/reference.h"
+
+#include "pev/ref/relative.h"
+#include "pev/ref/sinusoidal.h"
+#include "pev/scalar/round.h"
+
+namespace pev::compare {
+
+// ---- RoPE -----------------------------------------------------------------------------------
+
+rope_reference::rope_reference(const spec::rope& s, std::optional<std::int64_t> seq,
+                               reference_path path)
+    : fast_(s, seq), path_(path) {
+  m_ = fast_.reference().attention_factor().convert_to<double>();
+}
+
+template <class T>
+void rope_reference::table(std::span<const std::int64_t> positions, typed_values<T>& cos,
+                           typed_values<T>& sin, bool rounded_doubles) {
+  const std::size_t P = static_cast<std::size_t>(pairs());
+  const std::size_t n = positions.size() * P;
+  cos.rn.resize(n);
+  sin.rn.resize(n);
+  cos.exact.resize(n);
+  sin.exact.resize(n);
+  if (path_ == reference_path::mpfr) {
+    for (std::size_t r = 0; r < positions.size(); ++r) {
+      const auto row = fast_.reference().row(positions[r]);
+      for (std::size_t i = 0; i < P; ++i) {
+        cos.rn[r * P + i] = round_to<T>(row[i].cos);
+        sin.rn[r * P + i] = round_to<T>(row[i].sin);
+        cos.exact[r * P + i] = row[i].cos.convert_to<double>();
+        sin.exact[r * P + i] = row[i].sin.convert_to<double>();
+      }
+    }
+    stats_.values += 2 * n;
+    stats_.fallbacks += 2 * n;
+    stats_.mpfr_rows += positions.size();
+    return;
+  }
+  if (rounded_doubles) {
+    fast_.table<T>(positions, cos.rn, sin.rn, &stats_);
+    if constexpr (std::is_same_v<T, double>) {
+      cos.exact = cos.rn;
+      sin.exact = sin.rn;
+    } else {
+      fast_.table<double>(positions, cos.exact, sin.exact, &stats_);
+    }
+    return;
+  }
+  fast_.table_values<T>(positions, cos.rn, sin.rn, cos.exact, sin.exact, &stats_);
+}
+
+void rope_reference::table_all(std::span<const std::int64_t> positions, rounded_values& cos,
+                               rounded_values& sin) {
+  const std::size_t P = static_cast<std::size_t>(pairs());
+  const std::size_t n = positions.size() * P;
+  auto fill = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto& c = cos.get<T>();
+    auto& s = sin.get<T>();
+    c.resize(n);
+    s.resize(n);
+    if (path_ == reference_path::fast) {
+      fast_.table<T>(positions, c, s, &stats_);
+      return;
+    }
+    for (std::size_t k = 0; k < positions.size(); ++k) {
+      const auto row = fast_.reference().row(positions[k]);
+      for (std::size_t i = 0; i < P; ++i) {
+        c[k * P + i] = round_to<T>(row[i].cos);
+        s[k * P + i] = round_to<T>(row[i].sin);
+      }
+    }
+    stats_.values += 2 * n;
+    stats_.fallbacks += 2 * n;
+  };
+  fill(std::type_identity<double>{});
+  fill(std::type_identity<float>{});
+  fill(std::type_identity<half>{});
+  fill(std::type_identity<bfloat16>{});
+}
+
+double rope_reference::exact_value(std::int64_t p, std::int64_t i, bool sin) const {
+  const auto row = fast_.reference().row(p);
+  const auto& cs = row[static_cast<std::size_t>(i)];
+  return (sin ? cs.sin : cs.cos).convert_to<double>();
+}
+
+template <class T>
+void rope_reference::rotate(std::int64_t p, std::span<const double> x, std::span<T> rn,
+                            std::span<double> exact) {
+  if (path_ == reference_path::mpfr) {
+    const std::vector<real> xr(x.begin(), x.end());
+    const std::vector<real> yr = fast_.reference().rotate(p, xr);
+    for (std::size_t u = 0; u < yr.size(); ++u) {
+      rn[u] = round_to<T>(yr[u]);
+      exact[u] = yr[u].convert_to<double>();
+    }
+    stats_.values += yr.size();
+    stats_.fallbacks += yr.size();
+    ++stats_.mpfr_rows;
+    return;
+  }
+  fast_.rotate<T>(p, x, rn, &stats_);
+  if constexpr (std::is_same_v<T, double>) {
+    std::copy(rn.begin(), rn.end(), exact.begin());
+  } else {
+    fast_.rotate<double>(p, x, exact, &stats_);
+  }
+}
+
+// ---- Sinusoidal ---------------------------------------------------------------------------------
+
+sinusoidal_reference::sinusoidal_reference(const spec::sinusoidal& s, reference_path path)
+    : s_(s), fast_(s), path_(path) {}
+
+template <class T>
+void sinusoidal_reference::pe(std::span<const std::int64_t> positions, typed_values<T>& out) {
+  const auto d = static_cast<std::size_t>(s_.d_model);
+  out.rn.resize(positions.size() * d);
+  out.exact.resize(out.rn.size());
+  if (path_ == reference_path::mpfr) {
+    for (std::size_t k = 0; k < positions.size(); ++k) {
+      const std::vector<real> row = ref::sinusoidal_row(s_, positions[k]);
+      for (std::size_t j = 0; j < d; ++j) {
+        out.rn[k * d + j] = round_to<T>(row[j]);
+        out.exact[k * d + j] = row[j].convert_to<double>();
+      }
+    }
+    stats_.values += out.rn.size();
+    stats_.fallbacks += out.rn.size();
+    stats_.mpfr_rows += positions.size();
+    return;
+  }
+  fast_.pe<T>(positions, out.rn, &stats_);
+  if constexpr (std::is_same_v<T, double>) {
+    out.exact = out.rn;
+  } else {
+    fast_.pe<double>(positions, out.exact, &stats_);
+  }
+}
+
+void sinusoidal_reference::pe_all(std::span<const std::int64_t> positions, rounded_values& out) {
+  const auto d = static_cast<std::size_t>(s_.d_model);
+  auto fill = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto& v = out.get<T>();
+    v.resize(positions.size() * d);
+    if (path_ == reference_path::fast) {
+      fast_.pe<T>(positions, v, &stats_);
+      return;
+    }
+    for (std::size_t k = 0; k < positions.size(); ++k) {
+      const auto row = ref::sinusoidal_row(s_, positions[k]);
+      for (std::size_t j = 0; j < d; ++j) v[k * d + j] = round_to<T>(row[j]);
+    }
+    stats_.values += v.size();
+    stats_.fallbacks += v.size();
+  };
+  fill(std::type_identity<double>{});
+  fill(std::type_identity<float>{});
+  fill(std::type_identity<half>{});
+  fill(std::type_identity<bfloat16>{});
+}
+
+// ---- ALiBi --------------------------------------------------------------------------------------
+
+alibi_reference::alibi_reference(const spec::alibi& s) : slopes_(ref::alibi_slopes(s)) {}
+
+real alibi_reference::bias(std::int64_t h, std::int64_t q, std::int64_t k) const {
+  return ref::alibi_bias(slopes_[static_cast<std::size_t>(h)], q, k);
+}
+
+#define PEV_COMPARE_INSTANTIATE(T)                                                             \
+  template void rope_reference::table<T>(std::span<const std::int64_t>, typed_values<T>&,      \
+                                         typed_values<T>&, bool);                              \
+  template void rope_reference::rotate<T>(std::int64_t, std::span<const double>, std::span<T>, \
+                                          std::span<double>);                                  \
+  template void sinusoidal_reference::pe<T>(std::span<const std::int64_t>, typed_values<T>&);
+PEV_COMPARE_INSTANTIATE(double)
+PEV_COMPARE_INSTANTIATE(float)
+PEV_COMPARE_INSTANTIATE(half)
+PEV_COMPARE_INSTANTIATE(bfloat16)
+#undef PEV_COMPARE_INSTANTIATE
+
+}  // namespace pev::compare
