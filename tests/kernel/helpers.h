@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/seed.h"
+#include "pev/core/sampling.h"
 #include "pev/core/splitmix.h"
 #include "pev/impl/contract.h"
 #include "pev/metric/error_model.h"
@@ -31,25 +32,10 @@ inline std::uint64_t env_count(const char* name, std::uint64_t fallback) {
 using pev::splitmix;  // pev/core/splitmix.h
 
 /// Every p < dense, then per octave [2^k, 2^(k+1)) up to 2^top: its ends, 2^k + 1 and
-/// `per_octave` deterministic samples. Sorted, unique.
+/// `per_octave` deterministic samples (pev/core/sampling.h). Sorted, unique.
 inline std::vector<std::int64_t> octave_positions(std::int64_t dense, int top, int per_octave,
                                                   std::uint64_t seed) {
-  std::vector<std::int64_t> p;
-  for (std::int64_t i = 0; i < dense; ++i) p.push_back(i);
-  splitmix rng(seed);
-  for (int k = 0; k < top; ++k) {
-    const std::int64_t lo = std::int64_t{1} << k;
-    const std::int64_t hi = lo << 1;
-    if (hi <= dense) continue;
-    p.push_back(lo);
-    p.push_back(lo + 1);
-    p.push_back(hi - 1);
-    for (int j = 0; j < per_octave; ++j) p.push_back(rng.in(lo, hi));
-  }
-  std::sort(p.begin(), p.end());
-  p.erase(std::unique(p.begin(), p.end()), p.end());
-  p.erase(std::remove_if(p.begin(), p.end(), [&](std::int64_t v) { return v < 0; }), p.end());
-  return p;
+  return pev::octave_positions({std::int64_t{1} << top, dense, per_octave, seed, true});
 }
 
 using impl::t5_on_integer_boundary;  // pev/impl/contract.h

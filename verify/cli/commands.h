@@ -51,7 +51,7 @@ struct encoding_options {
   /// without positions read them only when given, and then use {0}).
   std::vector<std::int64_t> positions_for(const spec::encoding& e, const std::string& what) const;
   /// An output with the provenance fields filled (what, dtype, spec, digits).
-  output start_output(const spec::encoding& e, out_dtype dtype) const;
+  output start_output(const spec::encoding& e, std::optional<dtype> t) const;
 };
 
 /// Sequence length of a stateful rope type: --seq-len, else max(position) + 1 (transformers).

@@ -86,7 +86,7 @@ void fill(output& out, const spec::encoding& e, kernel::strategy st,
     return append(out, v);
   }
   if (out.what != "buckets") what_mismatch(out.what, e, "buckets");
-  out.dtype = out_dtype::int64;
+  out.dtype = dtype::int64;
   shape_buckets(out, pos);
   out.main.ints.resize(pos.size());
   if (const auto* s = std::get_if<spec::t5>(&e)) {
@@ -117,25 +117,17 @@ command add_compute(CLI::App& app) {
   cmd->add_option("--dtype", st->dtype, "Output dtype: fp32, fp16 or bf16")->capture_default_str();
   return {cmd, [st]() -> int {
             const kernel::strategy strat = kernel::parse_strategy(st->strategy);
-            const out_dtype dtype = parse_out_dtype(st->dtype);
-            if (dtype == out_dtype::exact || dtype == out_dtype::fp64) {
+            const std::optional<dtype> t = parse_out_dtype(st->dtype);
+            if (!t || t == dtype::fp64) {
               throw error("--dtype: kernels produce fp32, fp16 or bf16, got '" + st->dtype + "'");
             }
             const spec::encoding e = st->o.encoding();
-            output out = st->o.start_output(e, dtype);
+            output out = st->o.start_output(e, t);
             out.recipe = std::string("strategy:") + kernel::to_string(strat);
             const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
-            switch (dtype) {
-              case out_dtype::fp16:
-                fill<half>(out, e, strat, pos, st->o.seq_len);
-                break;
-              case out_dtype::bf16:
-                fill<bfloat16>(out, e, strat, pos, st->o.seq_len);
-                break;
-              default:
-                fill<float>(out, e, strat, pos, st->o.seq_len);
-                break;
-            }
+            visit_output_float(*t, [&](auto tag) {
+              fill<typename decltype(tag)::type>(out, e, strat, pos, st->o.seq_len);
+            });
             write_output(out, parse_out_format(st->o.format), st->o.out);
             return 0;
           }};

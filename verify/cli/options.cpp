@@ -198,10 +198,10 @@ std::vector<std::int64_t> encoding_options::positions_for(const spec::encoding& 
   return {0};
 }
 
-output encoding_options::start_output(const spec::encoding& e, out_dtype dtype) const {
+output encoding_options::start_output(const spec::encoding& e, std::optional<dtype> t) const {
   output out;
   out.what = what.empty() ? default_what(e) : what;
-  out.dtype = dtype;
+  out.dtype = t;
   out.spec = spec::to_spec_string(e);
   out.digits = digits;
   parse_out_format(format);  // reject a bad --format before any work

@@ -17,32 +17,16 @@
 
 namespace pev::cli {
 
-out_dtype parse_out_dtype(const std::string& name) {
-  if (name == "exact") return out_dtype::exact;
-  if (name == "fp64") return out_dtype::fp64;
-  if (name == "fp32") return out_dtype::fp32;
-  if (name == "fp16") return out_dtype::fp16;
-  if (name == "bf16") return out_dtype::bf16;
-  throw error("--dtype: expected exact, fp64, fp32, fp16 or bf16, got '" + name + "'");
+std::optional<dtype> parse_out_dtype(const std::string& name) {
+  if (name == "exact") return std::nullopt;
+  try {
+    return parse_float_dtype(name, /*allow_fp64=*/true);
+  } catch (const error&) {
+    throw error("--dtype: expected exact, fp64, fp32, fp16 or bf16, got '" + name + "'");
+  }
 }
 
-const char* to_string(out_dtype t) {
-  switch (t) {
-    case out_dtype::exact:
-      return "exact";
-    case out_dtype::fp64:
-      return "fp64";
-    case out_dtype::fp32:
-      return "fp32";
-    case out_dtype::fp16:
-      return "fp16";
-    case out_dtype::bf16:
-      return "bf16";
-    case out_dtype::int64:
-      return "int64";
-  }
-  return "?";
-}
+std::string out_dtype_name(std::optional<dtype> t) { return t ? to_string(*t) : "exact"; }
 
 out_format parse_out_format(const std::string& name) {
   if (name == "text") return out_format::text;
@@ -60,20 +44,16 @@ std::string nonfinite(double d) {
   return d > 0 ? "inf" : "-inf";
 }
 
-double rounded_double(const real& v, out_dtype t) {
-  switch (t) {
-    case out_dtype::fp32:
-      return round_to<float>(v);
-    case out_dtype::fp16:
-      return static_cast<float>(round_to<half>(v));
-    case out_dtype::bf16:
-      return static_cast<float>(round_to<bfloat16>(v));
-    default:
-      return round_to<double>(v);
-  }
+// RN_t(v) as a double (exact: RN_double).
+double rounded_double(const real& v, std::optional<dtype> t) {
+  return visit_float(t.value_or(dtype::fp64), [&](auto tag) {
+    return scalar_traits<typename decltype(tag)::type>::to_double(
+        round_to<typename decltype(tag)::type>(v));
+  });
 }
 
-std::string format_int_or_value(const tensor& t, std::size_t k, out_dtype d, int digits) {
+std::string format_int_or_value(const tensor& t, std::size_t k, std::optional<dtype> d,
+                                int digits) {
   return t.integer ? std::to_string(t.ints[k]) : format_value(t.values[k], d, digits);
 }
 
@@ -155,7 +135,7 @@ nlohmann::json provenance(const output& out) {
   j["git_revision"] = git_revision();
   j["spec"] = out.spec;
   j["what"] = out.what;
-  j["dtype"] = to_string(out.dtype);
+  j["dtype"] = out_dtype_name(out.dtype);
   j["recipe"] = out.recipe;
   j["precision_bits"] = out.precision_bits;
   return j;
@@ -181,36 +161,21 @@ std::string as_json(const output& out) {
   return s;
 }
 
-io::array to_array(const tensor& t, out_dtype d) {
+// The tensor rounded once to its dtype (exact: fp64).
+io::array to_array(const tensor& t, std::optional<dtype> d) {
   if (t.integer) return io::array::from_int64(t.shape, t.ints);
-  switch (d) {
-    case out_dtype::fp32: {
-      std::vector<float> v(t.values.size());
-      for (std::size_t k = 0; k < v.size(); ++k) v[k] = round_to<float>(t.values[k]);
-      return io::array::from_floats(t.shape, v);
-    }
-    case out_dtype::fp16:
-    case out_dtype::bf16: {
-      std::vector<std::uint16_t> v(t.values.size());
-      for (std::size_t k = 0; k < v.size(); ++k) {
-        v[k] = d == out_dtype::fp16 ? round_to<half>(t.values[k]).bits
-                                    : round_to<bfloat16>(t.values[k]).bits;
-      }
-      return io::array::from_bits16(d == out_dtype::fp16 ? io::dtype::fp16 : io::dtype::bf16,
-                                    t.shape, v);
-    }
-    default: {
-      std::vector<double> v(t.values.size());
-      for (std::size_t k = 0; k < v.size(); ++k) v[k] = round_to<double>(t.values[k]);
-      return io::array::from_doubles(t.shape, v);
-    }
-  }
+  return visit_float(d.value_or(dtype::fp64), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::vector<T> v(t.values.size());
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = round_to<T>(t.values[k]);
+    return io::array::from_values<T>(t.shape, v);
+  });
 }
 
 }  // namespace
 
-std::string format_value(const real& v, out_dtype t, int digits) {
-  if (t == out_dtype::exact) {
+std::string format_value(const real& v, std::optional<dtype> t, int digits) {
+  if (!t) {
     if (boost::multiprecision::isnan(v) || boost::multiprecision::isinf(v)) {
       return nonfinite(v.convert_to<double>());
     }
@@ -220,7 +185,7 @@ std::string format_value(const real& v, out_dtype t, int digits) {
   const double d = rounded_double(v, t);
   if (!std::isfinite(d)) return nonfinite(d);
   if (digits > 0) return fmt::format("{:.{}g}", d, digits);
-  if (t == out_dtype::fp64) return fmt::format("{:.17g}", d);
+  if (t == dtype::fp64) return fmt::format("{:.17g}", d);
   // fp32, fp16, bf16: the shortest decimal that reads back as the same float (hence the same
   // 16-bit value, since every fp16/bf16 value is a float).
   return fmt::format("{}", static_cast<float>(d));
@@ -240,7 +205,7 @@ void write_output(const output& out, out_format format, const std::filesystem::p
       break;
     case out_format::npy: {
       if (file.empty()) throw error("--format npy needs --out FILE");
-      if (out.dtype == out_dtype::bf16) {
+      if (out.dtype == dtype::bf16) {
         std::fprintf(stderr,
                      "pev: note: npy has no bfloat16 dtype; %s holds the bf16 encodings as '<u2' "
                      "(numpy: np.load(f).view(ml_dtypes.bfloat16))\n",

@@ -10,13 +10,15 @@
 #include <vector>
 
 #include "pev/core/real.h"
+#include "pev/scalar/dtype.h"
 
 namespace pev::cli {
 
-/// Output dtypes of `--dtype`.
-enum class out_dtype { exact, fp64, fp32, fp16, bf16, int64 };
-out_dtype parse_out_dtype(const std::string& name);
-const char* to_string(out_dtype t);
+/// `--dtype`: a float dtype, or none for `exact` (real values, printed with 21 significant digits
+/// and stored as fp64 in binary files). Integer outputs (bucket ids) are dtype::int64.
+std::optional<dtype> parse_out_dtype(const std::string& name);
+/// "exact" for none, else the dtype's name.
+std::string out_dtype_name(std::optional<dtype> t);
 
 enum class out_format { text, csv, json, npy, safetensors };
 out_format parse_out_format(const std::string& name);
@@ -32,9 +34,9 @@ struct tensor {
 };
 
 struct output {
-  std::string what;  // table, inv_freq, pe, bias, slopes, buckets, …
-  out_dtype dtype = out_dtype::exact;
-  std::string spec;  // canonical SPEC string
+  std::string what;                 // table, inv_freq, pe, bias, slopes, buckets, …
+  std::optional<pev::dtype> dtype;  // none: exact
+  std::string spec;                 // canonical SPEC string
   std::string recipe;
   unsigned precision_bits = 0;
   std::optional<std::vector<std::int64_t>> positions;  // row labels, when rows are positions
@@ -55,6 +57,6 @@ void write_output(const output& out, out_format format, const std::filesystem::p
 
 /// One value as text in the output dtype (shortest round-trip for fp32/fp16/bf16, 17 significant
 /// digits for fp64, `digits` (default 21) significant digits for exact).
-std::string format_value(const real& v, out_dtype t, int digits = 0);
+std::string format_value(const real& v, std::optional<dtype> t, int digits = 0);
 
 }  // namespace pev::cli

@@ -122,10 +122,10 @@ command add_reference(CLI::App& app) {
               fill_alibi(out, *s, r, pos);
             } else {
               if (out.what != "buckets") what_mismatch(out.what, e, "buckets");
-              if (out.dtype != out_dtype::exact) {
+              if (out.dtype) {
                 throw error("--dtype does not apply to --what buckets (bucket ids are integers)");
               }
-              out.dtype = out_dtype::int64;
+              out.dtype = dtype::int64;
               shape_buckets(out, pos);
               for (auto d : pos) {
                 out.main.ints.push_back(std::holds_alternative<spec::t5>(e)

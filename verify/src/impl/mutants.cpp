@@ -2,8 +2,9 @@
 // wrong spec handed to the correct kernel (layout, truncate, lists, lengths), a perturbed
 // frequency vector, position or angle in the hf table recipe (fp32 position × fp32 frequency,
 // cosf/sinf, × m, cast), a perturbed table feeding pev's correct rotation, or a wrong formula for
-// relative encodings. Without its bug each mutant is the hf pipeline (tests/properties checks
-// that the bug-free path passes every property, so a failure is the bug's).
+// relative encodings. Each bug is its entry's hooks; one class applies them. Without its bug each
+// mutant is the hf pipeline (tests/properties checks that the bug-free path passes every property,
+// so a failure is the bug's).
 
 #include "pev/impl/mutants.h"
 
@@ -198,69 +199,7 @@ bool sinusoidal_interleaved(const spec::encoding& e) {
   return s && s->layout == spec::sinusoidal_layout::interleaved && s->d_model >= 2;
 }
 
-const mutant_info kCatalogue[] = {
-    {"neox-as-interleaved", "rope",
-     "NeoX (half-split) weights rotated with GPT-J interleaved pairs",
-     "notes/encodings.md §3: the most common silent port error", rope_two_pairs},
-    {"sin-cos-swapped", "rope", "cos and sin tables swapped", "Megatron-LM PR #7465", any_rope},
-    {"position-off-by-one", "rope",
-     "positions shifted by one (1-based arange / past length counted twice)",
-     "DESIGN §5 diagnosis list", any_rope},
-    {"exponent-i-over-d", "rope", "frequency exponent i/d instead of 2i/d",
-     "DESIGN §5 diagnosis list", rope_default},
-    {"inv-freq-bf16", "rope", "inv_freq buffer cast to bf16 (model.to(bf16))",
-     "transformers #30709, #25681, sglang-jax#1472", rope_two_pairs},
-    {"positions-bf16", "rope", "positions materialised in bf16 (arange under bf16 default dtype)",
-     "transformers #28685, pytorch#137774", any_rope},
-    {"positions-tf32", "rope", "position × frequency product with TF32 inputs (11-bit positions)",
-     "transformers #48428, TensorRT-LLM#19532", any_rope},
-    {"positions-fp16", "rope", "positions in fp16: aliasing past 2048, overflow to inf past 65504",
-     "Megatron-LM#535, mlx-lm PR #1076", any_rope},
-    {"angle-bf16", "rope", "angle product p·θ rounded to bf16 (autocast)", "transformers PR #29285",
-     any_rope},
-    {"rotate-inverse", "rope", "backward rotation (sin negated) used for the forward pass",
-     "ggml ROPE_BACK / FA CONJUGATE mix-ups", any_rope},
-    {"yarn-other-truncate", "rope", "YaRN correction range with the other `truncate` setting",
-     "gpt-oss truncate:false, vLLM #27722, keras-hub#2981", yarn_truncate_matters},
-    {"yarn-ramp-clamp-half", "rope", "YaRN ramp high end clamped at dim/2−1 instead of dim−1",
-     "keras-hub#2981", yarn_clamp_matters},
-    {"attention-factor-missing", "rope", "attention factor (YaRN mscale / LongRoPE) not applied",
-     "vLLM #46280, #48351", rope_m_not_one},
-    {"attention-factor-twice", "rope", "attention factor applied twice (table and again on q/k)",
-     "TensorRT-LLM PR #16378", rope_m_not_one},
-    {"yarn-mscale-ignored", "rope",
-     "YaRN mscale / mscale_all_dim keys ignored (get_mscale(f) used)",
-     "vLLM #48621, Megatron-LM#1429", yarn_mscale_matters},
-    {"longrope-swapped", "rope", "LongRoPE short/long factor lists swapped",
-     "llama.cpp #24823, mlc-llm#3375", longrope_lists_differ},
-    {"dynamic-wrong-length", "rope",
-     "dynamic NTK evaluated at the maximal length L·f instead of the current sequence length",
-     "vLLM #3488, #41236", dynamic_scaled},
-    {"llama3-band-edge", "rope",
-     "Llama-3 band chosen from the neighbouring pair's wavelength (off by one)",
-     "DESIGN §5 diagnosis list", llama3_edges},
-    {"ntk-missing-exponent", "rope", "NTK-aware base b·f instead of b·f^(d/(d−2))",
-     "notes/encodings.md §4.3", ntk_scaled},
-    {"proportional-tail-rotates", "rope", "proportional RoPE rotating the NoPE tail pairs",
-     "notes/encodings.md §4.9", proportional_tail},
-    {"partial-rotary-full", "rope", "partial rotary rotating the pass-through dims too",
-     "notes/encodings.md §3 (partial rotary)", partial_rotary},
-    {"alibi-pow2-rule", "alibi",
-     "ALiBi slopes 2^(−8h/H) used for a head count that is not a power of two",
-     "ofirpress/attention_with_linear_biases", alibi_non_pow2},
-    {"alibi-bias-sign", "alibi", "ALiBi bias m·(i − j) instead of m·(j − i)", "BLOOM/MPT ports",
-     any_alibi},
-    {"t5-float64-log", "t5", "T5 bucket log branch in float64 instead of transformers' float32",
-     "notes/encodings.md §2.2", t5_f64_differs},
-    {"t5-bidirectional-sign", "t5", "T5 bidirectional offset added for keys before the query",
-     "notes/encodings.md §2.2", t5_bidirectional},
-    {"sinusoidal-layout-swapped", "sinusoidal",
-     "sinusoidal blocked [sin|cos] and interleaved layouts confused",
-     "fairseq vs tensor2tensor vs the paper", sinusoidal_d4},
-    {"sinusoidal-cos-first", "sinusoidal",
-     "sinusoidal pairs written (cos, sin) instead of (sin, cos)", "diffusers flip_sin_to_cos",
-     sinusoidal_interleaved},
-};
+// ---- The bugs, as hooks (mutants.h) -------------------------------------------------------------
 
 // Rounds a float's significand to `bits` bits (with the implicit one), to nearest even.
 float round_significand(float v, int bits) {
@@ -274,6 +213,278 @@ float round_significand(float v, int bits) {
   return std::bit_cast<float>(r);
 }
 
+spec::rope& rope_in(spec::encoding& e) { return std::get<spec::rope>(e); }
+
+void swap_layout(spec::rope& r) {
+  r.layout = r.layout == spec::rope_layout::neox ? spec::rope_layout::interleaved
+                                                 : spec::rope_layout::neox;
+}
+
+void full_rotary(spec::rope& r) {
+  r.partial_rotary_factor = 1.0;
+  r.rotary_dim = r.head_dim;
+}
+
+void inv_freq_bf16(const spec::rope&, std::vector<float>& f) {
+  for (float& v : f) v = static_cast<float>(bfloat16(v));
+}
+
+void exponent_i_over_d(const spec::rope& s, std::vector<float>& f) {
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const float x = static_cast<float>(i) / static_cast<float>(s.rotary_dim);
+    f[i] = 1.0f / std::pow(static_cast<float>(s.rope_theta), x);
+  }
+}
+
+void yarn_ramp_clamp_half(const spec::rope& s, std::vector<float>& f) {
+  auto [low, high] = yarn_range(s);
+  high = std::min(high, static_cast<double>(s.pairs() - 1));  // the bug
+  if (low == high) high += 0.001;
+  const auto fl = static_cast<float>(low), width = static_cast<float>(high - low);
+  const auto b = static_cast<float>(s.rope_theta), fac = static_cast<float>(s.factor);
+  for (std::size_t j = 0; j < f.size(); ++j) {
+    const float P = std::pow(b, static_cast<float>(2 * j) / static_cast<float>(s.rotary_dim));
+    const float ramp = std::clamp((static_cast<float>(j) - fl) / width, 0.0f, 1.0f);
+    const float gamma = 1.0f - ramp;
+    f[j] = 1.0f / (fac * P) * (1.0f - gamma) + 1.0f / P * gamma;
+  }
+}
+
+void llama3_band_edge(const spec::rope& s, std::vector<float>& f) {
+  const auto plain = default_inv_freq(s);
+  const auto Lo = static_cast<float>(s.original_max_position_embeddings);
+  const auto fac = static_cast<float>(s.factor);
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const float wl = kTwoPi / plain[i];
+    const float wl_next = kTwoPi / plain[std::min(i + 1, f.size() - 1)];  // the bug
+    const float th = plain[i];
+    switch (llama3_band(s, wl_next)) {
+      case 0:
+        f[i] = th;
+        break;
+      case 2:
+        f[i] = th / fac;
+        break;
+      default: {
+        const float sm = (Lo / wl - static_cast<float>(s.low_freq_factor)) /
+                         static_cast<float>(s.high_freq_factor - s.low_freq_factor);
+        f[i] = (1.0f - sm) * th / fac + sm * th;
+      }
+    }
+  }
+}
+
+void alibi_pow2_rule(const spec::alibi& a, std::vector<float>& m) {
+  const auto H = static_cast<double>(a.num_heads);
+  for (std::size_t h = 0; h < m.size(); ++h) {
+    m[h] = static_cast<float>(std::pow(2.0, -a.max_bias * double(h + 1) / H));
+  }
+}
+
+std::int64_t t5_bidirectional_sign(const spec::t5& s, std::int64_t r, std::int64_t hf) {
+  const std::int64_t half_nb = s.num_buckets / 2;
+  if (r > 0) return hf - half_nb;
+  if (r < 0) return hf + half_nb;
+  return hf;
+}
+
+const mutant_info kCatalogue[] = {
+    {"neox-as-interleaved",
+     "rope",
+     "NeoX (half-split) weights rotated with GPT-J interleaved pairs",
+     "docs/encodings.md §4.2: the most common silent port error",
+     rope_two_pairs,
+     {.rotation = swap_layout}},
+    {"sin-cos-swapped",
+     "rope",
+     "cos and sin tables swapped",
+     "Megatron-LM PR #7465",
+     any_rope,
+     {.table =
+          [](std::span<float> c, std::span<float> s) {
+            for (std::size_t k = 0; k < c.size(); ++k) std::swap(c[k], s[k]);
+          }}},
+    {"position-off-by-one",
+     "rope",
+     "positions shifted by one (1-based arange / past length counted twice)",
+     "a port's position ids",
+     any_rope,
+     {.position = [](std::int64_t p) { return static_cast<float>(p + 1); }}},
+    {"exponent-i-over-d",
+     "rope",
+     "frequency exponent i/d instead of 2i/d",
+     "a port's frequency formula",
+     rope_default,
+     {.frequencies = exponent_i_over_d}},
+    {"inv-freq-bf16",
+     "rope",
+     "inv_freq buffer cast to bf16 (model.to(bf16))",
+     "transformers #30709, #25681, sglang-jax#1472",
+     rope_two_pairs,
+     {.frequencies = inv_freq_bf16}},
+    {"positions-bf16",
+     "rope",
+     "positions materialised in bf16 (arange under bf16 default dtype)",
+     "transformers #28685, pytorch#137774",
+     any_rope,
+     {.position =
+          [](std::int64_t p) { return static_cast<float>(bfloat16(static_cast<float>(p))); }}},
+    {"positions-tf32",
+     "rope",
+     "position × frequency product with TF32 inputs (11-bit positions)",
+     "transformers #48428, TensorRT-LLM#19532",
+     any_rope,
+     {.position = [](std::int64_t p) { return round_significand(static_cast<float>(p), 11); }}},
+    {"positions-fp16",
+     "rope",
+     "positions in fp16: aliasing past 2048, overflow to inf past 65504",
+     "Megatron-LM#535, mlx-lm PR #1076",
+     any_rope,
+     {.position = [](std::int64_t p) { return static_cast<float>(half(static_cast<float>(p))); }}},
+    {"angle-bf16",
+     "rope",
+     "angle product p·θ rounded to bf16 (autocast)",
+     "transformers PR #29285",
+     any_rope,
+     {.angle = [](float a) { return static_cast<float>(bfloat16(a)); }}},
+    {"rotate-inverse",
+     "rope",
+     "backward rotation (sin negated) used for the forward pass",
+     "ggml ROPE_BACK / FA CONJUGATE mix-ups",
+     any_rope,
+     {.backward = true}},
+    {"yarn-other-truncate",
+     "rope",
+     "YaRN correction range with the other `truncate` setting",
+     "gpt-oss truncate:false, vLLM #27722, keras-hub#2981",
+     yarn_truncate_matters,
+     {.plan = [](spec::encoding& e) { rope_in(e).truncate = !rope_in(e).truncate; }}},
+    {"yarn-ramp-clamp-half",
+     "rope",
+     "YaRN ramp high end clamped at dim/2−1 instead of dim−1",
+     "keras-hub#2981",
+     yarn_clamp_matters,
+     {.frequencies = yarn_ramp_clamp_half}},
+    {"attention-factor-missing",
+     "rope",
+     "attention factor (YaRN mscale / LongRoPE) not applied",
+     "vLLM #46280, #48351",
+     rope_m_not_one,
+     {.magnitude = [](float) { return 1.0f; }}},
+    {"attention-factor-twice",
+     "rope",
+     "attention factor applied twice (table and again on q/k)",
+     "TensorRT-LLM PR #16378",
+     rope_m_not_one,
+     {.magnitude = [](float m) { return m * m; }}},
+    {"yarn-mscale-ignored",
+     "rope",
+     "YaRN mscale / mscale_all_dim keys ignored (get_mscale(f) used)",
+     "vLLM #48621, Megatron-LM#1429",
+     yarn_mscale_matters,
+     {.plan =
+          [](spec::encoding& e) {
+            rope_in(e).mscale.reset();
+            rope_in(e).mscale_all_dim.reset();
+          }}},
+    {"longrope-swapped",
+     "rope",
+     "LongRoPE short/long factor lists swapped",
+     "llama.cpp #24823, mlc-llm#3375",
+     longrope_lists_differ,
+     {.plan =
+          [](spec::encoding& e) { std::swap(rope_in(e).short_factor, rope_in(e).long_factor); }}},
+    {"dynamic-wrong-length",
+     "rope",
+     "dynamic NTK evaluated at the maximal length L·f instead of the current sequence length",
+     "vLLM #3488, #41236",
+     dynamic_scaled,
+     {.sequence_length =
+          [](const spec::rope& r, std::optional<std::int64_t>) {
+            return std::optional<std::int64_t>(static_cast<std::int64_t>(
+                static_cast<double>(r.max_position_embeddings) * r.factor));
+          }}},
+    {"llama3-band-edge",
+     "rope",
+     "Llama-3 band chosen from the neighbouring pair's wavelength (off by one)",
+     "a port's band test",
+     llama3_edges,
+     {.frequencies = llama3_band_edge}},
+    {"ntk-missing-exponent",
+     "rope",
+     "NTK-aware base b·f instead of b·f^(d/(d−2))",
+     "docs/encodings.md §5.5",
+     ntk_scaled,
+     {.plan =
+          [](spec::encoding& e) {
+            spec::rope& r = rope_in(e);
+            r.type = spec::rope_type::default_;
+            r.rope_theta *= r.factor;
+            r.factor = 1.0;
+          }}},
+    {"proportional-tail-rotates",
+     "rope",
+     "proportional RoPE rotating the NoPE tail pairs",
+     "docs/encodings.md §5.11",
+     proportional_tail,
+     {.plan =
+          [](spec::encoding& e) {
+            spec::rope& r = rope_in(e);
+            r.type = spec::rope_type::linear;
+            full_rotary(r);
+          }}},
+    {"partial-rotary-full",
+     "rope",
+     "partial rotary rotating the pass-through dims too",
+     "docs/encodings.md §4.3 (partial rotary)",
+     partial_rotary,
+     {.rotation = full_rotary, .rotation_table = true}},
+    {"alibi-pow2-rule",
+     "alibi",
+     "ALiBi slopes 2^(−8h/H) used for a head count that is not a power of two",
+     "ofirpress/attention_with_linear_biases",
+     alibi_non_pow2,
+     {.slopes = alibi_pow2_rule}},
+    {"alibi-bias-sign",
+     "alibi",
+     "ALiBi bias m·(i − j) instead of m·(j − i)",
+     "BLOOM/MPT ports",
+     any_alibi,
+     {.bias_sign = true}},
+    {"t5-float64-log",
+     "t5",
+     "T5 bucket log branch in float64 instead of transformers' float32",
+     "docs/encodings.md §3.2",
+     t5_f64_differs,
+     {.bucket = [](const spec::t5& s, std::int64_t r,
+                   std::int64_t) { return t5_bucket_f64(s, r); }}},
+    {"t5-bidirectional-sign",
+     "t5",
+     "T5 bidirectional offset added for keys before the query",
+     "docs/encodings.md §3.2",
+     t5_bidirectional,
+     {.bucket = t5_bidirectional_sign}},
+    {"sinusoidal-layout-swapped",
+     "sinusoidal",
+     "sinusoidal blocked [sin|cos] and interleaved layouts confused",
+     "fairseq vs tensor2tensor vs the paper",
+     sinusoidal_d4,
+     {.plan =
+          [](spec::encoding& e) {
+            auto& s = std::get<spec::sinusoidal>(e);
+            s.layout = s.layout == spec::sinusoidal_layout::interleaved
+                           ? spec::sinusoidal_layout::blocked
+                           : spec::sinusoidal_layout::interleaved;
+          }}},
+    {"sinusoidal-cos-first",
+     "sinusoidal",
+     "sinusoidal pairs written (cos, sin) instead of (sin, cos)",
+     "diffusers flip_sin_to_cos",
+     sinusoidal_interleaved,
+     {.pe_column = [](const spec::sinusoidal& s,
+                      std::int64_t j) { return j + 1 < s.d_model || j % 2 == 1 ? j ^ 1 : j; }}},
+};
+
 template <class T>
 T from_f(float v) {
   if constexpr (std::is_same_v<T, float>) {
@@ -283,108 +494,34 @@ T from_f(float v) {
   }
 }
 
+/// One class for every mutant: the hf pipeline with the entry's hooks applied.
 class mutant final : public typed_implementation<mutant> {
  public:
-  mutant(const mutant_info& info, const spec::encoding& e) : claimed_(e) {
+  mutant(const mutant_info& info, const spec::encoding& e) : info_(info), claimed_(e) {
     if (!info.applies(e)) {
       throw error(std::string("mutant ") + info.id + " does not apply to " +
                   spec::to_spec_string(e));
     }
-    id_ = info.id;
+    const mutant_hooks& h = info.hooks;
     spec::encoding plan = e;
-    if (auto* r = std::get_if<spec::rope>(&plan)) {
+    if (h.plan) h.plan(plan);
+    if (const auto* r = std::get_if<spec::rope>(&e)) {
       rotation_ = *r;
-      if (id_ == "yarn-other-truncate") r->truncate = !r->truncate;
-      if (id_ == "yarn-mscale-ignored") {
-        r->mscale.reset();
-        r->mscale_all_dim.reset();
-      }
-      if (id_ == "longrope-swapped") std::swap(r->short_factor, r->long_factor);
-      if (id_ == "ntk-missing-exponent") {
-        r->type = spec::rope_type::default_;
-        r->rope_theta *= r->factor;
-        r->factor = 1.0;
-      }
-      if (id_ == "proportional-tail-rotates") {
-        r->type = spec::rope_type::linear;
-        r->partial_rotary_factor = 1.0;
-        r->rotary_dim = r->head_dim;
-      }
-      if (id_ == "neox-as-interleaved") {
-        rotation_.layout = rotation_.layout == spec::rope_layout::neox
-                               ? spec::rope_layout::interleaved
-                               : spec::rope_layout::neox;
-      }
-      if (id_ == "partial-rotary-full") {
-        spec::rope full = *r;
-        full.partial_rotary_factor = 1.0;
-        full.rotary_dim = full.head_dim;
-        rotation_ = full;
-        full_ = make_builtin(full, kernel::strategy::hf);
-      }
-    }
-    if (auto* s = std::get_if<spec::sinusoidal>(&plan)) {
-      if (id_ == "sinusoidal-layout-swapped") {
-        s->layout = s->layout == spec::sinusoidal_layout::interleaved
-                        ? spec::sinusoidal_layout::blocked
-                        : spec::sinusoidal_layout::interleaved;
-      }
+      if (h.rotation) h.rotation(rotation_);
+      if (h.rotation_table) rotation_kernel_ = make_builtin(rotation_, kernel::strategy::hf);
     }
     base_ = make_builtin(plan, kernel::strategy::hf);
   }
 
-  std::string name() const override { return "mutant:" + id_; }
+  std::string name() const override { return std::string("mutant:") + info_.id; }
   const spec::encoding& claimed_spec() const override { return claimed_; }
   kernel::strategy claimed_accuracy() const override { return kernel::strategy::hf; }
   bool supports(output what, dtype t) const override { return base_->supports(what, t); }
 
   // RoPE -----------------------------------------------------------------------------------------
   std::vector<float> inv_freq(std::optional<std::int64_t> seq) const override {
-    seq = length(seq);
-    std::vector<float> f = base_->inv_freq(seq);
-    const auto& s = std::get<spec::rope>(claimed_);
-    if (id_ == "inv-freq-bf16") {
-      for (float& v : f) v = static_cast<float>(bfloat16(v));
-    } else if (id_ == "exponent-i-over-d") {
-      for (std::size_t i = 0; i < f.size(); ++i) {
-        const float x = static_cast<float>(i) / static_cast<float>(s.rotary_dim);
-        f[i] = 1.0f / std::pow(static_cast<float>(s.rope_theta), x);
-      }
-    } else if (id_ == "yarn-ramp-clamp-half") {
-      auto [low, high] = yarn_range(s);
-      high = std::min(high, static_cast<double>(s.pairs() - 1));  // the bug
-      if (low == high) high += 0.001;
-      const auto fl = static_cast<float>(low), width = static_cast<float>(high - low);
-      const auto b = static_cast<float>(s.rope_theta), fac = static_cast<float>(s.factor);
-      for (std::size_t j = 0; j < f.size(); ++j) {
-        const float P = std::pow(b, static_cast<float>(2 * j) / static_cast<float>(s.rotary_dim));
-        const float ramp = std::clamp((static_cast<float>(j) - fl) / width, 0.0f, 1.0f);
-        const float gamma = 1.0f - ramp;
-        f[j] = 1.0f / (fac * P) * (1.0f - gamma) + 1.0f / P * gamma;
-      }
-    } else if (id_ == "llama3-band-edge") {
-      const auto plain = default_inv_freq(s);
-      const auto Lo = static_cast<float>(s.original_max_position_embeddings);
-      const auto fac = static_cast<float>(s.factor);
-      for (std::size_t i = 0; i < f.size(); ++i) {
-        const float wl = kTwoPi / plain[i];
-        const float wl_next = kTwoPi / plain[std::min(i + 1, f.size() - 1)];  // the bug
-        const float th = plain[i];
-        switch (llama3_band(s, wl_next)) {
-          case 0:
-            f[i] = th;
-            break;
-          case 2:
-            f[i] = th / fac;
-            break;
-          default: {
-            const float sm = (Lo / wl - static_cast<float>(s.low_freq_factor)) /
-                             static_cast<float>(s.high_freq_factor - s.low_freq_factor);
-            f[i] = (1.0f - sm) * th / fac + sm * th;
-          }
-        }
-      }
-    }
+    std::vector<float> f = base_->inv_freq(length(seq));
+    if (hooks().frequencies) hooks().frequencies(std::get<spec::rope>(claimed_), f);
     return f;
   }
 
@@ -409,12 +546,12 @@ class mutant final : public typed_implementation<mutant> {
     const std::int64_t pairs = rotation_.pairs();
     const auto n = p.size() * static_cast<std::size_t>(pairs);
     std::vector<float> c(n), s(n);
-    if (full_) {
-      full_->rope_table(p, length(seq), std::span<float>(c), std::span<float>(s));
+    if (rotation_kernel_) {
+      rotation_kernel_->rope_table(p, length(seq), std::span<float>(c), std::span<float>(s));
     } else {
       table_f32(p, seq, c, s);
     }
-    if (id_ == "rotate-inverse") {
+    if (hooks().backward) {
       for (float& v : s) v = -v;
     }
     std::vector<std::int64_t> rows(p.size());
@@ -425,16 +562,20 @@ class mutant final : public typed_implementation<mutant> {
   template <class T>
   void pe_t(std::span<const std::int64_t> p, std::span<T> out) const {
     base_->sinusoidal_pe(p, out);
-    if (id_ == "sinusoidal-cos-first") {
-      const auto d = static_cast<std::size_t>(std::get<spec::sinusoidal>(claimed_).d_model);
-      for (std::size_t r = 0; r < p.size(); ++r) {
-        for (std::size_t j = 0; j + 1 < d; j += 2) std::swap(out[r * d + j], out[r * d + j + 1]);
+    if (!hooks().pe_column) return;
+    const auto& sp = std::get<spec::sinusoidal>(claimed_);
+    const auto d = static_cast<std::size_t>(sp.d_model);
+    std::vector<T> row(d);
+    for (std::size_t r = 0; r < p.size(); ++r) {
+      std::copy_n(out.begin() + static_cast<std::ptrdiff_t>(r * d), d, row.begin());
+      for (std::size_t j = 0; j < d; ++j) {
+        out[r * d + j] = row[static_cast<std::size_t>(hooks().pe_column(sp, std::int64_t(j)))];
       }
     }
   }
   template <class T>
   void slopes_t(std::span<T> out) const {
-    if (id_ != "alibi-pow2-rule") return base_->alibi_slopes(out);
+    if (!hooks().slopes) return base_->alibi_slopes(out);
     const auto m = slopes_f32();
     for (std::size_t h = 0; h < m.size(); ++h) out[h] = from_f<T>(m[h]);
   }
@@ -446,7 +587,7 @@ class mutant final : public typed_implementation<mutant> {
     for (float mh : m) {
       for (std::int64_t a : q) {
         for (std::int64_t b : k) {
-          const std::int64_t dist = id_ == "alibi-bias-sign" ? a - b : b - a;  // the bug
+          const std::int64_t dist = hooks().bias_sign ? a - b : b - a;
           out[idx++] = from_f<T>(mh * static_cast<float>(dist));
         }
       }
@@ -455,99 +596,62 @@ class mutant final : public typed_implementation<mutant> {
 
   void t5_buckets(std::span<const std::int64_t> r, std::span<std::int64_t> out) const override {
     if (!std::holds_alternative<spec::t5>(claimed_)) unsupported(output::t5_buckets);
-    const auto& s = std::get<spec::t5>(claimed_);
-    if (id_ == "t5-float64-log") {
-      for (std::size_t i = 0; i < r.size(); ++i) out[i] = t5_bucket_f64(s, r[i]);
-      return;
-    }
     base_->t5_buckets(r, out);
-    if (id_ == "t5-bidirectional-sign") {
-      const std::int64_t half_nb = s.num_buckets / 2;
-      for (std::size_t i = 0; i < r.size(); ++i) {
-        if (r[i] > 0) out[i] -= half_nb;
-        if (r[i] < 0) out[i] += half_nb;
-      }
-    }
+    if (!hooks().bucket) return;
+    const auto& s = std::get<spec::t5>(claimed_);
+    for (std::size_t i = 0; i < r.size(); ++i) out[i] = hooks().bucket(s, r[i], out[i]);
   }
 
  private:
+  const mutant_hooks& hooks() const { return info_.hooks; }
+
   // The sequence length the mutant plans with.
   std::optional<std::int64_t> length(std::optional<std::int64_t> seq) const {
-    if (id_ != "dynamic-wrong-length") return seq;
-    const auto& r = std::get<spec::rope>(claimed_);
-    return static_cast<std::int64_t>(static_cast<double>(r.max_position_embeddings) * r.factor);
+    if (!hooks().sequence_length) return seq;
+    return hooks().sequence_length(std::get<spec::rope>(claimed_), seq);
   }
 
   float magnitude(std::optional<std::int64_t> seq) const {
-    seq = length(seq);
-    const auto m = static_cast<float>(base_->attention_factor(seq));
-    if (id_ == "attention-factor-missing") return 1.0f;
-    if (id_ == "attention-factor-twice") return m * m;
-    return m;
-  }
-
-  bool own_table() const {
-    static const char* const kOwn[] = {
-        "control",          "exponent-i-over-d",        "inv-freq-bf16",
-        "positions-bf16",   "positions-tf32",           "positions-fp16",
-        "angle-bf16",       "position-off-by-one",      "yarn-ramp-clamp-half",
-        "llama3-band-edge", "attention-factor-missing", "attention-factor-twice"};
-    return std::find(std::begin(kOwn), std::end(kOwn), id_) != std::end(kOwn);
-  }
-
-  float position(std::int64_t p) const {
-    const auto f = static_cast<float>(p);
-    if (id_ == "position-off-by-one") return static_cast<float>(p + 1);
-    if (id_ == "positions-bf16") return static_cast<float>(bfloat16(f));
-    if (id_ == "positions-tf32") return round_significand(f, 11);
-    if (id_ == "positions-fp16") return static_cast<float>(half(f));
-    return f;
+    const auto m = static_cast<float>(base_->attention_factor(length(seq)));
+    return hooks().magnitude ? hooks().magnitude(m) : m;
   }
 
   // The fp32 table (what the hf recipe stores before the cast to the output type).
   void table_f32(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
                  std::span<float> c, std::span<float> s) const {
-    if (!own_table()) {
+    if (!hooks().restates_table()) {
       base_->rope_table(p, length(seq), c, s);
     } else {
       const std::vector<float> f = inv_freq(seq);
       const float m = magnitude(seq);
       const std::size_t P = f.size();
       for (std::size_t r = 0; r < p.size(); ++r) {
-        const float pos = position(p[r]);
+        const float pos = hooks().position ? hooks().position(p[r]) : static_cast<float>(p[r]);
         for (std::size_t i = 0; i < P; ++i) {
           float angle = pos * f[i];
-          if (id_ == "angle-bf16") angle = static_cast<float>(bfloat16(angle));
+          if (hooks().angle) angle = hooks().angle(angle);
           c[r * P + i] = std::cos(angle) * m;
           s[r * P + i] = std::sin(angle) * m;
         }
       }
     }
-    if (id_ == "sin-cos-swapped") {
-      for (std::size_t k = 0; k < c.size(); ++k) std::swap(c[k], s[k]);
-    }
+    if (hooks().table) hooks().table(c, s);
   }
 
   std::vector<float> slopes_f32() const {
     if (!std::holds_alternative<spec::alibi>(claimed_)) unsupported(output::alibi_bias);
     const auto& a = std::get<spec::alibi>(claimed_);
     std::vector<float> m(static_cast<std::size_t>(a.num_heads));
-    if (id_ == "alibi-pow2-rule") {
-      const auto H = static_cast<double>(a.num_heads);
-      for (std::size_t h = 0; h < m.size(); ++h) {
-        m[h] = static_cast<float>(std::pow(2.0, -a.max_bias * double(h + 1) / H));
-      }
-    } else {
-      base_->alibi_slopes(std::span<float>(m));
-    }
+    base_->alibi_slopes(std::span<float>(m));
+    if (hooks().slopes) hooks().slopes(a, m);
     return m;
   }
 
-  std::string id_;
+  const mutant_info& info_;
   spec::encoding claimed_;
   spec::rope rotation_;  // the spec the rotation is applied with
   std::unique_ptr<implementation> base_;
-  std::unique_ptr<implementation> full_;  // partial-rotary-full: the full-dim table
+  std::unique_ptr<implementation> rotation_kernel_;  // the rotation spec's own table
 };
 
 }  // namespace
@@ -568,9 +672,14 @@ std::unique_ptr<implementation> make_mutant(std::string_view id, const spec::enc
 }
 
 std::unique_ptr<implementation> make_control(const spec::encoding& e) {
-  static const mutant_info kControl = {"control", "any",
-                                       "no bug: the mutants' own pipelines (hf recipe restated)",
-                                       "", [](const spec::encoding&) { return true; }};
+  // The restated table with no bug: the position operand is float(p), as in the hf recipe.
+  static const mutant_info kControl = {
+      "control",
+      "any",
+      "no bug: the mutants' own pipelines (hf recipe restated)",
+      "",
+      [](const spec::encoding&) { return true; },
+      {.position = [](std::int64_t p) { return static_cast<float>(p); }}};
   return std::make_unique<mutant>(kControl, e);
 }
 

@@ -8,36 +8,10 @@
 
 namespace pev::ref {
 
-const char* to_string(fmt f) {
-  switch (f) {
-    case fmt::exact:
-      return "exact";
-    case fmt::fp64:
-      return "fp64";
-    case fmt::fp32:
-      return "fp32";
-    case fmt::fp16:
-      return "fp16";
-    case fmt::bf16:
-      return "bf16";
-  }
-  return "?";
-}
-
-real round(fmt f, const real& x) {
-  switch (f) {
-    case fmt::exact:
-      return x;
-    case fmt::fp64:
-      return to_real(round_to<double>(x));
-    case fmt::fp32:
-      return to_real(round_to<float>(x));
-    case fmt::fp16:
-      return to_real(round_to<half>(x));
-    case fmt::bf16:
-      return to_real(round_to<bfloat16>(x));
-  }
-  return x;
+real round(rounding f, const real& x) {
+  if (!f) return x;
+  return visit_float(*f,
+                     [&](auto tag) { return to_real(round_to<typename decltype(tag)::type>(x)); });
 }
 
 namespace {
@@ -50,8 +24,8 @@ recipe make_exact() {
   r.sinusoidal_interleaved = sinusoidal_points{};
   r.sinusoidal_blocked = sinusoidal_points{};
   r.alibi = alibi_points{};
-  r.t5 = fmt::exact;
-  r.learned = fmt::exact;
+  r.t5 = rounding{};  // engaged: exact arithmetic
+  r.learned = rounding{};
   return r;
 }
 
@@ -61,18 +35,23 @@ recipe make_hf() {
   r.description =
       "Hugging Face transformers: fp32 inv_freq (fp32 pow, reciprocal, scaling), host scalars in "
       "double, fp32 positions and product p*theta, cos/sin rounded to fp32, fp32 attention scaling";
-  r.rope = rope_points{
-      frequency_method::power, fmt::fp64, fmt::fp32, fmt::fp32, fmt::fp32, fmt::fp32, fmt::fp32};
+  r.rope = rope_points{frequency_method::power,
+                       dtype::fp64,
+                       dtype::fp32,
+                       dtype::fp32,
+                       dtype::fp32,
+                       dtype::fp32,
+                       dtype::fp32};
   // DistilBERT/XLM create_sinusoidal_embeddings: NumPy float64, pos / 10000^(2*(j//2)/dim).
   r.sinusoidal_interleaved =
-      sinusoidal_points{fmt::fp64, fmt::fp64, fmt::fp64, fmt::fp64, /*divide=*/true};
+      sinusoidal_points{dtype::fp64, dtype::fp64, dtype::fp64, dtype::fp64, /*divide=*/true};
   // fairseq SinusoidalPositionalEmbedding.get_embedding: fp32 exp(arange * -log(base)/(h-1)).
   r.sinusoidal_blocked =
-      sinusoidal_points{fmt::fp32, fmt::fp32, fmt::fp32, fmt::fp32, /*divide=*/false};
+      sinusoidal_points{dtype::fp32, dtype::fp32, dtype::fp32, dtype::fp32, /*divide=*/false};
   // BLOOM build_alibi_tensor: base = 2^(-8/P) in double, stored fp32, torch.pow(base, h) in fp32.
-  r.alibi = alibi_points{fmt::fp64, fmt::fp32};
-  r.t5 = fmt::fp32;
-  r.learned = fmt::fp32;
+  r.alibi = alibi_points{dtype::fp64, dtype::fp32};
+  r.t5 = dtype::fp32;
+  r.learned = dtype::fp32;
   return r;
 }
 
@@ -84,12 +63,12 @@ recipe make_ggml() {
       "float(p), fp32 freq_scale/freq_factors/YaRN angle mix (no FMA), logf corr dims, cos/sin "
       "rounded to fp32 then times the fp32 mscale";
   r.rope = rope_points{frequency_method::recurrence,
-                       fmt::fp32,
-                       fmt::fp32,
-                       fmt::fp32,
-                       fmt::fp32,
-                       fmt::fp32,
-                       fmt::fp32};
+                       dtype::fp32,
+                       dtype::fp32,
+                       dtype::fp32,
+                       dtype::fp32,
+                       dtype::fp32,
+                       dtype::fp32};
   return r;
 }
 

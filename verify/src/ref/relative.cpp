@@ -50,13 +50,13 @@ std::vector<real> alibi_slopes(const spec::alibi& s, const recipe& r) {
   // 2^(−b/(2P)), i.e. every other slope of the 2P rule.
   const real base = round(pts.power, round(pts.host, pow(real(2), -b / I(P))));
   for (std::int64_t h = 1; h <= P; ++h) {
-    slopes.push_back(pts.power == fmt::exact ? real(pow(real(2), -b * I(h) / I(P)))
-                                             : round(pts.power, pow(base, I(h))));
+    slopes.push_back(pts.power == std::nullopt ? real(pow(real(2), -b * I(h) / I(P)))
+                                               : round(pts.power, pow(base, I(h))));
   }
   const real extra = round(pts.power, round(pts.host, pow(real(2), -b / I(2 * P))));
   for (std::int64_t k = 1; k <= H - P; ++k) {
-    slopes.push_back(pts.power == fmt::exact ? real(pow(real(2), -b * I(2 * k - 1) / I(2 * P)))
-                                             : round(pts.power, pow(extra, I(2 * k - 1))));
+    slopes.push_back(pts.power == std::nullopt ? real(pow(real(2), -b * I(2 * k - 1) / I(2 * P)))
+                                               : round(pts.power, pow(extra, I(2 * k - 1))));
   }
   return slopes;
 }
@@ -67,7 +67,7 @@ real alibi_bias(const real& slope, std::int64_t query, std::int64_t key) {
 
 std::int64_t t5_bucket(const spec::t5& s, std::int64_t r, const recipe& rec) {
   if (!rec.t5) throw error("recipe " + std::string(rec.name) + " has no T5 pipeline");
-  const fmt f = *rec.t5;
+  const rounding f = *rec.t5;
   std::int64_t nb = s.num_buckets;
   std::int64_t ret = 0;
   // |r| without overflow at INT64_MIN: buckets saturate long before.
@@ -86,14 +86,14 @@ std::int64_t t5_bucket(const spec::t5& s, std::int64_t r, const recipe& rec) {
   // Branch first: the log branch is undefined at n = 0 (transformers evaluates and discards it).
   if (n < max_exact) return ret + n;
   const real ratio = round(f, round(f, I(n)) / round(f, I(max_exact)));
-  const fmt host = f == fmt::exact ? fmt::exact : fmt::fp64;
+  const rounding host = f ? rounding(dtype::fp64) : std::nullopt;
   const real denom = round(f, round(host, log(round(host, real(s.max_distance) / I(max_exact)))));
   const real scaled =
       round(f, round(f, round(f, log(ratio)) / denom) * round(f, I(nb - max_exact)));
   // Saturate before converting: the clamp to nb − 1 makes larger values irrelevant.
   if (scaled >= I(nb)) return ret + nb - 1;
   std::int64_t k = static_cast<std::int64_t>(trunc(scaled).convert_to<long long>());
-  if (f == fmt::exact) {
+  if (f == std::nullopt) {
     // Bucket boundaries are often integers in real arithmetic (n = 16, 32, 64 at the defaults):
     // there the rounded logarithms cannot decide trunc(), so settle it exactly in integers.
     const real nearest = round(scaled);

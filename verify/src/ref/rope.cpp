@@ -16,7 +16,7 @@ real D(double v) { return real(v); }  // doubles are exact in a real of ≥ 53 b
 
 // Arithmetic that rounds every result to one format (the recipe's rounding point for that stage).
 struct arith {
-  fmt f;
+  rounding f;
   real r(const real& x) const { return round(f, x); }
   real add(const real& a, const real& b) const { return r(a + b); }
   real sub(const real& a, const real& b) const { return r(a - b); }
@@ -185,14 +185,14 @@ std::vector<real> power_frequencies(const spec::rope& s, std::optional<std::int6
 
 }  // namespace
 
-real yarn_get_mscale(const real& scale, const real& mu, fmt host_fmt) {
+real yarn_get_mscale(const real& scale, const real& mu, rounding host_fmt) {
   const arith host{host_fmt};
   if (scale <= 1) return I(1);
   // 0.1 * mscale * math.log(scale) + 1.0, left to right.
   return host.add(host.mul(host.mul(host.r(real("0.1")), mu), host.log(scale)), I(1));
 }
 
-yarn_range yarn_correction_range(const spec::rope& s, fmt host_fmt) {
+yarn_range yarn_correction_range(const spec::rope& s, rounding host_fmt) {
   const arith host{host_fmt};
   const std::int64_t d = exponent_dim(s);
   const real b = D(s.rope_theta);
@@ -213,9 +213,9 @@ yarn_range yarn_correction_range(const spec::rope& s, fmt host_fmt) {
   return r;
 }
 
-std::vector<real> yarn_ramp(const spec::rope& s, fmt arithmetic) {
+std::vector<real> yarn_ramp(const spec::rope& s, rounding arithmetic) {
   const arith fr{arithmetic};
-  const arith host{arithmetic == fmt::exact ? fmt::exact : fmt::fp64};
+  const arith host{arithmetic ? rounding(dtype::fp64) : std::nullopt};
   const yarn_range range = yarn_correction_range(s, host.f);
   real low = range.low;
   real high = range.high;

@@ -37,7 +37,7 @@ std::vector<real> sinusoidal_frequencies(const spec::sinusoidal& s, const recipe
   // Blocked: ω_j = exp(−j·ln(b)/(h − shift)); the step is a host double cast to the tensor's dtype.
   const std::int64_t h = d / 2;
   const real shift(s.freq_shift);
-  const fmt host = pts.frequency == fmt::exact ? fmt::exact : fmt::fp64;
+  const rounding host = pts.frequency ? rounding(dtype::fp64) : std::nullopt;
   const real step = round(pts.frequency, round(host, round(host, log(b)) / (I(h) - shift)));
   for (std::int64_t j = 0; j < h; ++j) {
     const real wj = round(pts.frequency, exp(round(pts.frequency, -(I(j) * step))));
@@ -78,7 +78,7 @@ std::vector<real> sinusoidal_row(const spec::sinusoidal& s, std::int64_t p, cons
 
 std::vector<real> learned_row(const spec::learned& s, std::int64_t t, const recipe& r) {
   if (!r.learned) throw error("recipe " + std::string(r.name) + " has no learned-table pipeline");
-  const fmt f = *r.learned;
+  const rounding f = *r.learned;
   const std::int64_t L = s.num_positions;
   const std::int64_t d = s.d_model;
   if (static_cast<std::int64_t>(s.table.size()) != L * d) {
@@ -97,7 +97,7 @@ std::vector<real> learned_row(const spec::learned& s, std::int64_t t, const reci
   }
   // PyTorch linear interpolation: source index x of target index t, then a two-point lerp.
   const std::int64_t Lp = s.target_positions;
-  if (f == fmt::exact) {
+  if (f == std::nullopt) {
     // x = num/den exactly (align_corners: t·(L−1)/(L′−1); else ((2t+1)·L − L′)/(2L′), clamped at
     // 0). Index and remainder in integers, then one division of an exact numerator: the value is
     // the exact interpolation at the working precision (exact when it is a short dyadic, so ties

@@ -1,20 +1,67 @@
 #pragma once
 // The mutant catalogue: deliberately wrong implementations, each modelled on a real bug class of
-// the field (notes/encodings.md §9, DESIGN §5). They prove the power of the property suites (every
-// mutant must be caught) and serve certification's diagnosis (which known mistake explains the
-// data). Each mutant wraps pev's correct `hf` pipeline and perturbs exactly what its bug perturbs;
-// it claims the hf accuracy contract, as the buggy engines claim to be transformers-faithful.
+// the field (docs/encodings.md §10). They prove the power of the property suites (every mutant
+// must be caught) and serve certification's diagnosis (which known mistake explains the data).
+// Each mutant is pev's correct `hf` pipeline with exactly what its bug perturbs changed, and the
+// change is data: the hooks of its catalogue entry (mutant_hooks), which one implementation class
+// applies. A mutant claims the hf accuracy contract, as the buggy engines claim to be
+// transformers-faithful.
 //
 // Ids are stable: reports and certificates refer to them.
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "pev/impl/implementation.h"
 #include "pev/spec/spec.h"
 
 namespace pev::impl {
+
+/// What a mutant changes in the hf pipeline. Every hook is optional (null: unchanged).
+struct mutant_hooks {
+  // ---- Which spec the correct kernels see.
+  /// The spec handed to the hf kernels (a wrong setting: truncate, lists, base, layout, type).
+  void (*plan)(spec::encoding& e) = nullptr;
+  /// The spec the rotation of q/k is applied with (a wrong layout or rotary dim).
+  void (*rotation)(spec::rope& r) = nullptr;
+  /// The rotation's table comes from the rotation spec's own kernel (its rotary dims).
+  bool rotation_table = false;
+
+  // ---- RoPE table, restated from the hf recipe (fp32 position × fp32 frequency, cosf/sinf, × m)
+  // when any of these is set.
+  /// The fp32 frequencies (starting from the hf kernel's).
+  void (*frequencies)(const spec::rope& s, std::vector<float>& f) = nullptr;
+  /// The position as an fp32 operand (hf: float(p)).
+  float (*position)(std::int64_t p) = nullptr;
+  /// The fp32 angle p·θ_i after the product.
+  float (*angle)(float a) = nullptr;
+  /// The attention factor applied (from the hf one).
+  float (*magnitude)(float m) = nullptr;
+  /// The sequence length the frequencies are planned for (stateful types).
+  std::optional<std::int64_t> (*sequence_length)(const spec::rope& s,
+                                                 std::optional<std::int64_t> seq) = nullptr;
+  /// The fp32 table after it is computed (e.g. cos and sin swapped).
+  void (*table)(std::span<float> cos, std::span<float> sin) = nullptr;
+  /// The rotation uses the backward table (sin negated).
+  bool backward = false;
+
+  // ---- Other families.
+  /// Sinusoidal: output column j takes the correct row's column pe_column(s, j).
+  std::int64_t (*pe_column)(const spec::sinusoidal& s, std::int64_t j) = nullptr;
+  /// ALiBi: the fp32 slopes.
+  void (*slopes)(const spec::alibi& s, std::vector<float>& m) = nullptr;
+  /// ALiBi: the bias uses i − j instead of j − i.
+  bool bias_sign = false;
+  /// T5: the bucket of distance r, given the correct (hf) one.
+  std::int64_t (*bucket)(const spec::t5& s, std::int64_t r, std::int64_t hf) = nullptr;
+
+  /// Whether the RoPE table is restated (any of the table hooks is set).
+  bool restates_table() const { return frequencies || position || angle || magnitude; }
+};
 
 struct mutant_info {
   const char* id;           // stable, kebab-case
@@ -24,6 +71,7 @@ struct mutant_info {
   /// Whether the bug changes anything for this encoding (e.g. the ALiBi power-of-two rule only
   /// differs for head counts that are not powers of two).
   bool (*applies)(const spec::encoding& e);
+  mutant_hooks hooks;
 };
 
 /// Every mutant, in a fixed order.

@@ -50,10 +50,13 @@ struct array {
   /// f16 or bf16 array (`t`) holding the encodings `bits`.
   static array from_bits16(dtype t, std::vector<std::int64_t> shape,
                            const std::vector<std::uint16_t>& bits);
-  /// F32, F16 or BF16 array holding `v` (T float, half or bfloat16; 16-bit types as encodings).
+  /// F64, F32, F16 or BF16 array holding `v` (T double, float, half or bfloat16; 16-bit types as
+  /// encodings).
   template <class T>
   static array from_values(std::vector<std::int64_t> shape, const std::vector<T>& v) {
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (std::is_same_v<T, double>) {
+      return from_doubles(std::move(shape), v);
+    } else if constexpr (std::is_same_v<T, float>) {
       return from_floats(std::move(shape), v);
     } else {
       std::vector<std::uint16_t> bits;

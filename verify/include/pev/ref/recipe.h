@@ -28,15 +28,15 @@
 #include <string_view>
 
 #include "pev/core/real.h"
+#include "pev/scalar/dtype.h"
 
 namespace pev::ref {
 
-/// A rounding target. `exact` means "no rounding here".
-enum class fmt { exact, fp64, fp32, fp16, bf16 };
+/// Where a rounding point rounds to: a float dtype, or none ("exact": no rounding here).
+using rounding = std::optional<dtype>;
 
-const char* to_string(fmt f);
-/// Rounds x once, to nearest even, to the format (identity for `exact`).
-real round(fmt f, const real& x);
+/// Rounds x once, to nearest even, to the dtype (identity for none).
+real round(rounding f, const real& x);
 
 enum class frequency_method {
   power,       // θ_i = 1 / b^(2i/d), then the rope_type's scaling of frequencies
@@ -46,27 +46,30 @@ enum class frequency_method {
 /// Rounding points of a RoPE pipeline.
 struct rope_points {
   frequency_method method = frequency_method::power;
-  fmt host = fmt::exact;  // scalars computed once on the host (attention factor, ranges, bands)
-  fmt frequency = fmt::exact;  // every operation that produces per-pair frequencies or the ramp
-  fmt position = fmt::exact;   // the position as an arithmetic operand
-  fmt angle = fmt::exact;  // the angle p·θ_i (and every angle-level operation of `recurrence`)
-  fmt trig = fmt::exact;   // cos/sin of the rounded angle
-  fmt scale = fmt::exact;  // the attention factor operand and its product with cos/sin
+  rounding host =
+      std::nullopt;  // scalars computed once on the host (attention factor, ranges, bands)
+  rounding frequency =
+      std::nullopt;  // every operation that produces per-pair frequencies or the ramp
+  rounding position = std::nullopt;  // the position as an arithmetic operand
+  rounding angle =
+      std::nullopt;  // the angle p·θ_i (and every angle-level operation of `recurrence`)
+  rounding trig = std::nullopt;   // cos/sin of the rounded angle
+  rounding scale = std::nullopt;  // the attention factor operand and its product with cos/sin
 };
 
 /// Rounding points of a sinusoidal pipeline.
 struct sinusoidal_points {
-  fmt frequency = fmt::exact;  // exponent, pow/exp, reciprocal
-  fmt position = fmt::exact;
-  fmt angle = fmt::exact;  // p·ω (or p / b^x when `divide`)
-  fmt trig = fmt::exact;
+  rounding frequency = std::nullopt;  // exponent, pow/exp, reciprocal
+  rounding position = std::nullopt;
+  rounding angle = std::nullopt;  // p·ω (or p / b^x when `divide`)
+  rounding trig = std::nullopt;
   bool divide = false;  // angle = p / b^x (NumPy DistilBERT) instead of p·ω
 };
 
 /// Rounding points of ALiBi slopes: the base 2^(−8/P) on the host, then base^h.
 struct alibi_points {
-  fmt host = fmt::exact;
-  fmt power = fmt::exact;
+  rounding host = std::nullopt;
+  rounding power = std::nullopt;
 };
 
 struct recipe {
@@ -76,8 +79,8 @@ struct recipe {
   std::optional<sinusoidal_points> sinusoidal_interleaved;
   std::optional<sinusoidal_points> sinusoidal_blocked;
   std::optional<alibi_points> alibi;
-  std::optional<fmt> t5;       // format of the log-branch arithmetic
-  std::optional<fmt> learned;  // format of the interpolation arithmetic
+  std::optional<rounding> t5;       // the log-branch arithmetic (none: no T5 pipeline)
+  std::optional<rounding> learned;  // the interpolation arithmetic (none: no pipeline)
 };
 
 const recipe& exact_recipe();

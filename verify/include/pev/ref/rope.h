@@ -86,11 +86,11 @@ class rope_reference {
 };
 
 /// Exact YaRN correction range (host arithmetic in `host`, exact by default).
-yarn_range yarn_correction_range(const spec::rope& s, fmt host = fmt::exact);
+yarn_range yarn_correction_range(const spec::rope& s, rounding host = std::nullopt);
 /// YaRN ramp value of pair j: clamp((j − low)/(high − low), 0, 1) (extrapolation weight = 1 −
 /// ramp).
-std::vector<real> yarn_ramp(const spec::rope& s, fmt arithmetic = fmt::exact);
+std::vector<real> yarn_ramp(const spec::rope& s, rounding arithmetic = std::nullopt);
 /// get_mscale(s, μ) = 1 if s ≤ 1 else 0.1·μ·ln s + 1.
-real yarn_get_mscale(const real& scale, const real& mu, fmt host = fmt::exact);
+real yarn_get_mscale(const real& scale, const real& mu, rounding host = std::nullopt);
 
 }  // namespace pev::ref
