@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "detail.h"
+#include "pev/compare/reference.h"
 #include "pev/core/real.h"
-#include "pev/ref/fast.h"
 #include "pev/ref/relative.h"
 #include "pev/ref/sinusoidal.h"
 
@@ -42,8 +42,9 @@ void sinusoidal_pe_exact(const subject& sub, dtype t) {
     const auto d = static_cast<std::size_t>(s.d_model);
     std::vector<T> got(pos.size() * d);
     im->sinusoidal_pe(pos, std::span<T>(got));
-    std::vector<double> want(got.size());
-    ref::fast_sinusoidal_reference(s).pe<double>(pos, want);
+    compare::typed_values<T> ref;
+    compare::sinusoidal_reference(s, compare::reference_path::fast).pe<T>(pos, ref);
+    const std::vector<double>& want = ref.exact;
     for (std::size_t k = 0; k < got.size(); ++k) {
       const std::int64_t p = pos[k / d];
       RC_TAG(position_bucket(p), spec::to_string(s.layout));
@@ -123,7 +124,8 @@ void alibi_slopes_exact(const subject& sub, dtype t) {
     const impl::alibi_contract contract(s, im->claimed_accuracy());
     std::vector<T> got(static_cast<std::size_t>(s.num_heads));
     im->alibi_slopes(std::span<T>(got));
-    const auto exact = ref::alibi_slopes(s);
+    const compare::alibi_reference ref(s);
+    const auto& exact = ref.slopes();
     for (std::size_t h = 0; h < got.size(); ++h) {
       const double want = exact[h].convert_to<double>();
       const double B = contract.slope_bound(static_cast<std::int64_t>(h), want, format_of<T>()) +
@@ -149,13 +151,12 @@ void alibi_bias_exact(const subject& sub, dtype t) {
     RC_TAG(position_bucket(std::max(q[0], k[0])));
     std::vector<T> got(static_cast<std::size_t>(s.num_heads) * 4);
     im->alibi_bias(q, k, std::span<T>(got));
-    const auto slopes = ref::alibi_slopes(s);
+    const compare::alibi_reference ref(s);
     std::size_t idx = 0;
     for (std::int64_t h = 0; h < s.num_heads; ++h) {
       for (std::int64_t a : q) {
         for (std::int64_t b : k) {
-          const double want =
-              ref::alibi_bias(slopes[static_cast<std::size_t>(h)], a, b).convert_to<double>();
+          const double want = ref.bias(h, a, b).convert_to<double>();
           const double B =
               contract.bias_bound(h, b - a, want, format_of<T>()) + half_ulp(want, kF64);
           const double g = dbl(got[idx++]);

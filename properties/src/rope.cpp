@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "detail.h"
-#include "pev/ref/fast.h"
+#include "pev/compare/reference.h"
 
 namespace pev::prop::detail {
 namespace {
@@ -40,7 +40,7 @@ struct rope_setup {
   spec::rope s;
   std::optional<std::int64_t> seq;
   std::unique_ptr<impl::implementation> impl;
-  std::unique_ptr<ref::fast_rope_reference> ref;
+  std::unique_ptr<compare::rope_reference> ref;
   double m = 1;
   std::unique_ptr<impl::rope_contract> contract;
   format table_fmt = metric::kF32;
@@ -49,12 +49,11 @@ struct rope_setup {
     return contract->table_bound(p, i, m, table_fmt);
   }
 
-  /// Bound on each rotated output of pair i at position p with inputs x0, x1 (format out).
+  /// Bound on each rotated output of pair i at position p with inputs x0, x1 (format out): the
+  /// claimed contract's rotation bound, for an output of magnitude ≤ m·(|x0| + |x1|).
   double rot(std::int64_t p, std::int64_t i, double x0, double x1, format out) const {
-    const double eps = eps_cs(p, i);
-    const double a = std::fabs(x0) + std::fabs(x1);
-    const double terms = a * (m + eps);
-    return impl::rotation_bound(terms, terms, out) + a * eps;
+    return contract->rotation_bound_at(contract->angle_error(p, i), x0, x1,
+                                       m * (std::fabs(x0) + std::fabs(x1)), out);
   }
 };
 
@@ -63,8 +62,8 @@ rope_setup setup(const subject& sub, const spec::rope& s, std::optional<std::int
   r.s = s;
   r.seq = s.stateful() ? seq : std::nullopt;
   r.impl = sub.make(spec::encoding{s});
-  r.ref = std::make_unique<ref::fast_rope_reference>(s, r.seq);
-  r.m = r.ref->reference().attention_factor().convert_to<double>();
+  r.ref = std::make_unique<compare::rope_reference>(s, r.seq, compare::reference_path::fast);
+  r.m = r.ref->attention_factor();
   r.contract = std::make_unique<impl::rope_contract>(s, r.impl->claimed_accuracy(), r.seq, r.m);
   r.table_fmt = table_format(r.impl->claimed_accuracy());
   return r;
@@ -138,7 +137,7 @@ void rope_inv_freq_exact(const subject& sub, dtype) {
   const auto r = setup(sub, s, gen_seq(s));
   RC_TAG(spec::to_string(s.type));
   const auto f = r.impl->inv_freq(r.seq);
-  const auto& theta = r.ref->inv_freq<double>();
+  const auto& theta = r.ref->fast().inv_freq<double>();
   RC_ASSERT(f.size() == theta.size());
   for (std::size_t i = 0; i < f.size(); ++i) {
     const double B =
@@ -166,15 +165,15 @@ void rope_table_exact(const subject& sub, dtype t) {
     const auto P = static_cast<std::size_t>(s.pairs());
     std::vector<T> c(pos.size() * P), sn(c.size());
     r.impl->rope_table(pos, r.seq, std::span<T>(c), std::span<T>(sn));
-    std::vector<double> rc(c.size()), rs(c.size());
-    r.ref->table<double>(pos, rc, rs);
+    compare::typed_values<T> rc, rs;
+    r.ref->table<T>(pos, rc, rs, /*rounded_doubles=*/true);
     for (std::size_t k = 0; k < c.size(); ++k) {
       const std::int64_t p = pos[k / P];
       const auto i = static_cast<std::int64_t>(k % P);
       tag(s, p);
       for (int which = 0; which < 2; ++which) {
         const double got = dbl(which ? sn[k] : c[k]);
-        const double want = which ? rs[k] : rc[k];
+        const double want = which ? rs.exact[k] : rc.exact[k];
         const double B = r.contract->table_bound(p, i, want, format_of<T>()) + half_ulp(want, kF64);
         if (!(std::fabs(got - want) <= B)) {
           fail_value(which ? "m·sin" : "m·cos", where(r, p, i), got, want, B);
@@ -194,12 +193,13 @@ void rope_rotate_exact(const subject& sub, dtype t) {
     const auto y = rotate(r, pos, x, heads);
     const auto D = static_cast<std::size_t>(s.head_dim);
     std::vector<double> want(D);
+    std::vector<T> rn(D);
     for (std::size_t tok = 0; tok < pos.size(); ++tok) {
       tag(s, pos[tok]);
       for (std::int64_t h = 0; h < heads; ++h) {
         const std::size_t base = (tok * static_cast<std::size_t>(heads) + h) * D;
         const auto xd = to_doubles<T>(std::span<const T>(x).subspan(base, D));
-        r.ref->rotate<double>(pos[tok], xd, want);
+        r.ref->rotate<T>(pos[tok], xd, rn, want);
         for (std::int64_t i = 0; i < s.pairs(); ++i) {
           const auto [j0, j1] = pair_dims(s, i);
           const double B0 = r.rot(pos[tok], i, xd[j0], xd[j1], format_of<T>());

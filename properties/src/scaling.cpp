@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "detail.h"
+#include "pev/compare/reference.h"
 #include "pev/core/real.h"
 #include "pev/ref/fast.h"
 #include "pev/ref/rope.h"
@@ -33,7 +34,7 @@ struct side {
   spec::rope s;
   std::optional<std::int64_t> seq;
   std::unique_ptr<impl::implementation> impl;
-  std::unique_ptr<ref::fast_rope_reference> ref;
+  std::unique_ptr<compare::rope_reference> ref;
   std::unique_ptr<impl::rope_contract> contract;
   double m = 1;
 
@@ -41,8 +42,8 @@ struct side {
       : s(spec_), seq(spec_.stateful() ? seq_ : std::nullopt) {
     spec::validate(spec::encoding{s});
     impl = sub.make(spec::encoding{s});
-    ref = std::make_unique<ref::fast_rope_reference>(s, seq);
-    m = ref->reference().attention_factor().convert_to<double>();
+    ref = std::make_unique<compare::rope_reference>(s, seq, compare::reference_path::fast);
+    m = ref->attention_factor();
     contract = std::make_unique<impl::rope_contract>(s, impl->claimed_accuracy(), seq, m);
   }
 
@@ -63,8 +64,10 @@ void compare_tables(const std::string& what, const side& a, const std::vector<st
   std::vector<T> ac, as, bc, bs;
   a.table(pa, ac, as);
   b.table(pb, bc, bs);
-  std::vector<double> ec(ac.size()), es(ac.size());
-  a.ref->table<double>(pa, ec, es);
+  compare::typed_values<double> rc, rs;
+  a.ref->table<double>(pa, rc, rs, /*rounded_doubles=*/true);
+  const std::vector<double>& ec = rc.exact;
+  const std::vector<double>& es = rs.exact;
   const auto P = static_cast<std::size_t>(a.s.pairs());
   constexpr auto out = format_of<T>();
   for (std::size_t k = 0; k < ac.size(); ++k) {
@@ -159,7 +162,7 @@ void scaling_ntk_base(const subject& sub, dtype t) {
     RC_TAG(position_bucket(pos[0]));
     // The double base differs from b' by ≤ 2^−53 relative, so θ_i by ≤ (2i/d)·2^−53 relative and
     // a value by ≤ m·p·θ_i·2^−53: allowed on top of both contracts.
-    const auto& theta = a.ref->inv_freq<double>();
+    const auto& theta = a.ref->fast().inv_freq<double>();
     compare_tables<T>("ntk(f) vs plain with base b·f^(d/(d−2))", a, pos, b, pos,
                       [&](std::int64_t q, std::int64_t i) {
                         return a.m * static_cast<double>(q) * theta[i] * 0x1p-52;

@@ -139,17 +139,10 @@ void serve_request(const served& s, const protocol::request& req, const std::str
   const auto im = s.bind(spec::parse_spec(req.spec));
   bool ok = false;
   if (im) {
-    switch (req.type) {
-      case dtype::fp32:
-        ok = serve_one<float>(*im, req, payload);
-        break;
-      case dtype::fp16:
-        ok = serve_one<half>(*im, req, payload);
-        break;
-      case dtype::bf16:
-        ok = serve_one<bfloat16>(*im, req, payload);
-        break;
-    }
+    // The protocol parser admits fp32, fp16 and bf16 only.
+    ok = visit_output_float(req.type, [&](auto tag) {
+      return serve_one<typename decltype(tag)::type>(*im, req, payload);
+    });
   }
   if (!ok) reply_unsupported();
 }
