@@ -46,8 +46,9 @@ test-sanitize:
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)
 
-# The default suite's report (pev report, DESIGN §4) into REPORT_DIR: builds only the tool, prints
-# where the report is and its table, and exits with pev's status (0: all pass, 1: a check failed).
+# The default suite's report (pev report, docs/design.md §5.1) into REPORT_DIR: builds only the
+# tool, prints where the report is and its table, and exits with pev's status (0: all pass, 1: a
+# check failed).
 REPORT_DIR ?= pev-report
 REPORT_FLAGS ?=
 

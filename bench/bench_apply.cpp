@@ -1,5 +1,5 @@
 // RoPE application throughput (pev::kernel::rope_apply / rope_apply_qk), reported as a ratio to
-// memcpy of the same bytes measured in the same run (STYLE §13).
+// memcpy of the same bytes measured in the same run (docs/design.md §11.9).
 //
 // Cases: T = 4096 tokens, head_dim D = 128, full rotary, NeoX and interleaved layouts; q only (32
 // heads) and q + k with GQA (32 + 8 heads), rotated in place; q/k in fp32, bf16 and fp16 with an

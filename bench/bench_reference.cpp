@@ -1,9 +1,9 @@
 // Throughput of the fast exact reference (pev::ref::fast_rope_reference::table,
 // fast_sinusoidal_reference::pe) against the direct MPFR path it reproduces bit for bit
 // (rope_reference::row or sinusoidal_row, then pev::round_to<T>), both measured in the same run
-// (STYLE §13). After the run the program prints, per case, the throughput of each path in cos/sin
-// values per second (every (cos, sin) pair counts as one cos and one sin) and the ratio fast/MPFR;
-// the target is ≥ 100× for fp32 targets.
+// (docs/design.md §11.9). After the run the program prints, per case, the throughput of each path
+// in cos/sin values per second (every (cos, sin) pair counts as one cos and one sin) and the ratio
+// fast/MPFR; the target is ≥ 100× for fp32 targets.
 //
 // Cases: RoPE head_dim 128, rope_theta 10000 (64 pairs), and sinusoidal d_model 128, exact
 // recipe, default MPFR precision; positions either a sweep block (p < 2^12) or random positions

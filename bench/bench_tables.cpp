@@ -1,6 +1,6 @@
 // Table generation throughput of every strategy (pev::kernel::rope_kernel::table and
 // sinusoidal_table), reported as a ratio to the `hf` strategy's throughput for the same output
-// dtype measured in the same run (STYLE §13).
+// dtype measured in the same run (docs/design.md §11.9).
 //
 // Cases: RoPE cos/sin tables for P = 4096 positions, head_dim 128 (64 pairs), rope_theta 10000;
 // sinusoidal PE tables for the same positions, d_model 512; outputs fp32, fp16, bf16. Kernels are

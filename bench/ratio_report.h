@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the benchmark programs: a console reporter that also keeps each benchmark's time, so
-// that main() can print ratios to a baseline measured in the same run (STYLE §13), and the default
+// that main() can print ratios to a baseline measured in the same run (docs/design.md §11.9), and
+// the default
 // --benchmark_min_time.
 
 #include <benchmark/benchmark.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages pev needs when they are missing (DESIGN §7). Nothing is downloaded
-# outside Debian's package registry. Safe to run repeatedly: it only calls apt-get when a package is
-# absent. Set PEV_DEPS_EXTRA="pkg ..." to add packages. chromium renders the report's index.html in
+# Installs the Debian packages pev needs when they are missing (docs/design.md §10). Nothing is
+# downloaded outside Debian's package registry. Safe to run repeatedly: it only calls apt-get when a
+# package is absent. Set PEV_DEPS_EXTRA="pkg ..." to add packages. chromium renders the report's index.html in
 # a test (headless; skipped when it is missing).
 set -euo pipefail
 

@@ -1,12 +1,19 @@
+/* clang-format off */
 /* An example pev plugin (pev/plugin/pev_plugin.h): RoPE as Hugging Face transformers computes it in
  * fp32 — inv_freq = 1 / powf(theta, fl(2i) / fl(dim)), linear scaling divides it by the factor, the
  * angle is fl(p) · inv_freq in fp32, cos/sin by cosf/sinf, and q/k rotated in fp32. It serves the
  * `default` and `linear` rope types, both layouts and partial rotary, in fp32; anything else is
  * PEV_UNSUPPORTED. Certify it with
- *     pev certify --spec rope:head_dim=128,rope_theta=500000 --plugin
- * build/examples/libpev_example_plugin.so Build: cc -O2 -ffp-contract=off -shared -fPIC -I
- * verify/include rope_plugin.c -o plugin.so -lm
+ *
+ *     pev certify --spec rope:head_dim=128,rope_theta=500000 \
+ *         --plugin build/examples/libpev_example_plugin.so
+ *
+ * Build:
+ *
+ *     cc -O2 -ffp-contract=off -shared -fPIC -I verify/include rope_plugin.c -o plugin.so -lm
+ *
  * (-ffp-contract=off: no FMA contraction, as PyTorch's elementwise kernels on the CPU). */
+/* clang-format on */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

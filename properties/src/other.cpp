@@ -205,7 +205,7 @@ std::int64_t half_buckets(const spec::t5& s) {
 
 // Distances: uniform below 4·max_distance, any position, and the T5 edge buckets n = e·2^j ± 1
 // (e = half the distance-bucket count), where the log branch ln(n/e)/ln(D/e)·(nb − e) can be an
-// exact integer (notes/encodings.md §2.2: n = 16, 32, 64 for the bidirectional defaults).
+// exact integer (docs/encodings.md §3.2: n = 16, 32, 64 for the bidirectional defaults).
 std::int64_t gen_distance(const spec::t5& s) {
   const std::int64_t e = half_buckets(s) / 2;
   const auto edge =

@@ -1,9 +1,9 @@
 // RoPE properties: frequencies, tables and rotations against the exact reference within the
-// claimed contract, and the reference-free invariants of DESIGN §3 (norm, R(0), composition,
-// inverse, pass-through, out of place, relative position, KV cache).
+// claimed contract, and the reference-free invariants of docs/design.md §7.2 (norm, R(0),
+// composition, inverse, pass-through, out of place, relative position, KV cache).
 //
 // Tolerances. Every bound below is assembled from the claimed strategy's contract
-// (pev/impl/contract.h, notes/numerics.md §3): ε_cs(p, i) bounds a table value's error at
+// (pev/impl/contract.h, docs/numerics.md §14.3): ε_cs(p, i) bounds a table value's error at
 // position p and pair i (evaluated at the largest magnitude m, where it is largest, since the
 // bound grows with the value), and the rotation of a pair (x0, x1) errs per output by at most
 //   e = rotation_bound((|x0| + |x1|)(m + ε_cs), …) + (|x0| + |x1|)·ε_cs        (apply.h)

@@ -76,7 +76,7 @@ const property kProperties[] = {
     {"t5.exact", "t5", "buckets equal the exact buckets", any, t5_exact, false},
 };
 
-// Reported, not hidden: KV-cache consistency of stateful encodings (notes/encodings.md §9.9).
+// Reported, not hidden: KV-cache consistency of stateful encodings (docs/encodings.md §10.3).
 const property kKvStateful = {"rope.kv_cache_stateful",
                               "rope",
                               "keys rotated when cached = keys rotated now (dynamic, longrope)",
@@ -109,7 +109,7 @@ subject builtin_subject(kernel::strategy st) {
   s.make = [st](const spec::encoding& e) { return impl::make_builtin(e, st); };
   s.accepts = [st](const spec::encoding& e) {
     if (!impl::builtin_supports(e, st)) return false;
-    // llama.cpp always truncates YaRN's correction range (notes/encodings.md §7): a spec with
+    // llama.cpp always truncates YaRN's correction range (docs/encodings.md §8.3): a spec with
     // truncate=false is outside the ggml recipe, whose contract (and pev's ggml model) assume it.
     const auto* r = std::get_if<spec::rope>(&e);
     return !(st == kernel::strategy::ggml && r && r->type == spec::rope_type::yarn && !r->truncate);

@@ -1,7 +1,7 @@
-// RoPE scaling invariants (DESIGN §3): factor 1 is plain RoPE for every type; linear(s) at s·t is
-// plain at t; NTK is plain with base b·f^(d/(d−2)); YaRN keeps high-frequency pairs, divides low
-// ones by f and keeps θ' ∈ [θ/f, θ]; llama3 bands and continuity; dynamic below its length is
-// plain; LongRoPE selects short/long by its rule; proportional's tail is exactly zero.
+// RoPE scaling invariants (docs/design.md §7.2): factor 1 is plain RoPE for every type; linear(s)
+// at s·t is plain at t; NTK is plain with base b·f^(d/(d−2)); YaRN keeps high-frequency pairs,
+// divides low ones by f and keeps θ' ∈ [θ/f, θ]; llama3 bands and continuity; dynamic below its
+// length is plain; LongRoPE selects short/long by its rule; proportional's tail is exactly zero.
 //
 // Two implementations whose exact outputs are equal may differ by the sum of their contract
 // bounds (pev/impl/contract.h): that sum is the tolerance of every cross-spec comparison here.

@@ -141,9 +141,12 @@ std::string to_json(const results& r) {
                      {"generated_at", p.generated_at}};
   j["metrics"] = {
       {"abs", "|computed - exact|, exact = the MPFR-exact value (correctly rounded to double)"},
-      {"ulp_error", "|computed - exact| / ulp_T(exact), T the output type (notes/numerics.md 2.1)"},
-      {"ulp_distance", "ordinal distance to the correctly rounded value RN_T(exact) (2.2)"},
-      {"rho", "|computed - exact| / B, B = the strategy's analytic bound (2.5); pass: rho <= 1"},
+      {"ulp_error", "|computed - exact| / ulp_T(exact), T the output type (docs/numerics.md §3.1)"},
+      {"ulp_distance",
+       "ordinal distance to the correctly rounded value RN_T(exact) (docs/numerics.md §3.2)"},
+      {"rho",
+       "|computed - exact| / B, B = the strategy's analytic bound (docs/numerics.md §3.5); pass: "
+       "rho <= 1"},
       {"p99_abs",
        "upper edge of the log histogram bin (64 per binade) holding the nearest-rank 99th "
        "percentile"},

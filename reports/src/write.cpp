@@ -177,8 +177,8 @@ double max_below(const check& c, std::int64_t below) {
   return m;
 }
 
-/// The known facts of notes/numerics.md §3 as this run measured them, one line per RoPE spec:
-/// hf fp32 drift against p·2^−24 and its growth per octave, the table-bf16 floor against 2^−9
+/// The known facts of docs/numerics.md §15.1, §15.2 as this run measured them, one line per RoPE
+/// spec: hf fp32 drift against p·2^−24 and its growth per octave, the table-bf16 floor against 2^−9
 /// and where the phase error overtakes it, accurate's max ulp error.
 std::vector<std::string> headline(const results& r) {
   std::vector<std::string> out;
@@ -457,7 +457,7 @@ std::map<std::string, std::string> plot_scripts(const results& r, const std::str
       }
     }
     if (series.str().empty()) continue;
-    // Reference lines of notes/numerics.md §9.3 for values of magnitude ≤ 1 (cos/sin, PE): the
+    // Reference lines of docs/numerics.md §15.4 for values of magnitude ≤ 1 (cos/sin, PE): the
     // fp32 angle floor p·2^−24 and the ½ ulp below 1 of each 16-bit type involved.
     const auto one = std::find_if(r.checks.begin(), r.checks.end(), [&](const check& c) {
       return c.spec_name == spec && c.strategy == st;

@@ -1,5 +1,5 @@
-// End-to-end tests of the `pev` tool: the contract of DESIGN §4 (names, shapes, formats, exit
-// codes).
+// End-to-end tests of the `pev` tool: the contract of docs/design.md §5 (names, shapes, formats,
+// exit codes).
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-// End-to-end tests of `pev report` and `pev merge` (DESIGN §4, §6): files written, exit codes,
-// bad usage, shards, the fast reference against the MPFR path, and determinism.
+// End-to-end tests of `pev report` and `pev merge` (docs/design.md §5.1, §9.2): files written, exit
+// codes, bad usage, shards, the fast reference against the MPFR path, and determinism.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

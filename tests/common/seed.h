@@ -1,6 +1,6 @@
 #pragma once
-// The seed of a randomised test (STYLE §8): PEV_SEED from the environment if set, else the test's
-// fixed default; printed so that any run can be replayed.
+// The seed of a randomised test (docs/design.md §11.4): PEV_SEED from the environment if set, else
+// the test's fixed default; printed so that any run can be replayed.
 
 #include <cstdint>
 #include <cstdlib>

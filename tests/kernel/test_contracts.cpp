@@ -1,9 +1,9 @@
-// The accuracy-contract table of pev's production kernels (STYLE §7, §12): one line per
-// (family/config, strategy, dtype, positions, reference, bound), each checked against the MPFR
-// reference. Bounds are the analytic error models of notes/numerics.md §3, evaluated per pair and
-// element by pev/metric/error_model.h (never measured constants); every line prints max ρ = err/B
-// (≤ 1 passes), the max ulp distance to the correctly rounded reference value, and the rates of
-// correctly rounded (CR) and faithful values.
+// The accuracy-contract table of pev's production kernels (docs/design.md §11.3, §11.8): one line
+// per (family/config, strategy, dtype, positions, reference, bound), each checked against the MPFR
+// reference. Bounds are the analytic error models of docs/numerics.md §8–§10, §14.2, evaluated per
+// pair and element by pev/metric/error_model.h (never measured constants); every line prints max ρ
+// = err/B (≤ 1 passes), the max ulp distance to the correctly rounded reference value, and the
+// rates of correctly rounded (CR) and faithful values.
 //
 // Reference levels: `exact` is R1 (exact frequencies and angles, one rounding); `hf` and `ggml` are
 // the recipe references R2, against which the hf and ggml kernels must agree up to their libm's

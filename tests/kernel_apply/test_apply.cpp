@@ -1,8 +1,9 @@
 // pev::kernel::rope_apply / rope_apply_qk against the MPFR reference and the properties of
-// DESIGN §3 (rotation): every q/k dtype × table dtype, both layouts, partial rotary, GQA, in place
-// and out of place, arbitrary rows, and every code path this CPU has (baseline and AVX2 + F16C).
+// docs/design.md §7.2 (rotation): every q/k dtype × table dtype, both layouts, partial rotary, GQA,
+// in place and out of place, arbitrary rows, and every code path this CPU has (baseline and AVX2 +
+// F16C).
 //
-// Error model (notes/numerics.md §3, "Rotation"), derived for this kernel. Let x0, x1 be the inputs
+// Error model (docs/numerics.md §9.1), derived for this kernel. Let x0, x1 be the inputs
 // and ĉ, ŝ the table's values (exact in float). The kernel computes a = fl(x0·ĉ), b = fl(x1·ŝ),
 // r = fl(a − b) in binary32 (no FMA: -ffp-contract=off) and stores ŷ = RN_TQ(r). With u = 2^−24,
 // a = x0ĉ(1 + δ1), b = x1ŝ(1 + δ2), r = (a − b)(1 + δ3), |δk| ≤ u, so for y = x0ĉ − x1ŝ (exact)

@@ -1,6 +1,6 @@
-// pev::metric ulp metrics (notes/numerics.md §2): ordinals and ulp distance across zero, ulp_T(y)
-// with the subnormal floor, ulp error against exact values (≤ 0.5 when correctly rounded, exactly
-// 0.5 at ties), the Inf scoring rule and NaN handling.
+// pev::metric ulp metrics (docs/numerics.md §3.1, §3.2): ordinals and ulp distance across zero,
+// ulp_T(y) with the subnormal floor, ulp error against exact values (≤ 0.5 when correctly rounded,
+// exactly 0.5 at ties), the Inf scoring rule and NaN handling.
 
 #include <gmp.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Every property on every built-in strategy and dtype, with three seeds (DESIGN §3): the
+// Every property on every built-in strategy and dtype, with three seeds (docs/design.md §7.5): the
 // no-false-alarm run. A failure prints RapidCheck's shrunk counterexample, the failing check's
 // message and how to replay it; a counterexample found this way becomes a deterministic case in
 // test_regressions.cpp.
@@ -74,7 +74,7 @@ TEST_P(Properties, Hold) {
 INSTANTIATE_TEST_SUITE_P(Builtin, Properties, ::testing::ValuesIn(all_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
-// KV-cache consistency of stateful encodings is a known non-property (notes/encodings.md §9.9:
+// KV-cache consistency of stateful encodings is a known non-property (docs/encodings.md §10.3:
 // dynamic NTK rotates cached keys with the old base; LongRoPE switches factor lists at Lo). It is
 // reported with a counterexample, not hidden: the test asserts that the property fails.
 TEST(KnownNonProperty, KvCacheStatefulIsReported) {

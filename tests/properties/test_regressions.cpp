@@ -1,7 +1,8 @@
-// Counterexamples found by the property suites, kept as deterministic regression cases (STYLE §8):
-// the shrunk cases of the mutant run (each mutant's table breaks the hf contract there while the
-// hf kernel keeps it), and the three findings of the suite's development — each a semantic fact
-// the properties now account for, pinned so that it cannot change silently.
+// Counterexamples found by the property suites, kept as deterministic regression cases
+// (docs/design.md §11.4, §7.5): the shrunk cases of the mutant run (each mutant's table breaks the
+// hf contract there while the hf kernel keeps it), and the three findings of the suite's
+// development — each a semantic fact the properties now account for, pinned so that it cannot
+// change silently.
 
 #include <gtest/gtest.h>
 
@@ -101,7 +102,7 @@ TEST(PropertyRegressions, MutantCounterexamples) {
 }
 
 // Finding 1 (rope.table_exact on ggml, seed 20261123): llama.cpp always truncates YaRN's
-// correction range (notes/encodings.md §7), so the ggml strategy ignores truncate=false — its
+// correction range (docs/encodings.md §8.3), so the ggml strategy ignores truncate=false — its
 // values there are those of the truncated spec and leave the contract against the spec's exact
 // values (ρ ≫ 1 at p = 1). The ggml subject therefore does not generate truncate=false specs.
 TEST(PropertyRegressions, GgmlIgnoresYarnTruncateFalse) {

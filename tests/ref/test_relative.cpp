@@ -88,7 +88,8 @@ TEST(T5Reference, IntegerBoundariesAreExact) {
 }
 
 TEST(T5Reference, Float32AndExactAgreeOnTheNotesConfigs) {
-  // notes §2.2: fp32 and exact agree at every distance for these (num_buckets, max_distance).
+  // docs/encodings.md §3.2: fp32 and exact agree at every distance for these (num_buckets,
+  // max_distance).
   const std::pair<int, int> configs[] = {{16, 128}, {32, 128}, {64, 256}, {160, 800}, {320, 800}};
   for (auto [nb, md] : configs) {
     for (bool bidir : {true, false}) {

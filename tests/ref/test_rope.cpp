@@ -1,4 +1,4 @@
-// RoPE reference against independently known values: the worked examples of notes/encodings.md §4
+// RoPE reference against independently known values: the worked examples of docs/encodings.md §5
 // (computed there from transformers' formulas) and identities that hold exactly.
 
 #include <gtest/gtest.h>
@@ -52,7 +52,7 @@ TEST(RopeReference, LinearIsDefaultOverFactorExactly) {
 }
 
 TEST(RopeReference, DynamicNtkBaseAndFrequencies) {
-  // notes §4.4: L 2048, f 10, seq 16384 → α = 71, b′ = 759702.23.
+  // docs/encodings.md §5.5: L 2048, f 10, seq 16384 → α = 71, b′ = 759702.23.
   const auto s = rope_spec("head_dim=128,rope_type=dynamic,factor=10,max_position_embeddings=2048");
   const ref::rope_reference r(s, ref::exact_recipe(), 16384);
   const auto& f = r.inv_freq();
@@ -73,7 +73,7 @@ TEST(RopeReference, DynamicNtkBaseAndFrequencies) {
 }
 
 TEST(RopeReference, YarnCorrectionRangeRampAndAttentionFactor) {
-  // notes §4.5 / §4.11: d 128, b 1e4, Lo 2048, f 10, β 32/1: raw 16.128 / 40.210 → (16, 41).
+  // docs/encodings.md §5.6: d 128, b 1e4, Lo 2048, f 10, β 32/1: raw 16.128 / 40.210 → (16, 41).
   const auto s =
       rope_spec("head_dim=128,rope_type=yarn,factor=10,original_max_position_embeddings=2048");
   const auto range = ref::yarn_correction_range(s);
@@ -106,7 +106,7 @@ TEST(RopeReference, YarnCorrectionRangeRampAndAttentionFactor) {
 }
 
 TEST(RopeReference, YarnMscaleTable) {
-  // notes §4.5: 0.1·ln f + 1 for f = 2 … 64.
+  // docs/encodings.md §5.7: 0.1·ln f + 1 for f = 2 … 64.
   const std::pair<int, double> table[] = {
       {2, 1.0693147181},  {4, 1.1386294361},  {8, 1.2079441542},  {10, 1.2302585093},
       {16, 1.2772588722}, {32, 1.3465735903}, {40, 1.3688879454}, {64, 1.4158883083}};
@@ -124,7 +124,8 @@ TEST(RopeReference, YarnMscaleTable) {
 }
 
 TEST(RopeReference, YarnTruncateFalseKeepsRawRange) {
-  // gpt-oss: truncate false → low/high are the raw values (notes §9.5: 8.092779…, 17.398024…).
+  // gpt-oss (docs/encodings.md §5.6): truncate false → low/high are the raw values 8.092779…,
+  // 17.398024….
   const auto s = rope_spec(
       "head_dim=64,rope_theta=150000,rope_type=yarn,factor=32,original_max_position_embeddings="
       "4096,truncate=false");
@@ -134,7 +135,7 @@ TEST(RopeReference, YarnTruncateFalseKeepsRawRange) {
 }
 
 TEST(RopeReference, Llama3Bands) {
-  // notes §4.8: d 128, b 1e4, f 10, low 1, high 4, Lo 2048.
+  // docs/encodings.md §5.9: d 128, b 1e4, f 10, low 1, high 4, Lo 2048.
   const ref::rope_reference r(
       rope_spec("head_dim=128,rope_type=llama3,factor=10,low_freq_factor=1,high_freq_factor=4,"
                 "original_max_position_embeddings=2048"));
@@ -313,7 +314,7 @@ TEST(RopeRecipe, HfRoundsWhereTransformersRounds) {
   for (std::size_t i = 0; i < 64; ++i) {
     const double v = to_d(hf.inv_freq()[i]);
     EXPECT_EQ(real(static_cast<float>(v)), hf.inv_freq()[i]) << "inv_freq is fp32";
-    // 1/powf: k_f·u with k_f ≈ 1.17 (notes §3); an fp32 pipeline is within 2 u.
+    // 1/powf: k_f·u with k_f ≈ 1.17 (docs/numerics.md §5.2); an fp32 pipeline is within 2 u.
     EXPECT_LT(rel(hf.inv_freq()[i], ex.inv_freq()[i]), 2 * std::ldexp(1.0, -24)) << i;
   }
   // The angle is fp32(fp32(p)·f̂): at p = 2^24 + 1 the position itself rounds to 2^24.
@@ -326,9 +327,9 @@ TEST(RopeRecipe, HfRoundsWhereTransformersRounds) {
 }
 
 TEST(RopeRecipe, GgmlRecurrenceMatchesPowerWithinItsEnvelope) {
-  // notes §7: the fp32 recurrence has a systematic frequency error; its angle error envelope is
-  // p·n_dims/(2e·ln b)·(|δ| + 2^−24) — with |δ| ≤ 2^−24 here, at p = 1000 ≈
-  // 1000·128/(2e·9.21)·2^−23.
+  // docs/encodings.md §8.2, docs/numerics.md §8.7: the fp32 recurrence has a systematic frequency
+  // error; its angle error envelope is p·n_dims/(2e·ln b)·(|δ| + 2^−24) — with |δ| ≤ 2^−24 here, at
+  // p = 1000 ≈ 1000·128/(2e·9.21)·2^−23.
   const auto s = rope_spec("head_dim=128");
   const ref::rope_reference gg(s, ref::ggml_recipe());
   const ref::rope_reference ex(s);

@@ -1,7 +1,7 @@
 #pragma once
-// Test-only oracle: MPFR's own correct rounding to a binary format ("Option A" of
-// notes/numerics.md §5: round to p bits, restrict the exponent range, mpfr_check_range,
-// mpfr_subnormalize), with its own bit encoder. Shares no code with pev's conversions.
+// Test-only oracle: MPFR's own correct rounding to a binary format (docs/numerics.md §4.7: round
+// to p bits, restrict the exponent range, mpfr_check_range, mpfr_subnormalize), with its own bit
+// encoder. Shares no code with pev's conversions.
 
 #include <gmp.h>
 #include <mpfr.h>

@@ -1,5 +1,5 @@
 // config.json → spec::rope (pev/spec/config.h): real model configs under tests/spec/configs/, the
-// warnings transformers emits, and the standardization rules of notes/encodings.md §4.0, §6.
+// warnings transformers emits, and the standardization rules of docs/encodings.md §5.1, §7.
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// The sweep's figures checked against the analytical error model (notes/numerics.md §3), not by
-// eye: hf fp32 error grows linearly with position (~p·2^−24), table-bf16 sits at ~2^−9 (½ ulp of
-// bf16 below 1) until the fp32 phase error overtakes it, accurate stays within 1 ulp at every
-// position. Also: positions, the streaming percentile, determinism, and shards.
+// The sweep's figures checked against the analytical error model (docs/numerics.md §15.1, §15.2),
+// not by eye: hf fp32 error grows linearly with position (~p·2^−24), table-bf16 sits at ~2^−9 (½
+// ulp of bf16 below 1) until the fp32 phase error overtakes it, accurate stays within 1 ulp at
+// every position. Also: positions, the streaming percentile, determinism, and shards.
 
 #include <gtest/gtest.h>
 
@@ -24,7 +24,7 @@ namespace {
 using report::check;
 using report::results;
 
-// fp32 unit roundoff and the ½ ulps of the 16-bit types just below 1 (notes/numerics.md §1).
+// fp32 unit roundoff and the ½ ulps of the 16-bit types just below 1 (docs/numerics.md §2.1).
 constexpr double kU32 = 0x1p-24;
 constexpr double kHalfUlpBf16BelowOne = 0x1p-9;
 

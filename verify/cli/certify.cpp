@@ -1,4 +1,5 @@
-// `pev certify`: certify a third-party implementation from its dumped tensors (DESIGN §4–5).
+// `pev certify` (docs/design.md §5.1, §6): certify a third-party implementation from its dumped
+// tensors or as a live implementation.
 
 #include "pev/certify/certify.h"
 

@@ -1,5 +1,6 @@
 // `pev compute --strategy NAME`: a built-in kernel's output in the shapes of `pev reference`
-// (DESIGN §4), so that strategies can be dumped and compared with the reference file against file.
+// (docs/design.md §5.4), so that strategies can be dumped and compared with the reference file
+// against file.
 
 #include <memory>
 #include <string>

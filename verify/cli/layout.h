@@ -1,7 +1,7 @@
 #pragma once
-// Output shapes shared by `pev reference` and `pev compute` (DESIGN §4): the same names, shapes,
-// csv columns and safetensors tensors for the reference and for every strategy, so that their
-// outputs can be compared file against file.
+// Output shapes shared by `pev reference` and `pev compute` (docs/design.md §5.4): the same names,
+// shapes, csv columns and safetensors tensors for the reference and for every strategy, so that
+// their outputs can be compared file against file.
 
 #include <cstdint>
 #include <string>
@@ -12,7 +12,8 @@
 
 namespace pev::cli {
 
-/// Progress on stderr when it is a terminal (DESIGN §4), for requests that take more than a moment.
+/// Progress on stderr when it is a terminal (docs/design.md §5.7), for requests that take more than
+/// a moment.
 class progress {
  public:
   progress(std::size_t total, const char* label);

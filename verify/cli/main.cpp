@@ -1,5 +1,6 @@
-// The `pev` tool: positional-encoding verifier (DESIGN §4). Exit codes: 0 verified, 1 checks
-// failed, 2 bad usage or bad input (message on stderr names the file, field or flag).
+// The `pev` tool: positional-encoding verifier (docs/design.md §5).
+// Exit codes (docs/design.md §5.6): 0 verified, 1 checks failed, 2 bad usage or bad input (message
+// on stderr names the file, field or flag).
 
 #include <mpfr.h>
 

@@ -1,6 +1,6 @@
 #pragma once
-// What `pev reference` (and later `pev compute`) writes: one main tensor in DESIGN §4's shape, the
-// positions it was evaluated at, and its provenance; written as text, csv, json, npy or
+// What `pev reference` and `pev compute` write (docs/design.md §5.4): one main tensor in that
+// shape, the positions it was evaluated at, and its provenance; written as text, csv, json, npy or
 // safetensors.
 
 #include <cstdint>
@@ -42,7 +42,7 @@ struct output {
   std::optional<std::vector<std::int64_t>> positions;  // row labels, when rows are positions
   std::string row_label = "position";                  // csv name of the leading index
   std::vector<std::string> columns;                    // csv names of one row's values
-  tensor main;                                         // DESIGN §4 shape
+  tensor main;                                         // docs/design.md §5.4 shape
   std::vector<tensor> parts;       // safetensors tensors (e.g. cos and sin); empty: {main}
   int digits = 0;                  // significant digits for exact text; 0: default
   std::size_t text_row_width = 0;  // values per text line; 0: all dims after the first

@@ -1,4 +1,5 @@
-// `pev reference`: the arbitrary-precision reference of an encoding at given positions (DESIGN §4).
+// `pev reference`: the arbitrary-precision reference of an encoding at given positions
+// (docs/design.md §5.4).
 
 #include <algorithm>
 #include <memory>

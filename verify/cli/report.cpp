@@ -1,5 +1,5 @@
-// `pev report` and `pev merge` (DESIGN §4, §6): precision-drift sweeps of a suite into a report
-// directory, and the merge of sharded runs.
+// `pev report` and `pev merge` (docs/design.md §5.1, §8, §9.2): precision-drift sweeps of a suite
+// into a report directory, and the merge of sharded runs.
 
 #include <unistd.h>
 

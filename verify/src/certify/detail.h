@@ -1,5 +1,6 @@
 #pragma once
 // Internals shared by the certify sources, one concern per file:
+// clang-format off
 //   dump.cpp        reading dumps, hashing inputs, layout names
 //   layout.cpp      finding a RoPE table and rotated q/k in a dump, and how they are laid out
 //   positions.cpp   the positions of a dump's rows
@@ -8,6 +9,7 @@
 //   rope.cpp, sinusoidal.cpp, alibi.cpp, t5.cpp   one family's checks each
 //   certify.cpp     certify_dump: the family dispatch
 //   live.cpp        certify_live: live implementations as dumps, plus the property suites
+// clang-format on
 
 #include <cstdint>
 #include <cstring>

@@ -1,6 +1,6 @@
 #pragma once
 // Finding a RoPE table and rotated q/k in a dump, and how they are laid out (certify.h's
-// table_layout; docs/encodings.md §3).
+// table_layout; docs/encodings.md §4.4).
 
 #include <cstdint>
 #include <optional>

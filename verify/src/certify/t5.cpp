@@ -1,6 +1,6 @@
 // Certification of T5 relative-position buckets: integers, compared with the exact bucket
 // (correctly rounded) and with transformers' fp32-log bucket (recipe:hf); they differ only next to
-// integer boundaries of the log branch (docs/encodings.md §2.2).
+// integer boundaries of the log branch (docs/encodings.md §3.2, docs/numerics.md §10.5).
 
 #include <fmt/format.h>
 

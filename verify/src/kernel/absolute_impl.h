@@ -1,7 +1,7 @@
 #pragma once
 // Internal: plans and template bodies of the sinusoidal and learned kernels. absolute.cpp plans;
 // absolute_float.cpp, absolute_half.cpp and absolute_bfloat16.cpp instantiate the row loops once
-// each (STYLE §4).
+// each (docs/design.md §11.2).
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: one-rounding conversions to the output types and the error-free transformations the
-// `accurate` kernels use to round exact quantities correctly (notes/numerics.md §5).
+// `accurate` kernels use to round exact quantities correctly (docs/numerics.md §4.2, §4.3).
 //
 // - narrow<T>(double): RN_T(x) with one rounding. float is the hardware conversion; half and
 //   bfloat16 go through round-to-odd to binary32 (Boldo–Melquiond: valid since 24 ≥ p_T + 2), never

@@ -1,4 +1,5 @@
-// rope_kernel::table for float outputs (one instantiation per translation unit, STYLE §4).
+// rope_kernel::table for float outputs: one instantiation per translation unit
+// (docs/design.md §11.2).
 
 #include "rope_impl.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // Internal: the planned state of a rope_kernel and the row evaluation of every strategy. The
 // template body of rope_kernel::table is here; rope_float.cpp, rope_half.cpp and rope_bfloat16.cpp
-// instantiate it once each (STYLE §4).
+// instantiate it once each (docs/design.md §11.2).
 
 #include <fmt/format.h>
 

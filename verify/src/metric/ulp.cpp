@@ -9,7 +9,7 @@
 namespace pev::metric {
 namespace {
 
-// log2 ulp_T(y) for finite y (notes/numerics.md §2): with y = m·2^e, m ∈ [0.5, 1), i.e.
+// log2 ulp_T(y) for finite y (docs/numerics.md §3.1): with y = m·2^e, m ∈ [0.5, 1), i.e.
 // 2^(e−1) ≤ |y| < 2^e, ulp = 2^(e−p), floored at the subnormal quantum 2^(mpfr_emin − 1)
 // (fp32 2^−149, fp16 2^−24, bf16 2^−133, fp64 2^−1074), which is also ulp_T(0).
 template <class T>

@@ -67,14 +67,6 @@
 // monotonicity of rounding makes the floating-point comparisons sound. A zero y also needs the
 // sign of V (|d| > E'), which RN_T(V) = ±0 carries; beyond the format's range, RN_T(V) = ±Inf
 // when |V| − (max + ½ulp(max)) > E' is certain.
-//
-// ROUNDING TEST (try_round): y is a T value near vh (exact RN_T for float and double, via float for
-// the 16-bit formats: a wrong neighbour only makes the test fail). d = (vh − y) + vl, where vh − y
-// is exact (Sterbenz) and the addition's error ≤ u|d| is added to E. RN_T(x) = y for every x with
-// −½gap_below < x − y < ½gap_above (strictly: no ties), so if d + E' < ½gap_above and
-// d − E' > −½gap_below then RN_T(V) = y. The comparisons are against powers of two, so the
-// monotonicity of rounding makes the floating-point comparisons sound. A zero y also needs the
-// sign of V (|d| > E'), which RN_T(V) = ±0 carries.
 
 #include "pev/ref/fast.h"
 

@@ -51,10 +51,10 @@ bfloat16 encode_exact<bfloat16>(mpfr_srcptr v) {
 
 }  // namespace
 
-// One rounding, directly from the multiprecision value (notes/numerics.md §5): rounding first to
-// double or float and then to T can turn a value just off a T midpoint into an exact midpoint
-// and break the tie the wrong way (ml_dtypes PR #401: 1 + 2^−8 + 2^−40 → bf16 1.0 instead of
-// 1.0078125).
+// One rounding, directly from the multiprecision value (docs/numerics.md §4.1, §4.5): rounding
+// first to double or float and then to T can turn a value just off a T midpoint into an exact
+// midpoint and break the tie the wrong way (ml_dtypes PR #401: 1 + 2^−8 + 2^−40 → bf16 1.0 instead
+// of 1.0078125).
 //
 // Write x = m·2^e with m ∈ [0.5, 1) (MPFR's convention). In the normal range T's spacing there is
 // 2^(e−p); below the normal range it is the fixed subnormal quantum 2^(mpfr_emin − 1) (fp32 2^−149,

@@ -15,7 +15,7 @@
 #include "detail.h"
 
 // config.json → spec::rope following transformers v5 (`RotaryEmbeddingConfigMixin` in
-// configuration_utils / modeling_rope_utils; notes/encodings.md §4.0–4.9, §6). The steps mirror
+// configuration_utils / modeling_rope_utils; docs/encodings.md §5, §7). The steps mirror
 // transformers' own: pick the dict (`rope_scaling` or `rope_parameters`, one group of a
 // per-layer-type dict), standardize it (rope_type from the legacy `type`, rope_theta and
 // partial_rotary_factor moved in, original_max_position_embeddings filled in for
@@ -418,11 +418,11 @@ rope read_group(const context& ctx, const json& d, const std::string& path, bool
                     type_name, join(unknown), path));
   }
 
-  // --- head_dim (notes §4.0). DeepSeek MLA rotates qk_rope_head_dim channels (its config class
-  // sets head_dim from it). Otherwise two lookups coexist in transformers: dynamic, yarn and
-  // longrope use getattr(config, "head_dim", hidden_size // num_attention_heads), where an explicit
-  // null stays None and the initializer fails; the others use `getattr(config, "head_dim", None) or
-  // hidden_size // num_attention_heads`, where null (or 0) falls back.
+  // --- head_dim (docs/encodings.md §7.5). DeepSeek MLA rotates qk_rope_head_dim channels (its
+  // config class sets head_dim from it). Otherwise two lookups coexist in transformers: dynamic,
+  // yarn and longrope use getattr(config, "head_dim", hidden_size // num_attention_heads), where an
+  // explicit null stays None and the initializer fails; the others use `getattr(config, "head_dim",
+  // None) or hidden_size // num_attention_heads`, where null (or 0) falls back.
   if (const json* qk = top("qk_rope_head_dim"); qk != nullptr && !qk->is_null()) {
     r.head_dim = in.integer(*qk, at + "qk_rope_head_dim");
   } else {

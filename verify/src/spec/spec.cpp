@@ -42,7 +42,7 @@ constexpr key_rule kKeyRules[] = {
     {"short_factor", bit(rt::longrope)},
     {"long_factor", bit(rt::longrope)},
     // rotary_dim is the SPEC's alternative to partial_rotary_factor. A proportional table always
-    // spans head_dim (notes §4.9), so there it would only restate head_dim.
+    // spans head_dim (docs/encodings.md §5.11), so there it would only restate head_dim.
     {"rotary_dim", ~bit(rt::proportional)},
 };
 
@@ -83,8 +83,8 @@ std::string format_number(double v) {
 
 std::int64_t expected_rotary_dim(std::int64_t head_dim, double partial_rotary_factor, rope_type t) {
   if (t == rope_type::proportional) return head_dim;
-  // Python: int(head_dim * partial_rotary_factor), a double product truncated toward zero (notes
-  // §3).
+  // Python: int(head_dim * partial_rotary_factor), a double product truncated toward zero
+  // (docs/encodings.md §4.3).
   return static_cast<std::int64_t>(static_cast<double>(head_dim) * partial_rotary_factor);
 }
 
@@ -323,7 +323,8 @@ void check(const sinusoidal& s) {
   }
   check_finite(f, "freq_shift", s.freq_shift);
   if (s.layout == sinusoidal_layout::blocked) {
-    // ω_j = exp(−j·ln(base)/(h − freq_shift)) needs a positive denominator (notes §1.1).
+    // ω_j = exp(−j·ln(base)/(h − freq_shift)) needs a positive denominator
+    // (docs/encodings.md §2.2).
     const double h = static_cast<double>(s.d_model / 2);
     if (!(h - s.freq_shift > 0.0)) {
       fail(f, fmt::format("layout=blocked needs floor(d_model/2) - freq_shift > 0, got d_model {} "
@@ -378,7 +379,7 @@ void check(const t5& s) {
                         s.num_buckets));
   }
   // Exact buckets cover n < e, e = nb/2 (nb halved first when bidirectional); the log buckets
-  // divide by ln(max_distance/e), which must be positive (notes §2.2).
+  // divide by ln(max_distance/e), which must be positive (docs/encodings.md §3.2).
   const std::int64_t exact = (s.bidirectional ? s.num_buckets / 2 : s.num_buckets) / 2;
   if (!(s.max_distance > exact && s.max_distance < detail::max_context)) {
     fail(f, fmt::format("max_distance must be greater than the exact-bucket limit {} (and below "
@@ -494,7 +495,7 @@ void check(const rope& r) {
       break;
     case rope_type::yarn:
       need_lo();
-      // find_correction_dim takes ln(Lo/(2π·β)): β must be positive (notes §4.5).
+      // find_correction_dim takes ln(Lo/(2π·β)): β must be positive (docs/encodings.md §5.6).
       check_positive_finite(f, "beta_fast", r.beta_fast);
       check_positive_finite(f, "beta_slow", r.beta_slow);
       if (r.mscale) check_finite(f, "mscale", *r.mscale);
@@ -514,7 +515,7 @@ void check(const rope& r) {
       if (r.attention_factor) {
         check_finite(f, "attention_factor", *r.attention_factor);
       } else if (r.factor > 1.0 && r.original_max_position_embeddings < 2) {
-        // m = √(1 + ln f / ln Lo) divides by ln 1 = 0 (notes §4.7).
+        // m = √(1 + ln f / ln Lo) divides by ln 1 = 0 (docs/encodings.md §5.10).
         fail(f,
              "rope_type longrope without attention_factor needs original_max_position_embeddings "
              ">= 2 (m = sqrt(1 + ln factor / ln original_max_position_embeddings))");

@@ -1,5 +1,5 @@
 #pragma once
-// RapidCheck generators for pev's types (DESIGN §3, notes/numerics.md §8). RapidCheck's own float
+// RapidCheck generators for pev's types (docs/design.md §7.3, §7.6). RapidCheck's own float
 // generator is too weak (no subnormals, NaN or infinities, poor range), and its integer ranges are
 // size-scaled; pev's generators draw bit patterns and edge buckets instead, are wrapped in
 // gen::resize(kNominalSize, …) so that their distribution does not depend on the size, and shrink
@@ -30,7 +30,7 @@ rc::Gen<T> bit_pattern();
 template <class T>
 rc::Gen<T> finite(int max_exp);
 
-/// Positions in [0, max], weighted to the edge buckets of notes/numerics.md §1: 0, 1, 255–257,
+/// Positions in [0, max], weighted to the edge buckets of docs/numerics.md §2.3: 0, 1, 255–257,
 /// 2047–2049, 65503–65505, 65519–65520, 2^24 ± 1 and powers of two (± 1) up to 2^31; otherwise
 /// uniform per octave. Shrinks toward 0.
 rc::Gen<std::int64_t> position(std::int64_t max = std::int64_t{1} << 31);

@@ -1,13 +1,13 @@
 #pragma once
-// pev::prop — reusable RapidCheck properties over an implementation (DESIGN §3), used by the tests
-// (tests/properties) and, later, by `pev certify` for live implementations.
+// pev::prop — reusable RapidCheck properties over an implementation (docs/design.md §7.1), used by
+// the tests (tests/properties) and by `pev certify` for live implementations.
 //
 // A property is checked on a *subject*: a way to obtain the implementation under test for any
 // encoding (the properties generate specs, and several compare two specs of the same subject,
 // e.g. linear(s) at s·t against plain at t). Every comparison that involves rounding is gated by
 // the accuracy contract the implementation claims (pev/impl/contract.h, the analytic error
-// models of notes/numerics.md §3 evaluated at the generated positions, pairs and dtype): never a
-// guessed constant. Exact identities (pass-through dims, input left intact, ALiBi shift
+// models of docs/numerics.md §14.3–§14.5 evaluated at the generated positions, pairs and dtype):
+// never a guessed constant. Exact identities (pass-through dims, input left intact, ALiBi shift
 // invariance, T5 bucket rules) are checked bit for bit. Each property classifies its cases
 // (RC_CLASSIFY / RC_TAG: position buckets, rope types, layouts).
 

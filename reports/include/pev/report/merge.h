@@ -1,6 +1,7 @@
 #pragma once
-// Merging shards (DESIGN §6): the shards of one sweep (same suite, options and shard count, every
-// index once) combine into the results an unsharded run gives; provenance counters are summed.
+// Merging shards (docs/design.md §9.2): the shards of one sweep (same suite, options and shard
+// count, every index once) combine into the results an unsharded run gives; provenance counters are
+// summed.
 
 #include <vector>
 

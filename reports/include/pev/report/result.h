@@ -1,14 +1,14 @@
 #pragma once
-// The one result model of pev (docs/design.md §3): plain, versioned data that the writers only
-// read. A precision-drift report is `results`; a certificate is the same results — the same check
-// rows, the same provenance, the same writers — plus the certification block (claim, grade,
+// The one result model of pev (docs/design.md §3.10, §4.2): plain, versioned data that the writers
+// only read. A precision-drift report is `results`; a certificate is the same results — the same
+// check rows, the same provenance, the same writers — plus the certification block (claim, grade,
 // diagnosis, inputs and their hashes). Nothing here depends on the reference or the kernels, so
 // writers can be tested on synthetic results.
 //
 // Units are named in every field: `abs` = absolute error |ŷ − y| against the exact value y (in the
 // value's own units, cos/sin are dimensionless), `ulp_error` = |ŷ − y| / ulp_T(y)
-// (docs/numerics.md §2.1), `ulp_distance` = ordinal distance to RN_T(y) (§2.2), ρ = |ŷ − y| / B
-// with B the analytic bound of a contract or recipe (§2.5).
+// (docs/numerics.md §3.1), `ulp_distance` = ordinal distance to RN_T(y) (docs/numerics.md §3.2),
+// ρ = |ŷ − y| / B with B the analytic bound of a contract or recipe (docs/numerics.md §3.5).
 
 #include <array>
 #include <cstdint>
@@ -22,7 +22,7 @@ namespace pev::report {
 /// Version of the report.json layout; bumped on any incompatible change.
 inline constexpr int kSchemaVersion = 1;
 
-/// The fixed ulp-error buckets of docs/numerics.md §2.7: {0, (0, 0.5], (0.5, 1], (1, 2], (2, 4],
+/// The fixed ulp-error buckets of docs/numerics.md §3.6: {0, (0, 0.5], (0.5, 1], (1, 2], (2, 4],
 /// (4, 8], > 8}, in ulps of the output type against the exact value.
 inline constexpr int kUlpBuckets = 7;
 inline constexpr std::array<const char*, kUlpBuckets> kUlpBucketNames = {
@@ -69,8 +69,8 @@ struct worst_case {
   double ulp_error = 0;  // |got − exact| / ulp_T(|exact|)
 };
 
-/// Certification grades, best first (docs/design.md §5): each implies every figure the grades
-/// after it require.
+/// Certification grades, best first (docs/design.md §6.5, docs/numerics.md §13.1): each implies
+/// every figure the grades after it require.
 enum class grade {
   correctly_rounded,
   faithful,
@@ -141,7 +141,7 @@ struct wavelength_series {
   std::vector<double> plain;
 };
 
-/// Provenance of a run (docs/numerics.md §9): what produced the figures.
+/// Provenance of a run (docs/design.md §3.10, docs/numerics.md §6.5): what produced the figures.
 struct provenance {
   std::string pev_version;
   std::string git_revision;
@@ -204,7 +204,7 @@ struct diagnosis {
   double max_rho_without = 0;             // data vs exact, in hf bounds
 };
 
-/// What certification adds to a report (docs/design.md §5).
+/// What certification adds to a report (docs/design.md §4.2, §6.9).
 struct certification {
   std::string spec;  // canonical SPEC string
   std::string what;  // "rope table (separate layout, detected)", …

@@ -1,13 +1,15 @@
 #pragma once
-// Report writers (DESIGN §4): everything `pev report` leaves in its output directory. They only
-// read results.
+// Report writers (docs/design.md §3.10, §8.3): everything `pev report` leaves in its output
+// directory. They only read results.
 //
+// clang-format off
 //   report.json     json.h
 //   summary.md      one table of checks with pass/fail and the headline figure (a CI job summary)
 //   junit.xml       one test case per check
 //   data/*.csv      the figures behind every plot
 //   plots/*.svg     rendered by gnuplot (a subprocess on a generated script; no network)
 //   index.html      self-contained: the SVGs inline, no external resources
+// clang-format on
 // Every file is written atomically (temporary file, then rename).
 
 #include <filesystem>

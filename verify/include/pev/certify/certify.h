@@ -1,6 +1,6 @@
 #pragma once
 // pev::certify — is an implementation a correct implementation of SPEC, and how precise is it?
-// (docs/design.md §5). The implementation's output comes as tensors in safetensors or npy files
+// (docs/design.md §6). The implementation's output comes as tensors in safetensors or npy files
 // (a dump) or from a live implementation (a plugin or a subprocess, pev/impl/live.h); pev compares
 // every value against the exact reference with the comparison engine (pev/compare/), grades it,
 // and when it is not certified tries the known mistakes of the field (the mutant catalogue,
@@ -10,19 +10,24 @@
 // provenance — with its certification block (claim, grade, diagnosis, inputs with SHA-256),
 // written by the report's writers.
 //
-// Grades, best first (each also requires every better-graded figure to be measured):
+// clang-format off
+// Grades, best first (each also requires every better-graded figure to be measured;
+// docs/numerics.md §13.1):
 //   correctly-rounded  every value is RN_T of the exact value (ulp error ≤ 0.5);
 //   faithful           every value within 1 ulp of the exact value (ulp error ≤ 1);
-//   drift-free         every absolute error ≤ 2 ulp_T(m) (m the attention factor): bounded
-//                      independently of position, over the positions given;
+//   drift-free         every absolute error ≤ 2 ulp_T at the magnitude scale of the values (m, the
+//                      attention factor, for a table; m·(|x0| + |x1|) for a rotated pair; the
+//                      largest frequency for inv_freq; 1 for PE; the value itself for ALiBi):
+//                      bounded independently of position, over the positions given;
 //   recipe:hf          every error within the analytic bound of transformers' fp32 recipe
-//                      (pev/impl/contract.h, docs/numerics.md §3): the error grows with position
-//                      as that recipe's does, no faster;
+//                      (pev/impl/contract.h, docs/numerics.md §8, §13.3): the error grows with
+//                      position as that recipe's does, no faster;
 //   recipe:vllm        the same recipe with the cache stored in fp16 or bf16 before the dump's
 //                      dtype (vLLM keeps its cos/sin cache in the model dtype): the contract of
 //                      the table-fp16 / table-bf16 strategies;
 //   recipe:ggml        the same for llama.cpp's fp32 θ recurrence;
 //   not certified      none of the above.
+// clang-format on
 // The grade of a dump is the worst over its checks (one check per tensor role).
 
 #include <cstdint>
@@ -72,16 +77,19 @@ dump read_dump(const std::vector<std::filesystem::path>& files);
 /// SHA-256 of a file, lowercase hex (OpenSSL).
 std::string sha256_file(const std::filesystem::path& file);
 
-/// How a RoPE cos/sin table is laid out in the dump (docs/encodings.md §3):
-///   separate      tensors `cos` and `sin`, [P, pairs] (FlashAttention, pev compute);
+// clang-format off
+/// How a RoPE cos/sin table is laid out in the dump (docs/encodings.md §4.4):
+///   separate      tensors `cos` and `sin` (or `cos_cached`, `sin_cached`), [P, pairs]
+///                 (FlashAttention, pev compute);
 ///   halves        `cos` and `sin` [P, rotary_dim] with duplicated halves, as transformers returns
 ///                 them (cos[:, j] = cos[:, j + pairs]);
 ///   repeated      `cos` and `sin` [P, rotary_dim] with each value repeated twice (GPT-J /
 ///                 interleaved layouts: cos[:, 2i] = cos[:, 2i + 1]);
 ///   vllm          `cos_sin_cache` [P, rotary_dim] = [cos | sin] (vLLM);
 ///   pairs         [P, pairs, 2] of (cos, sin): `table` (pev reference npy), `freqs_cis` (Meta
-///                 complex as real pairs) or a lone 3-d tensor.
+///                 complex as real pairs), `cos_sin` or a lone 3-d tensor.
 /// Leading dimensions of size 1 ([1, P, …] from a batch of one) are dropped.
+// clang-format on
 enum class table_layout { separate, halves, repeated, vllm, pairs };
 const char* to_string(table_layout l);
 /// Parses a layout name; pev::error listing the names otherwise.
@@ -92,7 +100,7 @@ table_layout parse_table_layout(std::string_view name);
 /// ρ (data against a mistaken implementation, in units of the hf bound) under which a mistake
 /// explains the data: 2 for two fp32 implementations of the same recipe (each within one bound of
 /// the mistaken exact value), times 2 for the bound's reliance on the correct frequencies
-/// (docs/numerics.md §8).
+/// (docs/numerics.md §13.5).
 inline constexpr double kExplainRho = 4.0;
 
 struct options {

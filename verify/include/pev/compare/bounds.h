@@ -3,7 +3,7 @@
 // (pev/impl/contract.h) — never rebuilt by hand. A bound set names its bounds once; per value it
 // fills one bound per name, in that order, for compare::figures.
 //
-// Names used by certification (docs/design.md §5): a recipe is the contract of the strategy that
+// Names used by certification (docs/design.md §6.5): a recipe is the contract of the strategy that
 // implements it — "hf" (strategy hf), "vllm-fp16" and "vllm-bf16" (table-fp16, table-bf16: the hf
 // computation with its cache stored in the model dtype), "ggml" (ggml) — and "drift-free" is an
 // absolute bound independent of position: 2 ulps of the output type at the largest magnitude the

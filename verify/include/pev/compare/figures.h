@@ -5,7 +5,7 @@
 // counts, correctly rounded and faithful counts, non-finite values, max absolute error, max ulp
 // error and ulp distance, the fixed-bucket ulp histogram, ρ against every bound the check is
 // measured with, per-octave figures (max and p99 absolute error, max bound, max ρ per index), the
-// worst case and the first values beyond a chosen bound. Definitions: docs/numerics.md §2.
+// worst case and the first values beyond a chosen bound. Definitions: docs/numerics.md §3.
 //
 // Bounds. A check names its bounds once (e.g. {"hf"} for a sweep cell, {"hf", "vllm-fp16",
 // "vllm-bf16", "ggml", "drift-free"} for a certified table); every value comes with one bound per
@@ -29,7 +29,7 @@ namespace pev::compare {
 /// Bounds are sums of positive terms evaluated in double: ρ divides by B·kSlack.
 inline constexpr double kSlack = 1 + 0x1p-40;
 
-/// ρ of an error against a bound (docs/numerics.md §2.5).
+/// ρ of an error against a bound (docs/numerics.md §3.5).
 inline double rho_of(double err, double bound) {
   const double b = bound * kSlack;
   if (b > 0) return err / b;

@@ -1,5 +1,5 @@
 #pragma once
-// Reference values for comparisons (docs/design.md §3): the exact values of a batch of positions,
+// Reference values for comparisons (docs/design.md §4.1): the exact values of a batch of positions,
 // rounded once to the compared type T (RN_T, for the ulp distance) and to double (the value every
 // error is measured from). One class per kind of output; each takes its values from the fast exact
 // reference (pev/ref/fast.h: identical to MPFR, with MPFR only where its rounding test cannot

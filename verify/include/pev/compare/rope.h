@@ -1,5 +1,5 @@
 #pragma once
-// The comparison of RoPE values with the exact reference (docs/design.md §3): tables (m·cos,
+// The comparison of RoPE values with the exact reference (docs/design.md §4.1): tables (m·cos,
 // m·sin of every pair at every position) and rotated q/k vectors, value by value, into
 // compare::figures, with bounds from compare::rope_bounds. The report's sweeps, certification and
 // the accuracy-contract table all compare through these loops; they differ only in where the

@@ -1,7 +1,8 @@
 #pragma once
 // pev::error and the warning sink. Bad input and bad configuration throw pev::error; the CLI turns
-// it into exit code 2 with its message (STYLE §9). Warnings (what transformers only warns about) go
-// to a sink so that library users decide where they land; the CLI prints them on stderr.
+// it into exit code 2 with its message (docs/design.md §11.5). Warnings (what transformers only
+// warns about) go to a sink so that library users decide where they land; the CLI prints them on
+// stderr.
 
 #include <functional>
 #include <stdexcept>

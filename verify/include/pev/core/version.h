@@ -1,6 +1,6 @@
 #pragma once
 // Build provenance compiled into the library: version, git revision, compiler and the flags that
-// change floating-point results (docs/numerics.md §9).
+// change floating-point results (docs/numerics.md §6.5).
 
 #include <string>
 

@@ -1,7 +1,7 @@
 #pragma once
-// The accuracy contracts of pev's built-in strategies as evaluable bounds (notes/numerics.md §3):
-// the analytic error models of each pipeline, evaluated per pair and element. One piece of code
-// for the accuracy-contract table (tests/kernel), the rotation tests (tests/kernel_apply), the
+// The accuracy contracts of pev's built-in strategies as evaluable bounds: the analytic error
+// models of each pipeline (docs/numerics.md §8–§10), evaluated per pair and element. One piece of
+// code for the accuracy-contract table (tests/kernel), the rotation tests (tests/kernel_apply), the
 // property suites (properties/), the certifier (pev certify) and the report's sweeps (pev report),
 // which gate every comparison with an exact reference by these bounds (ρ = err/B ≤ 1) instead of
 // a guessed constant.
@@ -21,7 +21,7 @@ using metric::format;
 using metric::tv;
 
 /// Exact value and error bound of every fp32 frequency of the hf pipeline, and of its attention
-/// factor (notes/numerics.md §3: f̂_i = f_i(1 + δ_i), |δ_i| ≤ ε_i from the actual operations).
+/// factor (docs/numerics.md §8.2: f̂_i = f_i(1 + δ_i), |δ_i| ≤ ε_i from the actual operations).
 struct rope_model {
   std::vector<tv> freq;
   tv m{1, 0};
@@ -65,13 +65,13 @@ std::int64_t rotating_pairs(const spec::rope& s);
 /// Bound of apply.h's rotation contract for one output of magnitude ≤ abs_y with terms
 /// |x0ĉ| + |x1ŝ| (the table's values): ε + ½ ulp_out(|y| + ε), ε = γ2·terms + 2^−148, γ2 =
 /// 2u/(1−2u) with u = 2^−24 (fp32 rotation without FMA; derivation in
-/// tests/kernel_apply/test_apply.cpp). Add (|x0| + |x1|)·ε_cs for the table's own error against the
-/// exact rotation.
+/// docs/numerics.md §9.1 and tests/kernel_apply/test_apply.cpp). Add (|x0| + |x1|)·ε_cs for the
+/// table's own error against the exact rotation.
 double rotation_bound(double terms, double abs_y, format out);
 
 /// A strategy's RoPE table contract (rope.h): bound on |ĉ − m·cos(p·θ_i)| (or sin) for the value
 /// of pair i at position p whose exact magnitude is y, in output format `out`. The ggml model
-/// assumes YaRN's truncated correction range: llama.cpp always truncates (notes/encodings.md §7),
+/// assumes YaRN's truncated correction range: llama.cpp always truncates (docs/encodings.md §8.3),
 /// so a spec with truncate=false is outside the ggml recipe and its contract.
 class rope_contract {
  public:

@@ -1,9 +1,10 @@
 #pragma once
-// pev::impl::implementation — the one interface for anything under test (DESIGN §2): pev's
-// built-in kernels (make_builtin), the mutant catalogue (impl/mutants.h) and, later, file dumps,
-// a dlopen'ed C plugin and a subprocess. Each output an implementation can produce is a virtual
-// method; an implementation that cannot produce one says so through supports() and throws
-// pev::error if it is asked anyway. Properties (pev::prop) and certification see nothing else.
+// pev::impl::implementation — the one interface for anything under test (docs/design.md §3.8):
+// pev's built-in kernels (make_builtin), the mutant catalogue (impl/mutants.h) and live
+// implementations (a dlopen'ed C plugin or a subprocess, impl/live.h); certification reads file
+// dumps directly. Each output an implementation can produce is a virtual method; an implementation
+// that cannot produce one says so through supports() and throws pev::error if it is asked anyway.
+// Properties (pev::prop) and certification see nothing else.
 //
 // Conventions: positions and distances are int64 (negative values allowed where the encoding
 // defines them); tensors are row-major; `seq_len` is the sequence length that selects the

@@ -1,7 +1,9 @@
 #pragma once
 // Live implementations: third-party code that pev calls, as opposed to dumps it reads.
+// clang-format off
 //   load_plugin  a shared library with pev's C ABI (pev/plugin/pev_plugin.h), loaded with dlopen;
 //   start_exec   a subprocess speaking pev's stdin/stdout protocol (docs/exec-protocol.md).
+// clang-format on
 // Both are implementations (pev::impl::implementation) of an encoding; `rebind` gives the same
 // backend (library, process) for another encoding, so properties can generate specs. Whatever
 // the backend answers "unsupported" to is reported by supports() as not supported.

@@ -1,11 +1,11 @@
 #pragma once
 // The mutant catalogue: deliberately wrong implementations, each modelled on a real bug class of
 // the field (docs/encodings.md §10). They prove the power of the property suites (every mutant
-// must be caught) and serve certification's diagnosis (which known mistake explains the data).
-// Each mutant is pev's correct `hf` pipeline with exactly what its bug perturbs changed, and the
-// change is data: the hooks of its catalogue entry (mutant_hooks), which one implementation class
-// applies. A mutant claims the hf accuracy contract, as the buggy engines claim to be
-// transformers-faithful.
+// must be caught) and serve certification's diagnosis (which known mistake explains the data;
+// docs/design.md §6.7). Each mutant is pev's correct `hf` pipeline with exactly what its bug
+// perturbs changed, and the change is data: the hooks of its catalogue entry (mutant_hooks), which
+// one implementation class applies. A mutant claims the hf accuracy contract, as the buggy engines
+// claim to be transformers-faithful.
 //
 // Ids are stable: reports and certificates refer to them.
 

@@ -1,9 +1,9 @@
 #pragma once
 // safetensors files: an 8-byte little-endian header length N, N bytes of UTF-8 JSON mapping tensor
 // names to {dtype, shape, data_offsets} (plus an optional "__metadata__" string→string map), then
-// the raw little-endian row-major data. Reading is strict about every header field (DESIGN §5):
-// offsets in range, contiguous and non-overlapping, sizes equal to shape × dtype, header within the
-// file.
+// the raw little-endian row-major data. Reading is strict about every header field
+// (docs/design.md §6.1): offsets in range, contiguous and non-overlapping, sizes equal to
+// shape × dtype, header within the file.
 
 #include <cstdint>
 #include <filesystem>

@@ -1,18 +1,20 @@
 #pragma once
 // Sinusoidal and learned absolute-encoding kernels (float, half, bfloat16 outputs).
 //
-// Contracts (tests/kernel accuracy-contract table):
-//   sinusoidal hf          interleaved: the DistilBERT float64 pipeline cast once (≤ ½ ulp +
-//   θ·2^−52 of
-//                          the output); blocked: fairseq fp32 (exp-based frequencies, ≈ θ·(8 +
-//                          1)·u).
-//   sinusoidal table-*     the hf values rounded to the 16-bit storage type.
-//   sinusoidal accurate    ≤ 1 ulp for every position < 2^53, correctly rounded except ~2^−26 per
-//   value. learned hf             PyTorch linear interpolation in fp32 (≤ 3 roundings of the
-//   table's
-//                          magnitude); lookups are exact.
-//   learned accurate       the exact interpolation rounded once (≤ 1 ulp).
+// clang-format off
+// Contracts (tests/kernel accuracy-contract table; docs/numerics.md §10.1–§10.3):
+//   sinusoidal hf        interleaved: the DistilBERT float64 pipeline cast once (≤ ½ ulp of the
+//                        output + the angle's θ·(ln(b)·x + 3)·2^−53 and one ulp of double, i.e.
+//                        ≤ θ·6.2·2^−52 at b = 10^4); blocked: fairseq fp32 (exp-based
+//                        frequencies, ≈ θ·(8 + 1)·u).
+//   sinusoidal table-*   the hf values rounded to the 16-bit storage type.
+//   sinusoidal accurate  ≤ 1 ulp for every position < 2^53, correctly rounded except ~2^−26 per
+//                        value.
+//   learned hf           PyTorch linear interpolation in fp32 (≤ 3 roundings of the table's
+//                        magnitude, plus the fp32 source index); lookups are exact.
+//   learned accurate     the exact interpolation rounded once (correctly rounded).
 // `ggml` has no absolute-encoding pipeline: pev::error.
+// clang-format on
 //
 // Precise forms (the bounds tests/kernel/test_contracts.cpp enforces, per column and position):
 //   interleaved hf: the angle p/b^x̂ carries the float64 exponent's rounding amplified by ln b and

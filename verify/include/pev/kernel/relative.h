@@ -1,11 +1,12 @@
 #pragma once
 // Relative-encoding kernels: ALiBi slopes and bias, T5 buckets, Shaw clipping.
 //
-// Contracts: ALiBi hf = BLOOM's fp32 pow of an fp32 base (≤ 1 ulp of fp32 per slope vs the exact
-// slope; the bias m·(j − i) adds one fp32 rounding); accurate = the exact slope (and bias) rounded
-// once; table-* = the hf value rounded to the storage type. T5 hf evaluates the log branch in fp32;
-// T5 accurate is exact (integer thresholds precomputed from the reference); both are checked
-// against the exact buckets. `ggml` has no relative-encoding pipeline: pev::error.
+// Contracts (docs/numerics.md §10.4–§10.6): ALiBi hf = BLOOM's fp32 pow of an fp32 base (within
+// powf's 0.82 ulp of the exact slope when 8/P is an integer, several fp32 ulps otherwise: see the
+// precise form below; the bias m·(j − i) adds one fp32 rounding); accurate = the exact slope (and
+// bias) rounded once; table-* = the hf value rounded to the storage type. T5 hf evaluates the log
+// branch in fp32; T5 accurate is exact (integer thresholds precomputed from the reference); both
+// are checked against the exact buckets. `ggml` has no relative-encoding pipeline: pev::error.
 //
 // Precise form of the ALiBi hf bound (tests/kernel/test_contracts.cpp): the fp32 base
 // b̂ = fl(2^(−8/P)) is off by |η| ≤ 2^−24 relative unless 8/P is an integer, and powf(b̂, h)

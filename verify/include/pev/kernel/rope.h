@@ -5,19 +5,23 @@
 // A rope_kernel is planned once per (spec, strategy, sequence length) — frequencies and constants
 // are computed at construction — and then evaluates rows for any 64-bit positions, in any order.
 //
-// Contracts (enforced by tests/kernel's accuracy-contract table; θ = p·θ_i, u = 2^−24):
-//   hf, table-*  |ĉ − c| ≤ m·(p·θ_i·(ε_i + u) + e_trig·u) + ½ ulp of the storage type, where ε_i is
-//   the
-//                analytic relative error bound of the fp32 frequency (exponent rounding, powf,
-//                reciprocal, scaling ops) and e_trig the libm bound; faithful to the `hf` recipe
-//                reference up to e_trig·u + the libm's powf error propagated by p. Valid for p <
-//                2^24 (fp32 positions round beyond; the bound then adds θ_i·|p − fl(p)|).
-//   ggml         the `ggml` recipe reference up to the libm's error; vs exact: the recurrence
-//   envelope
-//                m·(p·d/(2e·ln b)·(|δ| + u) + 2u) (notes/numerics.md §3).
-//   accurate     |ĉ − c| ≤ 1 ulp of the output type for every int64 position p < 2^53, correctly
-//   rounded
-//                except with probability ~2^−26 per value.
+// clang-format off
+// Contracts (enforced by tests/kernel's accuracy-contract table with the bounds of
+// pev/impl/contract.h; θ = p·θ_i, u = 2^−24; docs/numerics.md §8.11):
+//   hf, table-*  |ĉ − c| ≤ m·(p·θ_i·(ε_i + u) + e_trig·u) + ½ ulp of the storage type, where ε_i
+//                is the analytic relative error bound of the fp32 frequency (exponent rounding,
+//                powf, reciprocal, scaling ops) and e_trig the libm bound; faithful to the `hf`
+//                recipe reference up to e_trig·u + the libm's powf error propagated by p. Valid
+//                for p < 2^24 (fp32 positions round beyond; the bound then adds
+//                θ_i·|p − fl(p)|). This closed form is the first-order reading of the enforced
+//                model (docs/numerics.md §8.2–§8.6).
+//   ggml         the `ggml` recipe reference up to the libm's error; vs exact, to first order
+//                for the plain recurrence, the envelope m·(p·d/(2e·ln b)·(|δ| + u) + 2u). The
+//                enforced bound replays the recurrence per pair, with freq_scale, per-pair
+//                factors, YaRN and fl(p) (impl::ggml_model; docs/numerics.md §8.7, §8.8).
+//   accurate     |ĉ − c| ≤ 1 ulp of the output type for every int64 position p < 2^53,
+//                correctly rounded except with probability ~2^−26 per value.
+// clang-format on
 
 #include <cstdint>
 #include <memory>

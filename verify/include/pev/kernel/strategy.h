@@ -1,21 +1,23 @@
 #pragma once
-// Named strategies of pev's production kernels (DESIGN §2). A strategy's accuracy tier is visible
-// in its name; each kernel's doc comment states its contract.
+// Named strategies of pev's production kernels (docs/design.md §3.6). A strategy's accuracy tier
+// is visible in its name; each kernel's doc comment states its contract.
 //
+// clang-format off
 //   hf          transformers' fp32 recipe: inv_freq = 1/powf(b, fl(2i/d)) and fp32 scaling
-//   arithmetic,
-//               fp32 positions, fp32 product p·θ, cosf/sinf, fp32 attention factor, cast to the
-//               output dtype. Faithful to the `hf` recipe reference up to the libm's error.
+//               arithmetic, fp32 positions, fp32 product p·θ, cosf/sinf, fp32 attention factor,
+//               cast to the output dtype. Faithful to the `hf` recipe reference up to the libm's
+//               error.
 //   ggml        llama.cpp's CPU recipe: fp32 θ recurrence θ_i = θ_{i−1}·powf(b, −2/d) from
-//   float(p),
-//               freq_scale / per-pair factors / YaRN angle mix in fp32, cosf/sinf times the fp32
-//               magnitude factor. RoPE only.
+//               float(p), freq_scale / per-pair factors / YaRN angle mix in fp32, cosf/sinf times
+//               the fp32 magnitude factor. RoPE only.
 //   table-fp16  the hf computation with the cache stored in fp16 (as vLLM stores it in the model
-//   dtype). table-bf16  the same, stored in bf16. accurate    pev's own: exact frequencies (from
-//   the MPFR reference at plan time), exact angle
-//               reduction by 128-bit fixed-point turns, double evaluation, one rounding to the
+//               dtype).
+//   table-bf16  the same, stored in bf16.
+//   accurate    pev's own: exact frequencies (from the MPFR reference at plan time), exact angle
+//               reduction by 192-bit fixed-point turns, double evaluation, one rounding to the
 //               output type. Error independent of position; correctly rounded in all but ~1e-8 of
-//               cases.
+//               cases (docs/numerics.md §11).
+// clang-format on
 
 #include <optional>
 #include <span>

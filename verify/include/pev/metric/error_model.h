@@ -1,16 +1,17 @@
 #pragma once
-// Analytic error models of the kernels' pipelines (notes/numerics.md §3), evaluated per pair and
+// Analytic error models of the kernels' pipelines (docs/numerics.md §7), evaluated per pair and
 // per element: the bounds of the accuracy-contract table (tests/kernel) and of the property suites
 // (properties/), which share this one piece of code.
 //
 // A model replays a pipeline's operations on `tv` values: x is the exact value of the quantity
-// (the mathematical definition, in double) and e a bound on |computed − x|. Each operation
-// propagates the operands' bounds to first and second order (no neglected terms) and adds its
-// own rounding, ½ ulp of the largest value the result can take, or the libm's documented bound
-// in ulps for library functions. Roundings whose operands are exact and known (the exponent
-// fl(2i/d), a base or factor cast to fp32) enter with their exact error. Nothing here is a
-// measured error: the only inputs are the operations of the pipeline, the formats, and the libm
-// bounds below.
+// (the mathematical definition, evaluated in double) and e a bound on |computed − x|. Each
+// operation propagates the operands' bounds to first and second order (no neglected propagation
+// term; x's own few 2^−53 relative from the true exact value are not added to e, see
+// docs/numerics.md §7.1) and adds its own rounding, ½ ulp of the largest value the result can take,
+// or the libm's documented bound in ulps for library functions. Roundings whose operands are exact
+// and known (the exponent fl(2i/d), a base or factor cast to fp32) enter with their exact error.
+// Nothing here is a measured error: the only inputs are the operations of the pipeline, the
+// formats, and the libm bounds below.
 
 #include <algorithm>
 #include <cmath>
@@ -22,7 +23,7 @@
 
 namespace pev::metric {
 
-// Libm accuracy bounds, in ulps of the exact result (notes/numerics.md §6; glibc 2.36 x86-64
+// Libm accuracy bounds, in ulps of the exact result (docs/numerics.md §5.1; glibc 2.36 x86-64
 // uses ARM's optimized-routines code for these binary32 functions, whose design bounds are
 // quoted; sinf/cosf's 0.5607 is also the exhaustive measured maximum).
 inline constexpr double kSinCosF = 0.5607;  // sinf, cosf

@@ -1,12 +1,13 @@
 #pragma once
-// Ulp metrics (notes/numerics.md §2), always in the target type's units.
+// Ulp metrics (docs/numerics.md §3.1, §3.2), always in the target type's units.
 //
 // - ulp_distance: integer ordinal distance between two encodings of T, counting across zero (the
 //   monotone mapping sends −0 and +0 to the same ordinal). Distance to the correctly rounded value:
 //   0 = correctly rounded, ≤ 1 = faithful.
 // - ulp_error: |ŷ − y| / ulp_T(y) against the exact value y, with ulp_T(y) = 2^(e−p) for
 //   2^(e−1) ≤ |y| < 2^e, floored at T's subnormal ulp. A correctly rounded result scores ≤ 0.5. A
-//   returned ±Inf where y is finite is scored as ±2^emax (the first power of two past the format).
+//   returned ±Inf where y is finite is scored as ±2^(emax+1) with IEEE's emax (fp32 2^128: the
+//   first power of two past the format; 2^mpfr_emax in MPFR's convention).
 
 #include <cstdint>
 #include <limits>
@@ -27,7 +28,7 @@ template <class T>
 std::uint64_t ulp_distance(T a, T b);
 
 /// ulp_T(y) for a finite real y (y = 0 gives the subnormal ulp); a power of two. Not defined by
-/// §2 for non-finite y: NaN gives NaN, ±Inf gives +Inf.
+/// docs/numerics.md §3.1 for non-finite y: NaN gives NaN, ±Inf gives +Inf.
 template <class T>
 real ulp_of(const real& y);
 

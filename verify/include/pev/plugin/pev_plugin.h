@@ -1,3 +1,4 @@
+/* clang-format off */
 /* pev_plugin.h — pev's C ABI for live implementations loaded with dlopen (`pev certify --plugin`).
  *
  * ABI version 1. A plugin is a shared library exporting `pev_plugin_abi_version` (required) and any
@@ -10,11 +11,14 @@
  * bytes).
  *
  * Shapes (pairs = rotary_dim / 2):
- *   pev_rope_table      cos, sin: [n_positions, pairs], already multiplied by the attention factor
+ *   pev_rope_table      cos, sin: [n_positions, pairs], already multiplied by the attention
+ *                       factor
  *   pev_rope_inv_freq   out: [pairs] float (the per-pair frequencies the table uses)
  *   pev_rope_rotate     in, out: [n_positions, heads, head_dim] (token t at positions[t]); out
- * never aliases in pev_sinusoidal_pe   out: [n_positions, d_model]
+ *                       never aliases in
+ *   pev_sinusoidal_pe   out: [n_positions, d_model]
  */
+/* clang-format on */
 #ifndef PEV_PLUGIN_H
 #define PEV_PLUGIN_H
 

@@ -1,26 +1,28 @@
 #pragma once
-// Recipes: the reference's second level (DESIGN §2, notes/numerics.md §4). A recipe names the
-// points where a declared pipeline rounds, and the format it rounds to there; everything between
-// two points is exact. It is data: the reference evaluates one formula per encoding and asks the
-// recipe, at each named point, whether and where to round. `exact` rounds nowhere: it is the
-// mathematical definition.
+// Recipes: the reference's second level (docs/design.md §3.5, docs/numerics.md §6.2). A recipe
+// names the points where a declared pipeline rounds, and the format it rounds to there; everything
+// between two points is exact. It is data: the reference evaluates one formula per encoding and
+// asks the recipe, at each named point, whether and where to round. `exact` rounds nowhere: it is
+// the mathematical definition.
 //
+// clang-format off
 // Shipped recipes:
 //   exact — no rounding (R1).
 //   hf    — Hugging Face transformers: host scalars (attention factor, YaRN correction range,
-//   llama3
-//           band edges) in Python double; inv_freq from an fp32 pow with the base rounded to fp32,
-//           fp32 reciprocal and fp32 scaling arithmetic; fp32 positions; fp32 product p·θ; cos/sin
-//           of the rounded angle rounded to fp32 (an ideal libm); fp32 multiplication by the
-//           attention factor (itself rounded to fp32 first, as a CPU scalar operand is). Sinusoidal
-//           interleaved follows DistilBERT/XLM (NumPy float64, angle p / b^(2⌊j/2⌋/d)); blocked
-//           follows fairseq (fp32 exp of fp32 exponents). ALiBi follows BLOOM (fp32 pow of an fp32
-//           base), T5 buckets evaluate the log branch in fp32, learned interpolation in fp32.
-//   ggml  — llama.cpp's CPU rope: θ_0 = float(p), θ_i = fl(θ_{i−1}·ts) with ts = powf(b,
-//   −2/n_dims);
-//           frequency scaling (freq_scale = 1/factor), per-pair factors (llama3 rope_freqs,
-//           LongRoPE lists) and the YaRN angle mix in fp32 without FMA; corr dims with logf;
-//           cos/sin rounded to fp32 then multiplied by the fp32 magnitude scale. RoPE only.
+//           llama3 band edges) in Python double; inv_freq from an fp32 pow with the base rounded
+//           to fp32, fp32 reciprocal and fp32 scaling arithmetic; fp32 positions; fp32 product
+//           p·θ; cos/sin of the rounded angle rounded to fp32 (an ideal libm); fp32
+//           multiplication by the attention factor (itself rounded to fp32 first, as a CPU scalar
+//           operand is). Sinusoidal interleaved follows DistilBERT/XLM (NumPy float64, angle
+//           p / b^(2⌊j/2⌋/d)); blocked follows fairseq (fp32 exp of fp32 exponents). ALiBi
+//           follows BLOOM (fp32 pow of an fp32 base), T5 buckets evaluate the log branch in fp32,
+//           learned interpolation in fp32.
+//   ggml  — llama.cpp's CPU rope: θ_0 = float(p), θ_i = fl(θ_{i−1}·ts) with
+//           ts = powf(b, −2/n_dims); frequency scaling (freq_scale = 1/factor), per-pair factors
+//           (llama3 rope_freqs, LongRoPE lists) and the YaRN angle mix in fp32 without FMA; corr
+//           dims with logf; cos/sin rounded to fp32 then multiplied by the fp32 magnitude scale.
+//           RoPE only.
+// clang-format on
 
 #include <optional>
 #include <span>

@@ -1,5 +1,5 @@
 #pragma once
-// Relative-position encodings (notes/encodings.md §2): ALiBi slopes and bias, T5 buckets, Shaw
+// Relative-position encodings (docs/encodings.md §3): ALiBi slopes and bias, T5 buckets, Shaw
 // clipping.
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 #pragma once
-// RoPE reference (notes/encodings.md §3–4): per-pair frequencies for every rope_type, the attention
-// factor, the YaRN correction range and ramp, angles, m·cos/m·sin, full-width tables in both
-// layouts and rotated vectors. Positions are 64-bit integers and are exact at any magnitude (the
-// reference needs ≥ 64 bits of precision, which it always has).
+// RoPE reference (docs/encodings.md §4, §5): per-pair frequencies for every rope_type, the
+// attention factor, the YaRN correction range and ramp, angles, m·cos/m·sin, full-width tables in
+// both layouts and rotated vectors. Positions are 64-bit integers and are exact at any magnitude
+// (the reference needs ≥ 64 bits of precision, which it always has).
 //
 // Accuracy: every computation runs with kGuardBits more than the current precision N, so that
 // angles p·θ_i keep N significant bits for every 64-bit position (θ_i's relative error is

@@ -1,5 +1,5 @@
 #pragma once
-// Sinusoidal and learned absolute encodings (notes/encodings.md §1).
+// Sinusoidal and learned absolute encodings (docs/encodings.md §2).
 
 #include <cstdint>
 #include <vector>

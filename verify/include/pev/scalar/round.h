@@ -1,7 +1,7 @@
 #pragma once
 // Correct rounding from the reference's real to fp64, fp32, fp16 and bfloat16: one rounding, to
 // nearest, ties to even, directly from the multiprecision value (never through float first;
-// notes/numerics.md §5), with gradual underflow, overflow to ±Inf and NaN.
+// docs/numerics.md §4.1, §4.5), with gradual underflow, overflow to ±Inf and NaN.
 
 #include "pev/core/real.h"
 #include "pev/scalar/traits.h"

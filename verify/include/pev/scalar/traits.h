@@ -1,11 +1,11 @@
 #pragma once
 // pev::scalar_traits<T>: the description of a binary floating-point format that every
-// precision-generic piece of pev uses (STYLE §4): encoding width, precision, exponent range, name,
-// bit access.
+// precision-generic piece of pev uses (docs/design.md §11.1): encoding width, precision, exponent
+// range, name, bit access.
 //
 // Exponent conventions: `precision` p counts the implicit bit (fp32 24). `min_normal_exponent` is
 // the IEEE emin (fp32 −126). MPFR's convention writes x = m·2^e with m ∈ [0.5, 1): `mpfr_emax` =
-// emax + 1 and `mpfr_emin` = emin − p + 2 (fp32 −148, fp16 −23, bf16 −132; notes/numerics.md §5).
+// emax + 1 and `mpfr_emin` = emin − p + 2 (fp32 −148, fp16 −23, bf16 −132; docs/numerics.md §4.1).
 
 #include <bit>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// SPEC strings: `family[:key=value,...]` (DESIGN §4), e.g.
+// SPEC strings: `family[:key=value,...]` (docs/design.md §5.2), e.g.
 //   sinusoidal:d_model=512
 //   rope:head_dim=128,rope_theta=500000,rope_type=llama3,factor=8,low_freq_factor=1,
 //        high_freq_factor=4,original_max_position_embeddings=8192,layout=neox
@@ -8,26 +8,30 @@
 // keys also take an integral decimal such as 8192.0. Spaces around keys and values are ignored.
 // Every key at most once.
 //
+// clang-format off
 // Keys per family (required ones marked *):
 //   sinusoidal: d_model*, base, layout (interleaved|blocked), freq_shift (blocked only)
-//   learned:    num_positions*, d_model*, target_positions, align_corners, table (file path, stored
-//   in
-//               table_file and loaded by the caller; it cannot contain ','), seed (when no table)
+//   learned:    num_positions*, d_model*, target_positions, align_corners, table (file path,
+//               stored in table_file and loaded by the caller; it cannot contain ','),
+//               seed (when no table)
 //   alibi:      num_heads*, max_bias
 //   t5:         num_buckets, max_distance, bidirectional
 //   shaw:       max_relative_position*
-//   rope:       head_dim*, partial_rotary_factor | rotary_dim, rope_theta, layout
-//   (neox|interleaved),
+//   rope:       head_dim*, partial_rotary_factor | rotary_dim, rope_theta,
+//               layout (neox|interleaved),
 //               rope_type (default|linear|ntk|dynamic|yarn|llama3|longrope|proportional),
 //               max_position_embeddings, and per rope_type:
-//                 default: freq_scale          linear, ntk: factor*      dynamic: factor*, L*
-//                 yarn: factor*, Lo*, beta_fast, beta_slow, truncate, mscale, mscale_all_dim,
-//                       attention_factor
-//                 llama3: factor*, Lo*, low_freq_factor*, high_freq_factor*
-//                 longrope: short_factor*, long_factor*, Lo*, factor (else L/Lo, L then required),
-//                           attention_factor
-//                 proportional: factor (default 1), partial_rotary_factor (default 1)
+//                 default:       freq_scale
+//                 linear, ntk:   factor*
+//                 dynamic:       factor*, L*
+//                 yarn:          factor*, Lo*, beta_fast, beta_slow, truncate, mscale,
+//                                mscale_all_dim, attention_factor
+//                 llama3:        factor*, Lo*, low_freq_factor*, high_freq_factor*
+//                 longrope:      short_factor*, long_factor*, Lo*, factor (else L/Lo, L then
+//                                required), attention_factor
+//                 proportional:  factor (default 1), partial_rotary_factor (default 1)
 //               (L = max_position_embeddings, Lo = original_max_position_embeddings).
+// clang-format on
 //
 // A SPEC is pev's own, hand-written input, so it is strict: an unknown key, a malformed value, and
 // every condition transformers only warns about in a config.json (factor < 1, beta_fast <

@@ -1,7 +1,7 @@
 #pragma once
 // pev::spec — the one description of a positional encoding that parsing, the reference, the kernels
-// and certification share (DESIGN §1–2). Plain structs with named fields; parameter names follow
-// Hugging Face `rope_parameters` so that a model's config.json is valid input. Structs are
+// and certification share (docs/design.md §3.4). Plain structs with named fields; parameter names
+// follow Hugging Face `rope_parameters` so that a model's config.json is valid input. Structs are
 // validated when they are built by the parsers (spec/parse.h, spec/config.h); `validate` re-checks
 // a struct built by hand.
 
@@ -17,13 +17,16 @@
 
 namespace pev::spec {
 
-/// Sinusoidal absolute encoding (notes/encodings.md §1.1).
-/// interleaved (paper): PE(p, 2i) = sin(p·ω_i), PE(p, 2i+1) = cos(p·ω_i), ω_i = base^(−2i/d_model);
-///   odd d_model: column j uses ω_{⌊j/2⌋} as in HF create_sinusoidal_embeddings.
-/// blocked (fairseq / tensor2tensor): [sin … | cos …], h = ⌊d/2⌋, ω_j = exp(−j·ln(base)/(h −
-/// freq_shift));
-///   freq_shift 1 is fairseq (last frequency exactly 1/base), 0 the paper's frequencies (diffusers
-///   downscale_freq_shift); odd d appends one zero column.
+// clang-format off
+/// Sinusoidal absolute encoding (docs/encodings.md §2.1, §2.2).
+/// interleaved (paper): PE(p, 2i) = sin(p·ω_i), PE(p, 2i+1) = cos(p·ω_i),
+///   ω_i = base^(−2i/d_model); odd d_model: column j uses ω_{⌊j/2⌋} as in HF
+///   create_sinusoidal_embeddings.
+/// blocked (fairseq / tensor2tensor): [sin … | cos …], h = ⌊d/2⌋,
+///   ω_j = exp(−j·ln(base)/(h − freq_shift)); freq_shift 1 is fairseq (last frequency exactly
+///   1/base), 0 the paper's frequencies (diffusers downscale_freq_shift); odd d appends one zero
+///   column.
+// clang-format on
 enum class sinusoidal_layout { interleaved, blocked };
 struct sinusoidal {
   std::int64_t d_model = 0;
@@ -35,7 +38,7 @@ struct sinusoidal {
 };
 
 /// Learned absolute table [num_positions, d_model], optionally linearly interpolated to
-/// target_positions (PyTorch interpolate conventions; notes/encodings.md §1.2):
+/// target_positions (PyTorch interpolate conventions; docs/encodings.md §2.4):
 /// align_corners: new index t ↦ t·(L−1)/(L′−1); otherwise (t+½)·L/L′ − ½, clamped to [0, L−1].
 /// The table comes from a file (`table`) or is generated deterministically from `seed`.
 struct learned {
@@ -50,7 +53,7 @@ struct learned {
   bool operator==(const learned&) const = default;
 };
 
-/// ALiBi (Press et al.; notes/encodings.md §2.1). Slopes for any head count (non-powers of two by
+/// ALiBi (Press et al.; docs/encodings.md §3.1). Slopes for any head count (non-powers of two by
 /// the interleaving rule); bias(h, i, j) = m_h·(j − i) for query i and key j (the causal mask is
 /// separate). max_bias replaces the 8 of 2^(−8h/H) (MPT alibi_bias_max).
 struct alibi {
@@ -60,7 +63,7 @@ struct alibi {
   bool operator==(const alibi&) const = default;
 };
 
-/// T5 relative-position buckets (notes/encodings.md §2.2), r = key − query.
+/// T5 relative-position buckets (docs/encodings.md §3.2), r = key − query.
 struct t5 {
   std::int64_t num_buckets = 32;
   std::int64_t max_distance = 128;
@@ -79,7 +82,7 @@ struct shaw {
 enum class rope_type { default_, linear, ntk, dynamic, yarn, llama3, longrope, proportional };
 enum class rope_layout { neox, interleaved };
 
-/// RoPE and its scalings (notes/encodings.md §3–4). Frequencies are per pair i = 0 … pairs()−1.
+/// RoPE and its scalings (docs/encodings.md §4, §5). Frequencies are per pair i = 0 … pairs()−1.
 struct rope {
   std::int64_t head_dim = 0;
   double partial_rotary_factor = 1.0;
@@ -99,8 +102,9 @@ struct rope {
   double beta_fast = 32.0;
   double beta_slow = 1.0;
   bool truncate = true;
-  // As given (a config's null is nullopt). transformers uses get_mscale(f, mscale)/get_mscale(f,
-  // mscale_all_dim) only when both are truthy, so a 0 here selects get_mscale(f) (notes §4.5).
+  // As given (a config's null is nullopt; docs/encodings.md §5.7). transformers uses
+  // get_mscale(f, mscale)/get_mscale(f, mscale_all_dim) only when both are truthy, so a 0 here
+  // selects get_mscale(f).
   std::optional<double> mscale;
   std::optional<double> mscale_all_dim;
   // yarn and longrope

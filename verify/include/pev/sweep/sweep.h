@@ -1,7 +1,7 @@
 #pragma once
-// Precision-drift sweeps (DESIGN §2, issue 5): every (spec, strategy, dtype) cell of a suite is
-// evaluated by its production kernel and compared, value by value, with the exact reference
-// (the fast exact reference of ref/fast.h by default, bit-identical to the MPFR path), at
+// Precision-drift sweeps (docs/design.md §8, issue 5): every (spec, strategy, dtype) cell of a
+// suite is evaluated by its production kernel and compared, value by value, with the exact
+// reference (the fast exact reference of ref/fast.h by default, bit-identical to the MPFR path), at
 //   - every position below `dense_below`,
 //   - then, per octave [2^k, 2^(k+1)) up to max_position: its two ends, 2^k + 1 and
 //     `samples_per_octave` deterministic samples drawn from the seed,
