@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks (or with --fix, applies) .clang-format on every C++ source tracked by git.
+# Checks (or with --fix, applies) .clang-format on every C++ source tracked by git, then checks the
+# citations of docs/ (scripts/check-citations.sh; --fix does not touch them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files '*.h' '*.cpp' '*.hpp' '*.cc' ; git ls-files --others --exclude-standard '*.h' '*.cpp')
@@ -13,9 +14,12 @@ for f in "${files[@]}"; do
   [[ -f "$f" ]] || continue
   clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
 done
+citations=0
+scripts/check-citations.sh || citations=1
 if [[ ${#bad[@]} -gt 0 ]]; then
   echo "clang-format: these files need formatting (run 'make format'):" >&2
   printf '  %s\n' "${bad[@]}" >&2
   exit 1
 fi
 echo "clang-format: ${#files[@]} files formatted"
+exit "$citations"
