@@ -66,6 +66,15 @@ json certification_fields(const certification& c, json j) {
   j["claim_holds"] = c.claim_holds;
   j["grade"] = to_string(c.result);
   j["certified"] = c.exit_code() == 0;
+  const library_figures& lib = c.library;
+  auto opt = [](const std::optional<double>& v) { return v ? num(*v) : json(nullptr); };
+  j["library"] = {{"assumed", lib.assumed},
+                  {"max_trig_ulp", opt(lib.max_trig_ulp)},
+                  {"trig_ulp", opt(lib.trig_ulp)},
+                  {"pow_ulp", opt(lib.pow_ulp)},
+                  {"trig_class", lib.trig_class},
+                  {"angles", lib.angles},
+                  {"note", lib.note}};
   j["diagnosis"] = nullptr;
   if (c.why) {
     json first = json::array();
@@ -104,6 +113,14 @@ void certificate_check_fields(const check& c, json& j) {
   json rho = json::object();
   for (const auto& [name, v] : c.recipe_rho) rho[name] = num(v);
   j["recipes"] = rho;
+  json ladder = json::object();
+  for (const auto& [name, v] : c.ladder_rho) ladder[name] = num(v);
+  j["ladder"] = ladder;
+  json vac = json::object();
+  for (const auto& [name, v] : c.vacuous) {
+    vac[name] = {{"values", v.values}, {"first_position", v.first_position}};
+  }
+  j["vacuous"] = vac;
   j["drift_free_bound"] = num(c.drift_free_bound);
   j["grade"] = c.best ? json(to_string(*c.best)) : json(nullptr);
   j["property"] = c.property.empty() ? json(nullptr) : json(c.property);

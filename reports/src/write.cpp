@@ -760,6 +760,45 @@ std::string certificate_text(const results& r) {
           k.id, k.non_finite);
     }
   }
+  // Every recipe on the ladder, per value check: its own max ρ, and whether the check holds on
+  // that rung (ladder ρ ≤ 1, no bound up to it vacuous).
+  for (const check& k : r.checks) {
+    if (!k.property.empty() || k.ladder_rho.empty()) continue;
+    std::string line;
+    bool vacuous = false;
+    for (const char* name : {"exact", "drift-free", "hf", "ggml", "vllm-fp16", "vllm-bf16"}) {
+      const auto own = k.recipe_rho.find(name);
+      const auto lad = k.ladder_rho.find(name);
+      if (own == k.recipe_rho.end() || lad == k.ladder_rho.end()) continue;
+      vacuous = vacuous || k.vacuous.count(name) > 0;
+      line += fmt::format(" {} {}{}", name, figure(own->second),
+                          vacuous            ? " (vacuous)"
+                          : lad->second <= 1 ? " ✓"
+                                             : "");
+    }
+    s += fmt::format("recipes   {}:{}\n", k.id, line);
+    for (const auto& [name, v] : k.vacuous) {
+      s += fmt::format(
+          "note      {}: the {} bound is vacuous (at least the output's range) at {} value(s), "
+          "from position {}: nothing is certified there\n",
+          k.id, name, v.values, v.first_position);
+    }
+  }
+  const library_figures& lib = c.library;
+  if (lib.trig_ulp) {
+    s += fmt::format(
+        "library   measured trig {:.3g} ulp ({}) against the {} recipe's angles{}; "
+        "bounds assume {}\n",
+        *lib.trig_ulp, lib.trig_class, lib.angles,
+        lib.pow_ulp ? fmt::format(", pow {:.3g} ulp", *lib.pow_ulp) : "", lib.assumed);
+  } else {
+    s += fmt::format("library   bounds assume {}{}\n", lib.assumed,
+                     lib.note.empty() ? "" : "; not measured: " + lib.note);
+  }
+  if (lib.max_trig_ulp && lib.trig_ulp && *lib.trig_ulp > *lib.max_trig_ulp) {
+    s += fmt::format("claim     measured trig {:.3g} ulp > --max-trig-ulp {:.3g}: does NOT hold\n",
+                     *lib.trig_ulp, *lib.max_trig_ulp);
+  }
   s += fmt::format("grade     {}\n", to_string(c.result));
   if (c.claimed_recipe) {
     s += fmt::format("claim     recipe {}: {}\n", *c.claimed_recipe,

@@ -380,8 +380,8 @@ void rope_lines(const rope_case& c, const spec::rope& s, const rope_data& ex,
       const double r = std::fabs((is_sin ? rr.sin : rr.cos).y[k2]);
       const double c = r / mr;
       const double bcs =
-          std::min(dtheta, 2.0) +
-          (test::kSinCosF + 0.5) * ulp_at(std::min(c + dtheta + 0x1p-23, 1.0 - 0x1p-25), kF32);
+          std::min(dtheta, 2.0) + (metric::kGlibc.sin_cos + 0.5) *
+                                      ulp_at(std::min(c + dtheta + 0x1p-23, 1.0 - 0x1p-25), kF32);
       double B = mk * bcs + std::fabs(double(mk) - double(mr)) * (c + bcs);
       if (mk != 1.0f) B += half_ulp(mk * (c + bcs), kF32);
       if (mr != 1.0f) B += half_ulp(r, kF32);

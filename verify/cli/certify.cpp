@@ -43,15 +43,19 @@ command add_certify(CLI::App& app) {
     std::optional<std::int64_t> seq_len;
     bool no_diagnosis = false;
     bool exhaustive = false;
+    std::string libm = "any";
+    std::optional<double> max_trig_ulp;
   };
   auto st = std::make_shared<state>();
   CLI::App* cmd = app.add_subcommand(
       "certify",
       "Certify an implementation from its dumped tensors (safetensors or npy): every value is "
       "compared with the exact reference rounded to the dump's dtype, and graded "
-      "correctly-rounded > faithful > drift-free > recipe:hf > recipe:ggml > not certified. When "
-      "not certified, pev tries the known mistakes of the field and names the one that explains "
-      "the data.\n"
+      "correctly-rounded > faithful > drift-free > recipe:hf > recipe:ggml > recipe:vllm > not "
+      "certified: a ladder, each grade implying every claim (--recipe) it ranks above. Recipe "
+      "bounds assume any conforming math library (--libm); the library the data used is measured "
+      "against the recipe's own angles and reported. When not certified, pev tries the known "
+      "mistakes of the field and names the one that explains the data.\n"
       "RoPE tables: tensors cos and sin [P, rot/2] (or [P, rot] with duplicated halves or "
       "repeated pairs, as transformers and GPT-J return them), cos_sin_cache [P, rot] (vLLM), or "
       "table/freqs_cis [P, rot/2, 2]; optional inv_freq [rot/2], attention_factor (scalar) and "
@@ -112,9 +116,18 @@ command add_certify(CLI::App& app) {
                   "Live implementations: RapidCheck cases per property")
       ->capture_default_str();
   cmd->add_option("--recipe", st->recipe,
-                  "The recipe the implementation claims: exact (faithful or better), hf, vllm "
-                  "(hf's bound: fp32 table stored in the model dtype) or ggml; default: report the "
-                  "best grade that holds");
+                  "The recipe the implementation claims: exact (faithful or better), hf "
+                  "(transformers: fp32 table; q/k rotated in the model dtype), ggml (llama.cpp's "
+                  "fp32 recurrence), vllm (the table cached in fp16/bf16, q/k rotated in fp32). "
+                  "It holds when the grade ranks at or above it; default: report the grade");
+  cmd->add_option("--libm", st->libm,
+                  "The math library class the recipe bounds assume: any (default: any conforming "
+                  "library, as CUDA's libdevice: sin/cos 2 ulp, pow 4), one-ulp (glibc, SLEEF, "
+                  "PyTorch CPU), glibc (pev's own kernels), cr (correctly rounded)")
+      ->capture_default_str();
+  cmd->add_option("--max-trig-ulp", st->max_trig_ulp,
+                  "Tighten the claim: the trig error measured against the recipe's own angles "
+                  "(fp32 tables) must not exceed this many ulps");
   cmd->add_option("--layout", st->layout,
                   "RoPE table layout: separate, halves, repeated, vllm or pairs (default: "
                   "detected from tensor names, shapes and data, and reported)");
@@ -186,6 +199,21 @@ command add_certify(CLI::App& app) {
               throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
             }
             o.mpfr_reference = st->reference == "mpfr";
+            if (st->libm == "any") {
+              o.libm = &metric::kAnyConforming;
+            } else if (st->libm == "one-ulp") {
+              o.libm = &metric::kOneUlp;
+            } else if (st->libm == "glibc") {
+              o.libm = &metric::kGlibc;
+            } else if (st->libm == "cr") {
+              o.libm = &metric::kCorrectlyRounded;
+            } else {
+              throw error("--libm: expected any, one-ulp, glibc or cr, got '" + st->libm + "'");
+            }
+            if (st->max_trig_ulp && !(*st->max_trig_ulp >= 0.5 && *st->max_trig_ulp < 1e6)) {
+              throw error("--max-trig-ulp: expected a number of ulps in [0.5, 1e6)");
+            }
+            o.max_trig_ulp = st->max_trig_ulp;
             o.exhaustive = st->exhaustive;
             certify::certificate cert;
             if (files.empty()) {

@@ -17,22 +17,21 @@ namespace pev::certify::detail {
 
 namespace {
 
-/// The ALiBi contracts of the recipes that have an ALiBi pipeline (hf, and hf with a 16-bit
-/// store), in bound_names(o, false)'s order, then drift-free and 1 ulp.
+/// The bounds of an ALiBi value in bound_names(false)'s order: 1 ulp, drift-free (2 ulps of the
+/// value itself), then the recipes that have an ALiBi pipeline (hf, and hf with a 16-bit store).
 struct alibi_bounds {
   impl::alibi_contract hf, v16, vbf;
-  explicit alibi_bounds(const spec::alibi& s)
-      : hf(s, kernel::strategy::hf),
-        v16(s, kernel::strategy::table_fp16),
-        vbf(s, kernel::strategy::table_bf16) {}
+  alibi_bounds(const spec::alibi& s, const metric::libm& lib)
+      : hf(s, kernel::strategy::hf, lib),
+        v16(s, kernel::strategy::table_fp16, lib),
+        vbf(s, kernel::strategy::table_bf16, lib) {}
   template <class Bound>
-  void fill(Bound&& bound, double y, format out, const options& o, std::span<double> b) const {
-    std::size_t q = 0;
-    b[q++] = bound(hf);
-    b[q++] = bound(v16);
-    b[q++] = bound(vbf);
-    b[q++] = 2 * metric::ulp_at(std::fabs(y), out);  // drift-free: 2 ulps of the value itself
-    if (o.recipe == "exact") b[q++] = metric::ulp_at(std::fabs(y), out);
+  void fill(Bound&& bound, double y, format out, std::span<double> b) const {
+    b[0] = metric::ulp_at(std::fabs(y), out);
+    b[1] = 2 * metric::ulp_at(std::fabs(y), out);
+    b[2] = bound(hf);
+    b[3] = bound(v16);
+    b[4] = bound(vbf);
   }
 };
 
@@ -42,9 +41,9 @@ void alibi_checks(const spec::alibi& s, context& k, const io::array* slopes_t,
                   const std::vector<std::int64_t>& ks) {
   constexpr format out = format_of<T>();
   const compare::alibi_reference ref(s);
-  const alibi_bounds bounds(s);
+  const alibi_bounds bounds(s, *k.o.libm);
   const std::int64_t H = s.num_heads;
-  std::vector<double> b(bound_names(k.o, false).size());
+  std::vector<double> b(bound_names(false).size());
   auto value = [&](std::int64_t p, std::int64_t i, T got, const real& exact) {
     const double y = exact.convert_to<double>();
     return compare::value{p,
@@ -61,7 +60,7 @@ void alibi_checks(const spec::alibi& s, context& k, const io::array* slopes_t,
       const compare::value v =
           value(0, h, element<T>(*slopes_t, static_cast<std::size_t>(h)), exact);
       bounds.fill([&](const impl::alibi_contract& c) { return c.slope_bound(h, v.exact, out); },
-                  v.exact, out, k.o, b);
+                  v.exact, out, b);
       f.add(v, "slopes", b);
     }
     k.cert.checks.push_back(make_check("slopes", "tensor 'slopes'", dtype_of<T>(), f, k.o));
@@ -77,7 +76,7 @@ void alibi_checks(const spec::alibi& s, context& k, const io::array* slopes_t,
           const compare::value v = value(qi, h, element<T>(*bias_t, e++), ref.bias(h, qi, kj));
           bounds.fill(
               [&](const impl::alibi_contract& c) { return c.bias_bound(h, kj - qi, v.exact, out); },
-              v.exact, out, k.o, b);
+              v.exact, out, b);
           f.add(v, "bias", b);
         }
       }

@@ -24,11 +24,7 @@ void context::count(const ref::fast_stats& s) {
 
 certificate certify_dump(const spec::encoding& e, const dump& d, const options& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (o.recipe && *o.recipe != "exact" && *o.recipe != "hf" && *o.recipe != "ggml" &&
-      *o.recipe != "vllm") {
-    throw error(fmt::format("--recipe: '{}' is not a recipe (expected exact, hf, ggml or vllm)",
-                            *o.recipe));
-  }
+  if (o.recipe) (void)detail::claim_grade(*o.recipe);  // pev::error for an unknown recipe
   certificate cert;
   cert.prov = report::this_build();
   cert.prov.reference = o.mpfr_reference ? "mpfr" : "fast";
@@ -38,6 +34,8 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
   z.inputs = d.files;
   z.claimed_recipe = o.recipe;
   z.explain_threshold = kExplainRho;
+  z.library.assumed = o.libm->name;
+  z.library.max_trig_ulp = o.max_trig_ulp;
   detail::context k{e, d, o, cert, {}};
   if (const auto* s = std::get_if<spec::rope>(&e)) {
     detail::certify_rope(*s, k);

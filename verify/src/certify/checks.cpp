@@ -1,5 +1,5 @@
 // The check rows of a certificate: which bounds a certified value is measured against, how its
-// figures are kept, how a check is graded, and whether the claimed recipe holds.
+// figures are kept, how a check is graded on the recipe ladder, and whether a claim holds.
 
 #include <fmt/format.h>
 
@@ -15,20 +15,49 @@
 namespace pev::certify::detail {
 
 namespace {
+
 constexpr std::size_t kFirstMismatches = 8;
 
-double rho(const check& c, const char* name) {
-  const auto it = c.recipe_rho.find(name);
-  return it == c.recipe_rho.end() ? std::numeric_limits<double>::infinity() : it->second;
+/// The recipe ladder, tightest first (docs/numerics.md §13.1): each rung's bound, and the grade a
+/// check gets when its figures hold on that rung (and on no tighter one). A rung holds a value
+/// within the largest bound of itself and every tighter rung, so the rungs are nested by
+/// construction: a grade implies every claim it ranks above.
+struct rung {
+  const char* bound;
+  grade g;
+};
+constexpr rung kLadder[] = {
+    {"exact", grade::faithful},        {"drift-free", grade::drift_free},
+    {"hf", grade::recipe_hf},          {"ggml", grade::recipe_ggml},
+    {"vllm-fp16", grade::recipe_vllm}, {"vllm-bf16", grade::recipe_vllm},
+};
+
+/// Whether a rung holds for a check: its ladder ρ ≤ 1 and no bound up to it vacuous.
+bool rung_holds(const check& c, std::size_t k) {
+  const auto it = c.ladder_rho.find(kLadder[k].bound);
+  if (it == c.ladder_rho.end() || !(it->second <= 1.0)) return false;
+  for (std::size_t j = 0; j <= k; ++j) {
+    if (c.vacuous.count(kLadder[j].bound)) return false;
+  }
+  return true;
 }
-bool within(const check& c, const char* name) { return rho(c, name) <= 1.0; }
+
 }  // namespace
 
-std::vector<std::string> bound_names(const options& o, bool ggml) {
-  std::vector<std::string> v = {"hf", "vllm-fp16", "vllm-bf16"};
-  if (ggml) v.push_back("ggml");
-  v.push_back("drift-free");
-  if (o.recipe == "exact") v.push_back("exact");
+grade claim_grade(std::string_view recipe) {
+  if (recipe == "exact") return grade::faithful;
+  if (recipe == "hf") return grade::recipe_hf;
+  if (recipe == "ggml") return grade::recipe_ggml;
+  if (recipe == "vllm") return grade::recipe_vllm;
+  throw error(
+      fmt::format("--recipe: '{}' is not a recipe (expected exact, hf, ggml or vllm)", recipe));
+}
+
+std::vector<std::string> bound_names(bool ggml) {
+  std::vector<std::string> v;
+  for (const rung& r : kLadder) {
+    if (ggml || std::string_view(r.bound) != "ggml") v.push_back(r.bound);
+  }
   return v;
 }
 
@@ -38,27 +67,35 @@ compare::figures::options figure_options(const options& o, std::int64_t max_posi
   compare::figures::options f;
   f.max_position = std::max<std::int64_t>(2, max_position);
   f.indices = std::max<std::int64_t>(1, indices);
-  f.bounds = bound_names(o, ggml);
-  f.gate = 0;  // hf: the check's max_rho, as the summary shows it
+  f.bounds = bound_names(ggml);
+  auto index = [&](std::string_view name) {
+    return static_cast<std::size_t>(std::find(f.bounds.begin(), f.bounds.end(), name) -
+                                    f.bounds.begin());
+  };
+  f.gate = index("hf");  // the check's max_rho: ρ against transformers' recipe, as the summary
   f.per_bound_rho = true;
+  for (std::size_t k = 0; k < f.bounds.size(); ++k) f.ladder.push_back(k);
+  f.zero_floor = true;
   f.worst = compare::worst_by::ulp_error;
-  const std::string claimed = !o.recipe || *o.recipe == "vllm" ? "hf" : *o.recipe;
-  const auto it = std::find(f.bounds.begin(), f.bounds.end(), claimed);
-  if (it != f.bounds.end()) f.mismatch_bound = static_cast<std::size_t>(it - f.bounds.begin());
+  // The first values beyond the claimed recipe's own bound (hf without a claim; a vllm claim:
+  // the looser of its caches).
+  std::string claimed = o.recipe.value_or("hf");
+  if (claimed == "vllm") claimed = "vllm-bf16";
+  if (claimed == "ggml" && !ggml) claimed = "hf";
+  f.mismatch_bound = index(claimed);
   f.mismatches = mismatches;
   f.max_mismatches = kFirstMismatches;
   return f;
 }
 
-void recipe_bounds(double e, double y, format out, double drift, const options& o,
-                   std::span<double> b) {
+void recipe_bounds(double e, double y, format out, double drift, std::span<double> b) {
   y = std::fabs(y);
   std::size_t k = 0;
+  b[k++] = metric::ulp_at(y, out);
+  b[k++] = drift;
   b[k++] = impl::path_bound(e, y, std::nullopt, out, metric::kF32);
   b[k++] = impl::path_bound(e, y, dtype::fp16, out, metric::kF32);
   b[k++] = impl::path_bound(e, y, dtype::bf16, out, metric::kF32);
-  b[k++] = drift;
-  if (o.recipe == "exact") b[k++] = metric::ulp_at(y, out);
 }
 
 check make_check(const std::string& name, const std::string& source, dtype t,
@@ -71,7 +108,7 @@ check make_check(const std::string& name, const std::string& source, dtype t,
   c.strategy = o.recipe ? "claims " + *o.recipe : "dump";
   c.dtype = to_string(t);
   c.source = source;
-  const std::vector<std::string> names = bound_names(o, c.recipe_rho.count("ggml") > 0);
+  const std::vector<std::string> names = bound_names(c.recipe_rho.count("ggml") > 0);
   const auto drift = std::find(names.begin(), names.end(), "drift-free") - names.begin();
   c.drift_free_bound = f.max_bound(static_cast<std::size_t>(drift));
   c.best = grade_of(c);
@@ -83,11 +120,9 @@ check make_check(const std::string& name, const std::string& source, dtype t,
 grade grade_of(const check& c) {
   if (c.non_finite > 0) return grade::not_certified;
   if (c.correctly_rounded == c.values) return grade::correctly_rounded;
-  if (c.max_ulp_error <= 1.0) return grade::faithful;
-  if (within(c, "drift-free")) return grade::drift_free;
-  if (within(c, "hf")) return grade::recipe_hf;
-  if (within(c, "vllm-fp16") || within(c, "vllm-bf16")) return grade::recipe_vllm;
-  if (within(c, "ggml")) return grade::recipe_ggml;
+  for (std::size_t k = 0; k < std::size(kLadder); ++k) {
+    if (rung_holds(c, k)) return kLadder[k].g;
+  }
   return grade::not_certified;
 }
 
@@ -98,19 +133,14 @@ void grade_and_claim(certificate& cert) {
   for (const check& c : cert.checks) {
     z.result = std::max(z.result, c.best.value_or(grade::not_certified));
   }
-  // The claim holds when every check is within that recipe's bound or faithful (a correct
-  // implementation more precise than its recipe); exact holds for a faithful dump.
-  if (z.claimed_recipe) {
-    const std::string& r = *z.claimed_recipe;
-    z.claim_holds = true;
-    for (const check& c : cert.checks) {
-      bool holds = c.best.value_or(grade::not_certified) <= grade::faithful;
-      if (r == "hf") holds = holds || within(c, "hf");
-      if (r == "vllm")
-        holds = holds || within(c, "hf") || within(c, "vllm-fp16") || within(c, "vllm-bf16");
-      if (r == "ggml") holds = holds || within(c, "ggml");
-      z.claim_holds = z.claim_holds && holds;
-    }
+  // A claim holds when the grade ranks at or above the claimed recipe's rung (a correct
+  // implementation more precise than its recipe satisfies it), and the measured library is
+  // within the tightened limit, when one is set.
+  z.claim_holds = true;
+  if (z.claimed_recipe) z.claim_holds = z.result <= claim_grade(*z.claimed_recipe);
+  if (z.library.max_trig_ulp && z.library.trig_ulp &&
+      *z.library.trig_ulp > *z.library.max_trig_ulp) {
+    z.claim_holds = false;
   }
 }
 

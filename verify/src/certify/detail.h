@@ -77,15 +77,24 @@ void record_positions(report::certification& c, const std::vector<std::int64_t>&
 
 // ---- Check rows (checks.cpp) -------------------------------------------------------------------
 
-/// The bounds a certified value is measured against, by name: every recipe (hf, vllm-fp16,
-/// vllm-bf16, ggml where the family has a ggml pipeline), drift-free, and 1 ulp ("exact") when the
-/// claim is the exact recipe.
-std::vector<std::string> bound_names(const options& o, bool ggml);
-/// Options of a certified check's figures: ρ per bound, worst case by ulp error, mismatches
-/// beyond the claimed recipe's bound (hf without a claim) into `mismatches`.
+/// The bounds a certified value is measured against, by name, tightest first: one ulp
+/// ("exact"), drift-free, every recipe (hf, ggml where the family has a ggml pipeline, vllm-fp16,
+/// vllm-bf16). They are the rungs of the grade ladder.
+std::vector<std::string> bound_names(bool ggml);
+/// The grade a claimed recipe needs (exact: faithful; hf, ggml, vllm: their recipe grades);
+/// pev::error for an unknown recipe.
+grade claim_grade(std::string_view recipe);
+/// Options of a certified check's figures: ρ per bound and on the ladder, worst case by ulp
+/// error, zero floor, mismatches beyond the claimed recipe's bound (hf without a claim) into
+/// `mismatches`.
 compare::figures::options figure_options(const options& o, std::int64_t max_position,
                                          std::int64_t indices, bool ggml,
                                          std::vector<report::mismatch>* mismatches);
+/// The bounds (bound_names(false)) of a value of a family without a ggml pipeline, whose hf
+/// recipe error before its storage and output roundings is e and whose exact magnitude is y, in
+/// output format `out`: 1 ulp, drift-free `drift`, hf, vllm-fp16, vllm-bf16 (the value stored in
+/// the 16-bit cache first: impl::path_bound).
+void recipe_bounds(double e, double y, format out, double drift, std::span<double> b);
 /// The check row of certified figures: its names and source, figures, drift-free bound and grade.
 check make_check(const std::string& name, const std::string& source, dtype t,
                  const compare::figures& f, const options& o,

@@ -18,6 +18,7 @@
 #include "pev/metric/error_model.h"
 #include "pev/metric/ulp.h"
 #include "pev/scalar/round.h"
+#include "recover.h"
 
 namespace pev::certify::detail {
 
@@ -25,16 +26,23 @@ namespace {
 
 constexpr std::size_t kChunkRows = 2048;
 
-/// The recipes' bounds of a RoPE value, in bound_names(o, true)'s order.
+/// The recipes' bounds of a RoPE value, in bound_names(true)'s order, for the library class the
+/// claim assumes. transformers rotates q/k in the model dtype (each product and the sum rounded
+/// there, the table cast to it first); vLLM (its cache in the model dtype) and ggml rotate in
+/// fp32 and store once.
 std::vector<compare::named_bound> rope_recipes(const options& o) {
   using compare::named_bound;
+  using impl::rotation_arithmetic;
   using kernel::strategy;
+  const metric::libm& lib = *o.libm;
   std::vector<named_bound> v;
-  for (const std::string& name : bound_names(o, true)) {
-    if (name == "hf") v.push_back(named_bound::of(name, strategy::hf));
-    if (name == "vllm-fp16") v.push_back(named_bound::of(name, strategy::table_fp16));
-    if (name == "vllm-bf16") v.push_back(named_bound::of(name, strategy::table_bf16));
-    if (name == "ggml") v.push_back(named_bound::of(name, strategy::ggml));
+  for (const std::string& name : bound_names(true)) {
+    if (name == "hf") {
+      v.push_back(named_bound::of(name, strategy::hf, lib, rotation_arithmetic::output));
+    }
+    if (name == "vllm-fp16") v.push_back(named_bound::of(name, strategy::table_fp16, lib));
+    if (name == "vllm-bf16") v.push_back(named_bound::of(name, strategy::table_bf16, lib));
+    if (name == "ggml") v.push_back(named_bound::of(name, strategy::ggml, lib));
     if (name == "drift-free") v.push_back(named_bound::drift_free());
     if (name == "exact") v.push_back(named_bound::one_ulp());
   }
@@ -59,11 +67,11 @@ void inv_freq_check(context& k, compare::rope_reference& ref, const impl::rope_c
   const auto& y = ref.fast().inv_freq<double>();
   const double f_max = pairs > 0 ? *std::max_element(y.begin(), y.end()) : 1;
   compare::figures f(figure_options(k.o, 2, pairs, false, &k.mismatches));
-  std::vector<double> b(bound_names(k.o, false).size());
+  std::vector<double> b(bound_names(false).size());
   for (std::int64_t i = 0; i < pairs; ++i) {
     const auto u = static_cast<std::size_t>(i);
     const T got = element<T>(a, u);
-    recipe_bounds(*hf.inv_freq_bound(i), y[u], out, 2 * metric::ulp_at(f_max, out), k.o, b);
+    recipe_bounds(*hf.inv_freq_bound(i), y[u], out, 2 * metric::ulp_at(f_max, out), b);
     f.add({0, i, scalar_traits<T>::to_double(got), y[u], metric::ulp_distance(got, rn[u]),
            metric::ulp_at(std::fabs(y[u]), out)},
           "inv_freq", b);
@@ -82,9 +90,9 @@ void attention_factor_check(context& k, compare::rope_reference& ref, const impl
   const double m = ref.attention_factor();
   const T rn = round_to<T>(ref.fast().reference().attention_factor());
   compare::figures f(figure_options(k.o, 2, 1, false, &k.mismatches));
-  std::vector<double> b(bound_names(k.o, false).size());
+  std::vector<double> b(bound_names(false).size());
   const T got = element<T>(a, 0);
-  recipe_bounds(hf.attention_factor_bound(), m, out, 2 * metric::ulp_at(m, out), k.o, b);
+  recipe_bounds(hf.attention_factor_bound(), m, out, 2 * metric::ulp_at(m, out), b);
   f.add({0, 0, scalar_traits<T>::to_double(got), m, metric::ulp_distance(got, rn),
          metric::ulp_at(m, out)},
         name.c_str(), b);
@@ -94,7 +102,8 @@ void attention_factor_check(context& k, compare::rope_reference& ref, const impl
 
 template <class T>
 void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
-                  const table_source& t, const std::vector<std::int64_t>& pos) {
+                  const table_source& t, const std::vector<std::int64_t>& pos,
+                  std::optional<std::int64_t> seq) {
   const auto opts = figure_options(k.o, max_of(pos) + 1, t.width, true, &k.mismatches);
   compare::figures cos(opts), sin(opts);
   compare::typed_values<T> rc, rs;
@@ -124,6 +133,17 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     }
     k.cert.checks.push_back(
         make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact));
+  }
+  // The math library the table shows, measured against the hf recipe's own angles.
+  const table_fit fit = fit_table<T>(ref.spec(), seq, t, pos);
+  report::library_figures& lib = k.c().library;
+  lib.trig_ulp = fit.trig_ulp;
+  lib.pow_ulp = fit.pow_ulp;
+  lib.note = fit.note;
+  lib.angles = fit.angles;
+  if (fit.trig_ulp) {
+    const metric::libm* c = metric::trig_class(*fit.trig_ulp);
+    lib.trig_class = c ? c->name : "beyond every documented class (fast-math intrinsics?)";
   }
 }
 
@@ -209,7 +229,7 @@ void certify_rope(const spec::rope& s, context& k) {
   }
   if (t) {
     visit_tensor(*t->cos.a, t->source, [&](auto tag) {
-      table_checks<typename decltype(tag)::type>(k, ref, bounds, *t, pos);
+      table_checks<typename decltype(tag)::type>(k, ref, bounds, *t, pos, seq);
     });
   }
   for (const qk_source& q : qk) {

@@ -26,11 +26,12 @@ void pe_check(const spec::sinusoidal& s, context& k, const io::array& a, const s
   const auto dm = static_cast<std::size_t>(s.d_model);
   compare::sinusoidal_reference ref(s, k.path());
   using kernel::strategy;
-  const impl::sinusoidal_contract hf(s, strategy::hf), v16(s, strategy::table_fp16),
-      vbf(s, strategy::table_bf16);
+  const metric::libm& lib = *k.o.libm;
+  const impl::sinusoidal_contract hf(s, strategy::hf, lib), v16(s, strategy::table_fp16, lib),
+      vbf(s, strategy::table_bf16, lib);
   compare::figures f(figure_options(k.o, *std::max_element(pos.begin(), pos.end()) + 1, s.d_model,
                                     false, &k.mismatches));
-  std::vector<double> b(bound_names(k.o, false).size());
+  std::vector<double> b(bound_names(false).size());
   const double drift = 2 * metric::ulp_at(1.0, out);
   compare::typed_values<T> rv;
   for (std::size_t r0 = 0; r0 < pos.size(); r0 += kChunkRows) {
@@ -45,14 +46,13 @@ void pe_check(const spec::sinusoidal& s, context& k, const io::array& a, const s
         const T got = element<T>(a, r0 * dm + e);
         const double y = rv.exact[e], ay = std::fabs(y);
         const auto c = static_cast<std::int64_t>(col);
-        std::size_t q = 0;
-        b[q++] = hf.bound(p, c, ay, out);
-        b[q++] = v16.bound(p, c, ay, out);
-        b[q++] = vbf.bound(p, c, ay, out);
-        b[q++] = drift;
-        if (k.o.recipe == "exact") b[q++] = metric::ulp_at(ay, out);
+        b[0] = metric::ulp_at(ay, out);
+        b[1] = drift;
+        b[2] = hf.bound(p, c, ay, out);
+        b[3] = v16.bound(p, c, ay, out);
+        b[4] = vbf.bound(p, c, ay, out);
         f.add({p, c, scalar_traits<T>::to_double(got), y, metric::ulp_distance(got, rv.rn[e]),
-               metric::ulp_at(ay, out)},
+               metric::ulp_at(ay, out), 1.0, metric::ulp_at(1.0, out)},
               "pe", b);
       }
     }

@@ -11,9 +11,10 @@ rope_bounds::rope_bounds(const spec::rope& s, std::optional<std::int64_t> seq, d
                          std::vector<named_bound> bounds)
     : bounds_(std::move(bounds)), m_(m) {
   for (const named_bound& b : bounds_) {
-    contracts_.push_back(b.k == named_bound::kind::contract
-                             ? std::make_unique<impl::rope_contract>(s, b.contract, seq, m)
-                             : nullptr);
+    contracts_.push_back(
+        b.k == named_bound::kind::contract
+            ? std::make_unique<impl::rope_contract>(s, b.contract, seq, m, *b.lib, b.arithmetic)
+            : nullptr);
   }
   dtheta_.resize(bounds_.size());
 }

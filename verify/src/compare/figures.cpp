@@ -81,6 +81,12 @@ figures::figures(options o) : o_(std::move(o)) {
   }
   max_rho_.assign(o_.bounds.size(), 0.0);
   max_bound_.assign(o_.bounds.size(), 0.0);
+  for (std::size_t k : o_.ladder) {
+    if (k >= o_.bounds.size()) throw error("compare::figures: ladder rung out of range");
+  }
+  ladder_rho_.assign(o_.ladder.size(), 0.0);
+  vacuous_.assign(o_.bounds.size(), 0);
+  first_vacuous_.assign(o_.bounds.size(), -1);
 }
 
 void figures::add_position(std::int64_t p) {
@@ -92,9 +98,15 @@ void figures::add_position(std::int64_t p) {
   max_pos_ = std::max(max_pos_, p);
 }
 
-void figures::add(const value& v, const char* component, std::span<const double> bounds) {
-  if (bounds.size() != o_.bounds.size()) {
+void figures::add(const value& v, const char* component, std::span<const double> given) {
+  if (given.size() != o_.bounds.size()) {
     throw error("compare::figures: one bound per named bound expected");
+  }
+  std::span<const double> bounds = given;
+  if (o_.zero_floor && v.exact == 0 && v.scale_ulp > 0) {
+    scratch_.assign(given.begin(), given.end());
+    for (double& b : scratch_) b = std::max(b, v.scale_ulp / 2);
+    bounds = scratch_;
   }
   const bool finite = std::isfinite(v.got);
   const double err = finite ? std::fabs(v.got - v.exact) : kInf;
@@ -102,6 +114,14 @@ void figures::add(const value& v, const char* component, std::span<const double>
   for (std::size_t b = 0; b < bounds.size(); ++b) {
     max_rho_[b] = std::max(max_rho_[b], rho_of(err, bounds[b]));
     max_bound_[b] = std::max(max_bound_[b], bounds[b]);
+    if (v.scale > 0 && bounds[b] >= 2 * v.scale) {
+      if (vacuous_[b]++ == 0 || v.position < first_vacuous_[b]) first_vacuous_[b] = v.position;
+    }
+  }
+  double rung = 0;
+  for (std::size_t k = 0; k < o_.ladder.size(); ++k) {
+    rung = std::max(rung, bounds[o_.ladder[k]]);
+    ladder_rho_[k] = std::max(ladder_rho_[k], rho_of(err, rung));
   }
   const double B = bounds[o_.gate];
   const double rho = rho_of(err, B);
@@ -175,8 +195,16 @@ void figures::finish(report::check& c, std::optional<double> worst_exact) const 
   }
   c.pass = c.values > 0 && c.max_rho <= 1.0;
   c.recipe_rho.clear();
+  c.ladder_rho.clear();
+  c.vacuous.clear();
   if (o_.per_bound_rho) {
-    for (std::size_t b = 0; b < o_.bounds.size(); ++b) c.recipe_rho[o_.bounds[b]] = max_rho_[b];
+    for (std::size_t b = 0; b < o_.bounds.size(); ++b) {
+      c.recipe_rho[o_.bounds[b]] = max_rho_[b];
+      if (vacuous_[b] > 0) c.vacuous[o_.bounds[b]] = {vacuous_[b], first_vacuous_[b]};
+    }
+  }
+  for (std::size_t k = 0; k < o_.ladder.size(); ++k) {
+    c.ladder_rho[o_.bounds[o_.ladder[k]]] = ladder_rho_[k];
   }
 }
 

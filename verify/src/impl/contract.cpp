@@ -47,10 +47,10 @@ double path_bound(double B, double y, std::optional<dtype> storage, format out, 
 
 tv reciprocal(tv P) { return f32.div(exact(1), P); }
 
-std::vector<tv> powers_model(tv base, std::int64_t d, std::int64_t n) {
+std::vector<tv> powers_model(tv base, std::int64_t d, std::int64_t n, const metric::libm& lib) {
   std::vector<tv> P;
   for (std::int64_t i = 0; i < n; ++i) {
-    P.push_back(f32.pow(base, metric::exponent_f32(2 * i, d), metric::kPowF));
+    P.push_back(f32.pow(base, metric::exponent_f32(2 * i, d), lib.pow));
   }
   return P;
 }
@@ -120,7 +120,8 @@ const std::vector<double>& longrope_factors(const spec::rope& s, std::optional<s
   return long_ ? s.long_factor : s.short_factor;
 }
 
-rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double m_exact) {
+rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double m_exact,
+                    const metric::libm& lib) {
   using spec::rope_type;
   rope_model out;
   const std::int64_t d = s.rotary_dim;
@@ -129,27 +130,27 @@ rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double
   const tv base = metric::as_f32(b);
   switch (s.type) {
     case rope_type::default_: {
-      out.freq = reciprocals(powers_model(base, d, pairs));
+      out.freq = reciprocals(powers_model(base, d, pairs, lib));
       if (s.freq_scale != 1.0) {
         for (tv& v : out.freq) v = f32.mul(v, metric::as_f32(s.freq_scale));
       }
       break;
     }
     case rope_type::linear:
-      for (const tv& v : reciprocals(powers_model(base, d, pairs))) {
+      for (const tv& v : reciprocals(powers_model(base, d, pairs, lib))) {
         out.freq.push_back(f32.div(v, metric::as_f32(s.factor)));
       }
       break;
     case rope_type::ntk: {
       const tv e = f64.div(exact(double(d)), exact(double(d - 2)));
-      const tv bp = f64.mul(exact(b), f64.pow(exact(s.factor), e, metric::kLibm64));
-      out.freq = reciprocals(powers_model(f32.round(bp), d, pairs));
+      const tv bp = f64.mul(exact(b), f64.pow(exact(s.factor), e, lib.f64));
+      out.freq = reciprocals(powers_model(f32.round(bp), d, pairs, lib));
       break;
     }
     case rope_type::dynamic: {
       const std::int64_t sq = effective_seq(s, seq);
       if (sq <= s.max_position_embeddings) {
-        out.freq = reciprocals(powers_model(base, d, pairs));
+        out.freq = reciprocals(powers_model(base, d, pairs, lib));
         break;
       }
       const tv fs = f32.mul(metric::as_f32(s.factor), metric::as_f32(double(sq)));
@@ -157,12 +158,12 @@ rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double
       const tv fm1 = f32.round(f64.sub(exact(s.factor), exact(1)));
       const tv alpha = f32.sub(q, fm1);
       const tv e = f32.round(f64.div(exact(double(d)), exact(double(d - 2))));
-      const tv bp = f32.mul(base, f32.pow(alpha, e, metric::kPowF));
-      out.freq = reciprocals(powers_model(bp, d, pairs));
+      const tv bp = f32.mul(base, f32.pow(alpha, e, lib.pow));
+      out.freq = reciprocals(powers_model(bp, d, pairs, lib));
       break;
     }
     case rope_type::yarn: {
-      const auto P = powers_model(base, d, pairs);
+      const auto P = powers_model(base, d, pairs, lib);
       const auto range = ref::yarn_correction_range(s);
       double low = to_d(range.low), high = to_d(range.high);
       // The kernel's host doubles (find_correction_range), to model their fp32 casts.
@@ -191,7 +192,7 @@ rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double
       const llama3_bands bands = bands_of(s);
       const tv two_pi = as_f32_inexact(2 * std::numbers::pi);
       const tv band = metric::as_f32(s.high_freq_factor - s.low_freq_factor);
-      for (const tv& inv : reciprocals(powers_model(base, d, pairs))) {
+      for (const tv& inv : reciprocals(powers_model(base, d, pairs, lib))) {
         const tv wl = f32.div(two_pi, inv);
         out.freq.push_back(llama3_branches(
             wl, llama3_exact(inv.x, bands), bands,
@@ -209,14 +210,14 @@ rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double
     }
     case rope_type::longrope: {
       const auto& ext = longrope_factors(s, seq);
-      const auto P = powers_model(base, d, pairs);
+      const auto P = powers_model(base, d, pairs, lib);
       for (std::int64_t j = 0; j < pairs; ++j) {
         out.freq.push_back(f32.div(exact(1), f32.mul(metric::as_f32(ext[j]), P[j])));
       }
       break;
     }
     case rope_type::proportional: {
-      for (const tv& v : reciprocals(powers_model(base, s.head_dim, rotating_pairs(s)))) {
+      for (const tv& v : reciprocals(powers_model(base, s.head_dim, rotating_pairs(s), lib))) {
         out.freq.push_back(f32.div(v, metric::as_f32(s.factor)));
       }
       out.freq.resize(static_cast<std::size_t>(pairs), tv{0, 0});
@@ -232,35 +233,36 @@ rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double
 }
 
 // get_mscale in fp32 host arithmetic, as the ggml recipe evaluates it.
-tv ggml_get_mscale(double f, double mu) {
+tv ggml_get_mscale(double f, double mu, const metric::libm& lib) {
   if (f <= 1.0) return exact(1);
   const tv a = f32.round(f64.mul(metric::as_f32(0.1, 0.1), exact(mu)));
-  const tv lg = f32.round(f64.log(exact(f), metric::kLibm64));
+  const tv lg = f32.round(f64.log(exact(f), lib.f64));
   return f32.add(f32.mul(a, lg), exact(1));
 }
 
-tv ggml_attention(const spec::rope& s) {
+tv ggml_attention(const spec::rope& s, const metric::libm& lib) {
   using spec::rope_type;
   if (s.type == rope_type::yarn) {
     if (s.attention_factor) return metric::as_f32(*s.attention_factor);
     if (s.mscale && *s.mscale != 0 && s.mscale_all_dim && *s.mscale_all_dim != 0) {
-      return f32.div(ggml_get_mscale(s.factor, *s.mscale),
-                     ggml_get_mscale(s.factor, *s.mscale_all_dim));
+      return f32.div(ggml_get_mscale(s.factor, *s.mscale, lib),
+                     ggml_get_mscale(s.factor, *s.mscale_all_dim, lib));
     }
-    return ggml_get_mscale(s.factor, 1.0);
+    return ggml_get_mscale(s.factor, 1.0, lib);
   }
   if (s.type == rope_type::longrope) {
     if (s.attention_factor) return metric::as_f32(*s.attention_factor);
     if (s.factor <= 1.0) return exact(1);
-    const tv ratio = f32.div(
-        f32.round(f64.log(exact(s.factor), metric::kLibm64)),
-        f32.round(f64.log(exact(double(s.original_max_position_embeddings)), metric::kLibm64)));
+    const tv ratio =
+        f32.div(f32.round(f64.log(exact(s.factor), lib.f64)),
+                f32.round(f64.log(exact(double(s.original_max_position_embeddings)), lib.f64)));
     return f32.sqrt(f32.add(exact(1), ratio));
   }
   return exact(1);
 }
 
-ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq) {
+ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq,
+                           const metric::libm& lib) {
   using spec::rope_type;
   ggml_model g;
   g.pairs = s.pairs();
@@ -282,7 +284,7 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq)
       g.freq_scale = as_f32_inexact(1.0 / s.factor);
       break;
     case rope_type::ntk: {
-      const tv pw = f32.round(f64.pow(exact(s.factor), e_ntk, metric::kLibm64));
+      const tv pw = f32.round(f64.pow(exact(s.factor), e_ntk, lib.f64));
       base = f32.round(f64.mul(exact(s.rope_theta), pw));
       break;
     }
@@ -293,7 +295,7 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq)
         const tv q = f32.round(f64.div(fs, exact(double(s.max_position_embeddings))));
         const tv fm1 = metric::as_f32(s.factor - 1.0);
         const tv alpha = f32.round(f64.sub(q, fm1));
-        const tv pw = f32.round(f64.pow(alpha, e_ntk, metric::kLibm64));
+        const tv pw = f32.round(f64.pow(alpha, e_ntk, lib.f64));
         base = f32.round(f64.mul(exact(s.rope_theta), pw));
       }
       break;
@@ -304,13 +306,13 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq)
       const auto range = ref::yarn_correction_range(s);
       g.corr_low = to_d(range.low);
       g.corr_width = std::max(to_d(range.high) - g.corr_low, 0.001);
-      const tv lg = f32.round(f64.log(exact(s.factor), metric::kLibm64));
+      const tv lg = f32.round(f64.log(exact(s.factor), lib.f64));
       const tv attn =
-          f32.div(ggml_attention(s), f32.add(exact(1), f32.mul(metric::as_f32(0.1, 0.1), lg)));
+          f32.div(ggml_attention(s, lib), f32.add(exact(1), f32.mul(metric::as_f32(0.1, 0.1), lg)));
       // mscale·(1 + 0.1f·logf(1/freq_scale)), exact value m_HF.
       const tv inv_fs = f32.div(exact(1), g.freq_scale);
-      g.m = f32.mul(attn, f32.add(exact(1), f32.mul(metric::as_f32(0.1, 0.1),
-                                                    f32.log(inv_fs, metric::kLogF))));
+      g.m = f32.mul(attn,
+                    f32.add(exact(1), f32.mul(metric::as_f32(0.1, 0.1), f32.log(inv_fs, lib.log))));
       break;
     }
     case rope_type::llama3: {
@@ -321,7 +323,7 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq)
                       std::fabs(2.0 * double(float(std::numbers::pi)) - 2 * std::numbers::pi) +
                           half_ulp(2 * std::numbers::pi, kF64)};
       const tv band = metric::as_f32(s.high_freq_factor - s.low_freq_factor);
-      for (const tv& inv : reciprocals(powers_model(base, n, g.pairs))) {
+      for (const tv& inv : reciprocals(powers_model(base, n, g.pairs, lib))) {
         const tv wl = f32.div(two_pi, inv);
         const double theta_prime = llama3_exact(inv.x, bands);
         g.factors.push_back(llama3_branches(
@@ -340,17 +342,17 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq)
     }
     case rope_type::longrope:
       for (double c : longrope_factors(s, seq)) g.factors.push_back(metric::as_f32(c));
-      g.m = ggml_attention(s);
+      g.m = ggml_attention(s, lib);
       break;
   }
-  g.ts = f32.pow(base, exponent, metric::kPowF);
+  g.ts = f32.pow(base, exponent, lib.pow);
   return g;
 }
 
 /// Bound on |ĉ − m·cos θ| of an fp32 value m̂·cosf(θ̂) with |θ̂ − θ| ≤ dtheta, |m̂ − m| ≤ m.e,
 /// c = |cos θ| (or |sin θ|).
-double trig_times_m(double dtheta, tv m, double c) {
-  const double bcs = metric::trig_f32_bound(c, dtheta, metric::kSinCosF);
+double trig_times_m(double dtheta, tv m, double c, const metric::libm& lib) {
+  const double bcs = metric::trig_f32_bound(c, dtheta, lib.sin_cos);
   if (m.x == 1.0 && m.e == 0.0) return bcs;  // times exactly 1: no rounding
   const double mm = m.x + m.e;
   return mm * bcs + m.e * c + half_ulp(mm * (c + bcs), kF32);
@@ -363,19 +365,18 @@ double hf_angle_error(std::int64_t p, tv f) {
   return ph * f.e + std::fabs(ph - pd) * f.x + half_ulp(ph * (f.x + f.e), kF32);
 }
 /// BLOOM's fp32 slope model: fl32(2^(−b/P)) in double then powf(base, h).
-std::vector<tv> alibi_model(const spec::alibi& s) {
+std::vector<tv> alibi_model(const spec::alibi& s, const metric::libm& lib) {
   const std::int64_t H = s.num_heads;
   const auto P = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(H)));
   std::vector<tv> out;
   auto base_of = [&](double denom) {
-    return f32.round(f64.pow(exact(2.0), exact(-s.max_bias / denom), metric::kLibm64));
+    return f32.round(f64.pow(exact(2.0), exact(-s.max_bias / denom), lib.f64));
   };
   const tv base = base_of(double(P));
-  for (std::int64_t h = 1; h <= P; ++h)
-    out.push_back(f32.pow(base, exact(double(h)), metric::kPowF));
+  for (std::int64_t h = 1; h <= P; ++h) out.push_back(f32.pow(base, exact(double(h)), lib.pow));
   const tv extra = base_of(double(2 * P));
   for (std::int64_t k = 1; k <= H - P; ++k) {
-    out.push_back(f32.pow(extra, exact(double(2 * k - 1)), metric::kPowF));
+    out.push_back(f32.pow(extra, exact(double(2 * k - 1)), lib.pow));
   }
   return out;
 }
@@ -408,9 +409,10 @@ double rotation_bound(double terms, double abs_y, format out) {
 }
 
 rope_contract::rope_contract(const spec::rope& s, kernel::strategy st,
-                             std::optional<std::int64_t> seq, double m_exact)
-    : st_(st), m_(m_exact), hf_(hf_model(s, seq, m_exact)) {
-  if (st == kernel::strategy::ggml) ggml_ = make_ggml_model(s, seq);
+                             std::optional<std::int64_t> seq, double m_exact,
+                             const metric::libm& lib, rotation_arithmetic arith)
+    : st_(st), m_(m_exact), lib_(&lib), arith_(arith), hf_(hf_model(s, seq, m_exact, lib)) {
+  if (st == kernel::strategy::ggml) ggml_ = make_ggml_model(s, seq, lib);
 }
 
 double rope_contract::table_bound(std::int64_t p, std::int64_t i, double y, format out) const {
@@ -441,9 +443,10 @@ double rope_contract::table_bound_at(double dtheta, double y, format out) const 
     case kernel::strategy::hf:
     case kernel::strategy::table_fp16:
     case kernel::strategy::table_bf16:
-      return path_bound(trig_times_m(dtheta, hf_.m, c), y, kernel::storage_of(st_), out, kF32);
+      return path_bound(trig_times_m(dtheta, hf_.m, c, *lib_), y, kernel::storage_of(st_), out,
+                        kF32);
     case kernel::strategy::ggml:
-      return path_bound(trig_times_m(dtheta, ggml_->m, c), y, std::nullopt, out, kF32);
+      return path_bound(trig_times_m(dtheta, ggml_->m, c, *lib_), y, std::nullopt, out, kF32);
     case kernel::strategy::accurate:
       break;
   }
@@ -452,9 +455,17 @@ double rope_contract::table_bound_at(double dtheta, double y, format out) const 
 
 double rope_contract::rotation_bound_at(double dtheta, double x0, double x1, double abs_y,
                                         format out) const {
+  const double a0 = std::fabs(x0), a1 = std::fabs(x1), a = a0 + a1;
+  if (arith_ == rotation_arithmetic::output && out.p != 24) {
+    // transformers in the model dtype: the table cast to T, each product and the sum rounded in
+    // T (docs/numerics.md §9.4).
+    const double eps = table_bound_at(dtheta, m_, out);
+    const double e0 = half_ulp(a0 * (m_ + eps), out), e1 = half_ulp(a1 * (m_ + eps), out);
+    const double sum = half_ulp(abs_y + a * eps + e0 + e1, out);
+    return (a * eps + e0 + e1 + sum) * (1 + 0x1p-40);
+  }
   const format table = format_of(kernel::storage_of(st_).value_or(dtype::fp32));
   const double eps = table_bound_at(dtheta, m_, table);
-  const double a = std::fabs(x0) + std::fabs(x1);
   return a * eps + rotation_bound(a * (m_ + eps), abs_y + a * eps, out);
 }
 
@@ -476,15 +487,16 @@ double rope_contract::attention_factor_bound() const {
   return hf_.m.e;
 }
 
-sinusoidal_contract::sinusoidal_contract(const spec::sinusoidal& s, kernel::strategy st)
-    : s_(s), st_(st) {
+sinusoidal_contract::sinusoidal_contract(const spec::sinusoidal& s, kernel::strategy st,
+                                         const metric::libm& lib)
+    : s_(s), st_(st), lib_(&lib) {
   if (s.layout == spec::sinusoidal_layout::blocked) {
     const std::int64_t h = s.d_model / 2;
-    const tv lg = f64.log(exact(s.base), metric::kLibm64);
+    const tv lg = f64.log(exact(s.base), lib.f64);
     const tv step = f32.round(f64.div(lg, exact(double(h) - s.freq_shift)));
     for (std::int64_t k = 0; k < h; ++k) {
       const tv prod = f32.mul(exact(double(k)), step);
-      omega_.push_back(f32.exp({-prod.x, prod.e}, metric::kExpF));
+      omega_.push_back(f32.exp({-prod.x, prod.e}, lib.exp));
     }
   }
 }
@@ -505,19 +517,19 @@ double sinusoidal_contract::bound(std::int64_t p, std::int64_t col, double y, fo
     // The DistilBERT float64 pipeline: p / b^(2i/d) in double, np.sin/np.cos, cast once.
     const tv x{2.0 * double(pair) / double(s_.d_model),
                half_ulp(2.0 * double(pair) / double(s_.d_model), kF64)};
-    const tv Pw = f64.pow(exact(s_.base), x, metric::kLibm64);
+    const tv Pw = f64.pow(exact(s_.base), x, lib_->f64);
     const tv a = f64.div(exact(double(p)), Pw);
-    const double B = std::min(a.e, 2.0) + metric::kLibm64 * ulp_at(std::min(y + a.e, 1.0), kF64);
+    const double B = std::min(a.e, 2.0) + lib_->f64 * ulp_at(std::min(y + a.e, 1.0), kF64);
     return path_bound(B, y, stored, out, kF64);
   }
   if (pair < 0) return 0.0;
   // fairseq fp32: ω = expf(−k·fl(ln b/(h − shift))), angle fl(p·ω), sinf/cosf.
   const tv a = f32.mul(metric::as_f32(double(p)), omega_[static_cast<std::size_t>(pair)]);
-  return path_bound(metric::trig_f32_bound(y, a.e, metric::kSinCosF), y, stored, out, kF32);
+  return path_bound(metric::trig_f32_bound(y, a.e, lib_->sin_cos), y, stored, out, kF32);
 }
 
-alibi_contract::alibi_contract(const spec::alibi& s, kernel::strategy st)
-    : st_(st), model_(alibi_model(s)) {}
+alibi_contract::alibi_contract(const spec::alibi& s, kernel::strategy st, const metric::libm& lib)
+    : st_(st), model_(alibi_model(s, lib)) {}
 
 double alibi_contract::slope_bound(std::int64_t h, double y, format out) const {
   y = std::fabs(y);
@@ -563,9 +575,9 @@ bool t5_fp32_may_differ(const spec::t5& s, std::int64_t r) {
   // transformers: trunc(log(n/e)/log(max_distance/e)·(nb − e)) with fp32 tensors (the
   // denominator a host double, cast).
   const tv ratio = f32.div(metric::as_f32(double(n)), metric::as_f32(double(e)));
-  const tv lg = f32.log(ratio, metric::kLogF);
-  const tv denom =
-      f32.round(f64.log(f64.div(exact(double(s.max_distance)), exact(double(e))), metric::kLibm64));
+  const tv lg = f32.log(ratio, metric::kGlibc.log);
+  const tv denom = f32.round(
+      f64.log(f64.div(exact(double(s.max_distance)), exact(double(e))), metric::kGlibc.f64));
   const tv sc = f32.mul(f32.div(lg, denom), metric::as_f32(double(nb - e)));
   return std::fabs(sc.x - std::round(sc.x)) <= sc.e;
 }

@@ -377,4 +377,19 @@ std::int64_t rope_kernel::pairs() const { return impl_->spec.pairs(); }
 std::span<const float> rope_kernel::inv_freq() const { return impl_->inv_freq; }
 float rope_kernel::attention_factor() const { return impl_->attention_factor; }
 
+struct ggml_angle_plan::params : detail::ggml_rope_params {};
+
+ggml_angle_plan::ggml_angle_plan(const spec::rope& s, std::optional<std::int64_t> seq_len)
+    : p_(std::make_unique<params>(params{ggml_plan(s, seq_len)})) {}
+ggml_angle_plan::~ggml_angle_plan() = default;
+ggml_angle_plan::ggml_angle_plan(ggml_angle_plan&&) noexcept = default;
+float ggml_angle_plan::theta_scale() const { return p_->theta_scale; }
+void ggml_angle_plan::set_theta_scale(float ts) { p_->theta_scale = ts; }
+float ggml_angle_plan::mscale() const { return p_->mscale; }
+std::int64_t ggml_angle_plan::rotating() const { return p_->rotating; }
+void ggml_angle_plan::angles(std::int64_t p, std::span<float> out) const {
+  detail::ggml_angles(*p_, static_cast<std::int64_t>(out.size()), p,
+                      [&](std::int64_t i, float a) { out[static_cast<std::size_t>(i)] = a; });
+}
+
 }  // namespace pev::kernel

@@ -76,8 +76,8 @@ enum class grade {
   faithful,
   drift_free,
   recipe_hf,
-  recipe_vllm,
   recipe_ggml,
+  recipe_vllm,
   not_certified
 };
 const char* to_string(grade g);
@@ -113,8 +113,20 @@ struct check {
   std::uint64_t correctly_rounded = 0;  // values with ulp distance 0
   std::uint64_t faithful = 0;           // values with ulp distance ≤ 1
   std::uint64_t non_finite = 0;         // NaN or ±Inf where the exact value is finite
-  /// max ρ against each recipe's bound ("hf", "vllm-fp16", "vllm-bf16", "ggml", "drift-free").
+  /// max ρ against each recipe's own bound ("exact", "drift-free", "hf", "ggml", "vllm-fp16",
+  /// "vllm-bf16").
   std::map<std::string, double> recipe_rho;
+  /// max ρ on the grade ladder: against the largest of the bounds of that rung and every tighter
+  /// one, so that a rung holds (ρ ≤ 1, not vacuous) whenever a tighter one does.
+  std::map<std::string, double> ladder_rho;
+  /// Bounds that are vacuous (≥ the output's range) somewhere: how many values and the first
+  /// position. A vacuous bound certifies nothing there.
+  struct vacuity {
+    std::uint64_t values = 0;
+    std::int64_t first_position = 0;
+    bool operator==(const vacuity&) const = default;
+  };
+  std::map<std::string, vacuity> vacuous;
   double drift_free_bound = 0;  // the largest absolute bound of the drift-free grade used
   std::optional<grade> best;    // the best grade the check's figures support
   std::string property;         // property checks: "passed", "failed" or "not applicable"
@@ -204,6 +216,21 @@ struct diagnosis {
   double max_rho_without = 0;             // data vs exact, in hf bounds
 };
 
+/// The math library behind a certificate's data: the class its recipe bounds assume, and what
+/// the data shows of the library it actually used (docs/numerics.md §5).
+struct library_figures {
+  std::string assumed;                 // the library class of the recipe bounds
+  std::optional<double> max_trig_ulp;  // --max-trig-ulp: the largest measured trig error allowed
+  /// Measured on fp32 tables whose angles are the hf recipe's own: max trig error (ulps of the
+  /// fp32 value, against m̂·cos θ̂ of the recipe's angle) and pow/reciprocal error (ulps, against
+  /// the recipe's own exponent), and the tightest class the trig error fits.
+  std::optional<double> trig_ulp;
+  std::optional<double> pow_ulp;
+  std::string trig_class;
+  std::string angles;  // whose angles the data follows ("hf", "ggml"), when measured
+  std::string note;    // why a figure was not measured
+};
+
 /// What certification adds to a report (docs/design.md §4.2, §6.9).
 struct certification {
   std::string spec;  // canonical SPEC string
@@ -215,6 +242,7 @@ struct certification {
   std::optional<std::string> claimed_recipe;
   bool claim_holds = true;
   grade result = grade::not_certified;
+  library_figures library;
   std::optional<diagnosis> why;
   double explain_threshold = 0;  // ρ under which a mistake explains the data
   double seconds = 0;            // wall time: differs between identical runs

@@ -41,6 +41,7 @@
 
 #include "pev/impl/live.h"
 #include "pev/io/array.h"
+#include "pev/metric/libm.h"
 #include "pev/report/json.h"
 #include "pev/report/result.h"
 #include "pev/report/write.h"
@@ -118,6 +119,11 @@ struct options {
   /// The reference path: the fast one (default; identical values, MPFR only where its rounding
   /// test cannot decide) or MPFR directly (`--reference mpfr`, slow: a cross-check).
   bool mpfr_reference = false;
+  /// The math library class the recipe bounds assume (docs/numerics.md §5): by default any
+  /// conforming library, so that a claim does not depend on the platform the data was made on.
+  const metric::libm* libm = &metric::kAnyConforming;
+  /// The largest trig error (ulps) the measured library may show: a tighter claim (none: any).
+  std::optional<double> max_trig_ulp;
 };
 
 /// Certifies the dump against `e`. Throws pev::error for input that cannot be certified as given

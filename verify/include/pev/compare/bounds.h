@@ -31,9 +31,14 @@ struct named_bound {
   std::string name;
   kind k = kind::contract;
   kernel::strategy contract = kernel::strategy::hf;
+  /// The math library class the contract's bounds are derived for, and how it rotates q/k.
+  const metric::libm* lib = &metric::kGlibc;
+  impl::rotation_arithmetic arithmetic = impl::rotation_arithmetic::fp32;
 
-  static named_bound of(std::string name, kernel::strategy st) {
-    return {std::move(name), kind::contract, st};
+  static named_bound of(std::string name, kernel::strategy st,
+                        const metric::libm& lib = metric::kGlibc,
+                        impl::rotation_arithmetic a = impl::rotation_arithmetic::fp32) {
+    return {std::move(name), kind::contract, st, &lib, a};
   }
   static named_bound drift_free() { return {"drift-free", kind::drift_free}; }
   static named_bound one_ulp() { return {"exact", kind::one_ulp}; }
@@ -48,6 +53,8 @@ class rope_bounds {
 
   std::vector<std::string> names() const;
   std::size_t size() const { return bounds_.size(); }
+  /// The exact attention factor the bounds are for.
+  double m() const { return m_; }
   /// The index of the bound called `name` (none if absent).
   std::optional<std::size_t> find(std::string_view name) const;
   const impl::rope_contract* contract(std::size_t k) const { return contracts_[k].get(); }

@@ -50,6 +50,12 @@ struct value {
   double exact = 0;                // the exact value rounded to double (or within 2^−49 of it)
   std::uint64_t ulp_distance = 0;  // ordinal distance of got to RN_T(exact)
   double ulp = 0;                  // ulp_T(|exact|) of the check's type T
+  /// The largest magnitude the exact value can have (m for a table value, m·(|x0| + |x1|) for a
+  /// rotated one; 0: unknown) and its ulp in T. A bound of at least 2·scale is vacuous (every
+  /// value of the output's range is within it); an exact value of 0 gets its bounds in this scale
+  /// (options::zero_floor).
+  double scale = 0;
+  double scale_ulp = 0;
 };
 
 /// Histogram of non-negative values with 64 logarithmic bins per binade over [2^−100, 2^16)
@@ -93,6 +99,12 @@ class figures {
     std::optional<std::size_t> mismatch_bound;
     std::vector<report::mismatch>* mismatches = nullptr;
     std::size_t max_mismatches = 8;
+    /// A ladder of bounds (indices into `bounds`, tightest first): rung k holds a value within
+    /// the largest of rungs 0…k's bounds, so that each rung holds whenever a tighter one does
+    /// (report::check::ladder_rho; docs/numerics.md §13.1).
+    std::vector<std::size_t> ladder;
+    /// Bounds of an exact value of 0 are at least ½ ulp_T(scale) (instead of a subnormal).
+    bool zero_floor = false;
   };
 
   explicit figures(options o);
@@ -131,8 +143,12 @@ class figures {
   std::int64_t max_pos_ = 0;
   std::uint64_t values_ = 0, cr_ = 0, faithful_ = 0, non_finite_ = 0, max_ulp_dist_ = 0;
   double max_abs_ = 0, max_ulp_err_ = 0;
-  std::vector<double> max_rho_;    // per bound
-  std::vector<double> max_bound_;  // per bound
+  std::vector<double> max_rho_;              // per bound
+  std::vector<double> max_bound_;            // per bound
+  std::vector<double> ladder_rho_;           // per rung
+  std::vector<std::uint64_t> vacuous_;       // per bound: values where it is vacuous
+  std::vector<std::int64_t> first_vacuous_;  // per bound: the smallest such position
+  std::vector<double> scratch_;
   std::array<std::uint64_t, report::kUlpBuckets> hist_{};
   report::worst_case worst_;
   double worst_ulp_ = 0;  // ulp_T(|exact|) of the worst value

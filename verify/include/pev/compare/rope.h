@@ -40,6 +40,7 @@ void compare_table(std::span<const std::int64_t> positions, RefRow&& ref_row,
   constexpr format out = format_of<T>();
   std::vector<double> b(bounds.size());
   const auto P = static_cast<std::size_t>(ref.pairs);
+  const double scale = std::fabs(bounds.m()), scale_ulp = metric::ulp_at(scale, out);
   for (std::size_t q = 0; q < positions.size(); ++q) {
     const std::int64_t p = positions[q];
     cos.add_position(p);
@@ -57,7 +58,7 @@ void compare_table(std::span<const std::int64_t> positions, RefRow&& ref_row,
         bounds.table(static_cast<std::int64_t>(i), ay, out, b);
         (which == 0 ? cos : sin)
             .add({p, static_cast<std::int64_t>(j), scalar_traits<T>::to_double(g), y,
-                  metric::ulp_distance(g, rn), metric::ulp_at(ay, out)},
+                  metric::ulp_distance(g, rn), metric::ulp_at(ay, out), scale, scale_ulp},
                  which == 0 ? "cos" : "sin", b);
       }
     }
@@ -83,8 +84,10 @@ void compare_rotation(std::int64_t p, std::int64_t index0, std::span<const doubl
       x1 = x[static_cast<std::size_t>(c)];
     }
     bounds.rotation(i, x0, x1, exact[j], out, b);
+    const double scale = std::fabs(bounds.m()) * (std::fabs(x0) + std::fabs(x1));
     f.add({p, index0 + static_cast<std::int64_t>(j), scalar_traits<T>::to_double(got[j]), exact[j],
-           metric::ulp_distance(got[j], rn[j]), metric::ulp_at(std::fabs(exact[j]), out)},
+           metric::ulp_distance(got[j], rn[j]), metric::ulp_at(std::fabs(exact[j]), out), scale,
+           scale > 0 ? metric::ulp_at(scale, out) : 0},
           component, b);
   }
 }

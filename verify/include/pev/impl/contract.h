@@ -13,6 +13,7 @@
 
 #include "pev/kernel/strategy.h"
 #include "pev/metric/error_model.h"
+#include "pev/metric/libm.h"
 #include "pev/spec/spec.h"
 
 namespace pev::impl {
@@ -41,15 +42,17 @@ struct ggml_model {
   std::vector<tv> angles(std::int64_t p) const;
 };
 
-/// The hf pipeline's frequencies and attention factor (exact values and bounds); m_exact is the
-/// reference's exact attention factor.
-rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double m_exact);
+/// The hf pipeline's frequencies and attention factor (exact values and bounds) for math library
+/// class `lib`; m_exact is the reference's exact attention factor.
+rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double m_exact,
+                    const metric::libm& lib = metric::kGlibc);
 /// The ggml recurrence model.
-ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq);
+ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq,
+                           const metric::libm& lib = metric::kGlibc);
 
 /// Bound on |ĉ − m·cos θ| of an fp32 value m̂·cosf(θ̂) with |θ̂ − θ| ≤ dtheta, |m̂ − m| ≤ m.e,
-/// c = |cos θ| (or |sin θ|).
-double trig_times_m(double dtheta, tv m, double c);
+/// c = |cos θ| (or |sin θ|), cosf/sinf from library class `lib`.
+double trig_times_m(double dtheta, tv m, double c, const metric::libm& lib = metric::kGlibc);
 /// The hf pipeline's angle error: |fl(fl(p)·f̂) − p·θ| with |f̂ − θ| ≤ f.e.
 double hf_angle_error(std::int64_t p, tv f);
 /// Rounding errors a value (bound B, exact magnitude y) gathers after a pipeline in format `cur`:
@@ -57,7 +60,7 @@ double hf_angle_error(std::int64_t p, tv f);
 /// then the output type.
 double path_bound(double B, double y, std::optional<dtype> storage, format out, format cur);
 /// BLOOM's fp32 slope model (ALiBi hf): fl32(2^(−b/P)) in double then powf(base, h).
-std::vector<tv> alibi_model(const spec::alibi& s);
+std::vector<tv> alibi_model(const spec::alibi& s, const metric::libm& lib = metric::kGlibc);
 
 /// Number of pairs that rotate (proportional: the leading pairs; others all pairs).
 std::int64_t rotating_pairs(const spec::rope& s);
@@ -73,11 +76,19 @@ double rotation_bound(double terms, double abs_y, format out);
 /// of pair i at position p whose exact magnitude is y, in output format `out`. The ggml model
 /// assumes YaRN's truncated correction range: llama.cpp always truncates (docs/encodings.md §8.3),
 /// so a spec with truncate=false is outside the ggml recipe and its contract.
+/// How a pipeline rotates q/k (docs/numerics.md §9): in fp32, each product and the sum rounded in
+/// fp32 and the result stored once in the output type (pev's kernels, vLLM, FlashAttention,
+/// ggml); or in the output type, the table cast to it first and each product and the sum rounded
+/// in it (transformers' apply_rotary_pos_emb in the model dtype).
+enum class rotation_arithmetic { fp32, output };
+
 class rope_contract {
  public:
-  /// m_exact and theta_exact: the exact reference's attention factor and frequencies.
+  /// m_exact: the exact reference's attention factor. `lib`: the math library class the bounds
+  /// are derived for (pev's own kernels call glibc); `arith`: how q/k are rotated.
   rope_contract(const spec::rope& s, kernel::strategy st, std::optional<std::int64_t> seq,
-                double m_exact);
+                double m_exact, const metric::libm& lib = metric::kGlibc,
+                rotation_arithmetic arith = rotation_arithmetic::fp32);
   double table_bound(std::int64_t p, std::int64_t i, double y, format out) const;
   /// The bound on pair i's computed angle at position p (angle_errors(p)[i]).
   double angle_error(std::int64_t p, std::int64_t i) const;
@@ -104,6 +115,8 @@ class rope_contract {
  private:
   kernel::strategy st_;
   double m_;
+  const metric::libm* lib_;
+  rotation_arithmetic arith_;
   rope_model hf_;
   std::optional<ggml_model> ggml_;
 };
@@ -112,7 +125,8 @@ class rope_contract {
 /// exact value of magnitude y. ggml has no sinusoidal pipeline.
 class sinusoidal_contract {
  public:
-  sinusoidal_contract(const spec::sinusoidal& s, kernel::strategy st);
+  sinusoidal_contract(const spec::sinusoidal& s, kernel::strategy st,
+                      const metric::libm& lib = metric::kGlibc);
   double bound(std::int64_t p, std::int64_t col, double y, format out) const;
   /// Pair index of a column and whether it holds a sine (pair −1: the zero padding column).
   std::pair<std::int64_t, bool> pair_of(std::int64_t col) const;
@@ -120,6 +134,7 @@ class sinusoidal_contract {
  private:
   spec::sinusoidal s_;
   kernel::strategy st_;
+  const metric::libm* lib_;
   std::vector<tv> omega_;  // blocked: the fp32 frequencies of the exp model
 };
 
@@ -127,7 +142,8 @@ class sinusoidal_contract {
 /// whose exact magnitude is y.
 class alibi_contract {
  public:
-  alibi_contract(const spec::alibi& s, kernel::strategy st);
+  alibi_contract(const spec::alibi& s, kernel::strategy st,
+                 const metric::libm& lib = metric::kGlibc);
   /// h = 0 … H−1.
   double slope_bound(std::int64_t h, double y, format out) const;
   double bias_bound(std::int64_t h, std::int64_t distance, double y, format out) const;

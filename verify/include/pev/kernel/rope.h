@@ -46,6 +46,28 @@ struct correction_range {
 };
 correction_range hf_yarn_correction_range(const spec::rope& s);
 
+/// The ggml recipe's fp32 angles (llama.cpp's ggml_rope_cache_init: the θ recurrence from
+/// float(p), per-pair factors, freq_scale, the YaRN mix) and its magnitude factor, for a spec; the
+/// recurrence's ratio theta_scale = powf(base, −2/n_dims) can be replaced, to replay the angles of
+/// an implementation whose powf rounds differently (certify measures its library this way).
+class ggml_angle_plan {
+ public:
+  ggml_angle_plan(const spec::rope& s, std::optional<std::int64_t> seq_len = std::nullopt);
+  ~ggml_angle_plan();
+  ggml_angle_plan(ggml_angle_plan&&) noexcept;
+  float theta_scale() const;
+  void set_theta_scale(float ts);
+  float mscale() const;
+  /// Pairs that rotate (the NoPE tail of proportional has angle 0).
+  std::int64_t rotating() const;
+  /// The angle of every rotating pair at position p: out has rotating() entries.
+  void angles(std::int64_t p, std::span<float> out) const;
+
+ private:
+  struct params;
+  std::unique_ptr<params> p_;
+};
+
 class rope_kernel {
  public:
   /// Plans the kernel: validates the spec and computes the per-pair constants. `seq_len` selects

@@ -19,18 +19,13 @@
 #include <numbers>
 #include <type_traits>
 
+#include "pev/metric/libm.h"
 #include "pev/scalar/dtype.h"
 
 namespace pev::metric {
 
-// Libm accuracy bounds, in ulps of the exact result (docs/numerics.md §5.1; glibc 2.36 x86-64
-// uses ARM's optimized-routines code for these binary32 functions, whose design bounds are
-// quoted; sinf/cosf's 0.5607 is also the exhaustive measured maximum).
-inline constexpr double kSinCosF = 0.5607;  // sinf, cosf
-inline constexpr double kPowF = 0.82;       // powf
-inline constexpr double kLogF = 0.818;      // logf
-inline constexpr double kExpF = 0.502;      // expf
-inline constexpr double kLibm64 = 1.0;      // glibc double pow, log, exp, sin, cos (< 1 ulp)
+// Libm accuracy bounds, in ulps of the exact result, are a library class (pev/metric/libm.h):
+// the models below take the class they are evaluated for.
 
 /// Formats (precision, minimum normal exponent) are pev::format (pev/scalar/dtype.h).
 using pev::format;

@@ -1,0 +1,52 @@
+#pragma once
+// The accuracy of the math library a pipeline calls: what a recipe does not fix (docs/numerics.md
+// §5). A recipe fixes where a pipeline rounds — the dtypes of its frequencies, positions, product,
+// table and rotation — and the pipeline's math library (pow, sin, cos, log, exp) varies by
+// platform: glibc, SLEEF (PyTorch's vectorised CPU kernels), CUDA's libdevice. The bounds of a
+// recipe are derived for a library class, in ulps of the correctly rounded result; certification
+// holds a claim to the loosest conforming class by default and measures the library the data
+// actually used.
+
+namespace pev::metric {
+
+/// A math library's maximum errors, in ulps of the exact result (binary32 functions, and the
+/// binary64 functions of host scalar code).
+struct libm {
+  const char* name;
+  double sin_cos;  // sinf, cosf
+  double pow;      // powf
+  double log;      // logf
+  double exp;      // expf
+  double f64;      // double pow, log, exp, sin, cos (Python floats, host scalars)
+};
+
+/// Correctly rounded (CORE-MATH, LLVM libc's correctly rounded functions).
+inline constexpr libm kCorrectlyRounded{"correctly rounded", 0.5, 0.5, 0.5, 0.5, 0.5};
+/// glibc 2.36 on x86-64 (ARM optimized-routines code for these binary32 functions): the design
+/// bounds, sinf/cosf's 0.5607 also the exhaustive measured maximum (docs/numerics.md §5.1). pev's
+/// own kernels call it: their contracts are written for it.
+inline constexpr libm kGlibc{"glibc", 0.5607, 0.82, 0.818, 0.502, 1.0};
+/// Within one ulp: glibc's manual for x86-64, SLEEF's u10 functions behind PyTorch's vectorised
+/// CPU kernels (measured here: 0.92 ulp for cos/sin of RoPE angles).
+inline constexpr libm kOneUlp{"≤ 1 ulp (glibc, SLEEF, PyTorch CPU)", 1.0, 1.0, 1.0, 1.0, 1.0};
+/// CUDA's libdevice without fast math (CUDA C Programming Guide, mathematical functions appendix:
+/// sinf, cosf, expf 2 ulp, logf 1, powf 4; from extensive testing, not guaranteed).
+inline constexpr libm kCuda{"≤ 2 ulp trig (CUDA libdevice)", 2.0, 4.0, 1.0, 2.0, 1.0};
+
+/// The library class a certificate accepts by default: any conforming library (the loosest
+/// documented class without fast math).
+inline constexpr const libm& kAnyConforming = kCuda;
+
+/// The library classes in order of accuracy, for naming a measured error.
+inline constexpr const libm* kLibmClasses[] = {&kCorrectlyRounded, &kGlibc, &kOneUlp, &kCuda};
+
+/// The tightest class whose sin/cos bound covers a measured maximum trig error in ulps (none:
+/// beyond every documented class — fast-math intrinsics, or not the recipe's angles).
+inline const libm* trig_class(double measured_ulps) {
+  for (const libm* c : kLibmClasses) {
+    if (measured_ulps <= c->sin_cos) return c;
+  }
+  return nullptr;
+}
+
+}  // namespace pev::metric

@@ -1,0 +1,259 @@
+// Recovering a RoPE table's frequencies and attention factor from its rows, and measuring its
+// math library against the hf recipe's own angles (recover.h).
+
+#include "recover.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "pev/kernel/rope.h"
+#include "pev/metric/error_model.h"
+
+namespace pev::certify::detail {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kTwoPi = 2 * std::numbers::pi;
+
+/// An angle difference brought to [−π, π].
+double wrap(double a) { return a - kTwoPi * std::nearbyint(a / kTwoPi); }
+
+/// The largest angle error a conforming library's cos/sin (≤ 2 ulps, then a product by m rounded)
+/// can show through atan2 of a (cos, sin) pair: each value off by ≤ 2.5 ulp_32(m), so the angle by
+/// ≤ 2·2.5·2^−23 (relative to m); with a factor 2 of margin.
+constexpr double kAngleTolerance = 10 * 0x1p-23;
+
+/// The hf recipe's angle: fl(fl(p)·f̂) in fp32.
+float hf_angle(std::int64_t p, float f) { return static_cast<float>(p) * f; }
+
+struct row_at {
+  std::int64_t p;
+  std::int64_t r;
+};
+
+}  // namespace
+
+template <class T>
+table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
+                    const std::vector<std::int64_t>& pos) {
+  const auto P = static_cast<std::size_t>(s.pairs());
+  table_fit fit;
+  fit.freq.assign(P, kNaN);
+  fit.freq_f32.assign(P, kNaN);
+  // The first row of every distinct position, by position.
+  std::vector<row_at> rows;
+  for (std::size_t r = 0; r < pos.size(); ++r)
+    rows.push_back({pos[r], static_cast<std::int64_t>(r)});
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const row_at& a, const row_at& b) { return a.p < b.p; });
+  rows.erase(std::unique(rows.begin(), rows.end(),
+                         [](const row_at& a, const row_at& b) { return a.p == b.p; }),
+             rows.end());
+  // The first column of every pair.
+  std::vector<std::int64_t> col(P, -1);
+  for (std::size_t j = 0; j < t.pair.size(); ++j) {
+    auto& c = col[static_cast<std::size_t>(t.pair[j])];
+    if (c < 0) c = static_cast<std::int64_t>(j);
+  }
+  auto value = [&](std::int64_t r, std::int64_t j, bool sin) {
+    const plane& pl = sin ? t.sin : t.cos;
+    return scalar_traits<T>::to_double(element<T>(*pl.a, pl.at(r, j)));
+  };
+  if (P == 0 || rows.empty() || col[0] < 0) {
+    fit.note = "no rows or pairs to fit";
+    return fit;
+  }
+
+  // The attention factor: cos(0)·m̂ = m̂ exactly at position 0, else the median magnitude.
+  std::vector<double> mags;
+  for (const row_at& row : rows) {
+    const double c = value(row.r, col[0], false), sn = value(row.r, col[0], true);
+    if (std::isfinite(c) && std::isfinite(sn)) mags.push_back(std::hypot(c, sn));
+  }
+  if (!rows.empty() && rows.front().p == 0 && std::isfinite(value(rows.front().r, col[0], false))) {
+    fit.m = value(rows.front().r, col[0], false);
+  } else if (!mags.empty()) {
+    std::nth_element(mags.begin(), mags.begin() + static_cast<std::ptrdiff_t>(mags.size() / 2),
+                     mags.end());
+    fit.m = mags[mags.size() / 2];
+  }
+
+  constexpr bool fp32_values = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  // Every value's angle, atan2(ŝ, ĉ), [row, pair] (NaN where it tells nothing).
+  std::vector<double> obs(rows.size() * P, kNaN);
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    if (rows[k].p <= 0) continue;
+    for (std::size_t i = 0; i < P; ++i) {
+      if (col[i] < 0) continue;
+      const double c = value(rows[k].r, col[i], false), sn = value(rows[k].r, col[i], true);
+      if (std::isfinite(c) && std::isfinite(sn) && !(c == 0 && sn == 0)) {
+        obs[k * P + i] = std::atan2(sn, c);
+      }
+    }
+  }
+  // Per pair: the angles unwrapped along increasing positions, and their least-squares slope
+  // through 0.
+  for (std::size_t i = 0; i < P; ++i) {
+    double est = kNaN, sum_pt = 0, sum_pp = 0;
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      const double a = obs[k * P + i];
+      if (std::isnan(a)) continue;
+      const auto pd = static_cast<double>(rows[k].p);
+      const double theta =
+          std::isnan(est) ? a : a + kTwoPi * std::nearbyint((pd * est - a) / kTwoPi);
+      sum_pt += pd * theta;
+      sum_pp += pd * pd;
+      est = sum_pt / sum_pp;
+    }
+    fit.freq[i] = est;
+  }
+  if (!fp32_values) {
+    fit.note = "a 16-bit table: the fp32 library error is below its resolution";
+    return fit;
+  }
+
+  // The library's error against a recipe's own angles, angle(k, i) of row k and pair i: the fp32
+  // value t the library returned is one whose product by m̂ rounds to the data, fl(t·m̂) = ĉ
+  // (t = ĉ when m̂ = 1); of those, the one nearest the exact cos θ̂ (the error the data proves, no
+  // more). None when some value has no such t (not this recipe).
+  const auto mf = static_cast<float>(fit.m);
+  auto measure = [&](auto&& angle) -> std::optional<double> {
+    double trig = 0;
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      for (std::size_t i = 0; i < P; ++i) {
+        if (col[i] < 0) continue;
+        const double a = angle(k, i);
+        for (int which = 0; which < 2; ++which) {
+          const double want = which ? std::sin(a) : std::cos(a);
+          const double got = value(rows[k].r, col[i], which == 1);
+          if (want == 0 || !std::isfinite(got)) continue;
+          double t = got;
+          if (mf != 1.0f && mf != 0.0f) {
+            double best_t = std::numeric_limits<double>::infinity();
+            float c = static_cast<float>(got / mf);
+            for (int step = 0; step < 3; ++step) c = std::nextafter(c, -2.0f);
+            for (int step = 0; step <= 6; ++step, c = std::nextafter(c, 2.0f)) {
+              if (static_cast<double>(c * mf) == got &&
+                  std::fabs(c - want) < std::fabs(best_t - want)) {
+                best_t = c;
+              }
+            }
+            if (!std::isfinite(best_t)) return std::nullopt;
+            t = best_t;
+          }
+          trig =
+              std::max(trig, std::fabs(t - want) / metric::ulp_at(std::fabs(want), metric::kF32));
+        }
+      }
+    }
+    return trig;
+  };
+
+  // The hf recipe: per pair, the fp32 frequency whose angles fl(fl(p)·f̂) explain every row (the
+  // neighbours of the estimate).
+  bool all_f32 = true;
+  for (std::size_t i = 0; i < P && all_f32; ++i) {
+    if (col[i] < 0 || std::isnan(fit.freq[i])) {
+      all_f32 = false;
+      break;
+    }
+    float best = 0;
+    double best_res = std::numeric_limits<double>::infinity();
+    float cand = static_cast<float>(fit.freq[i]);
+    for (int step = 0; step < 8; ++step) {
+      cand = std::nextafter(cand, -std::numeric_limits<float>::infinity());
+    }
+    for (int step = 0; step <= 16; ++step) {
+      double res = 0;
+      for (std::size_t k = 0; k < rows.size() && res <= best_res; ++k) {
+        const double a = obs[k * P + i];
+        if (!std::isnan(a)) res = std::max(res, std::fabs(wrap(a - hf_angle(rows[k].p, cand))));
+      }
+      if (res < best_res) {
+        best_res = res;
+        best = cand;
+      }
+      cand = std::nextafter(cand, std::numeric_limits<float>::infinity());
+    }
+    if (best_res > kAngleTolerance) all_f32 = false;
+    fit.freq_f32[i] = best;
+  }
+  if (all_f32) {
+    fit.trig_ulp = measure([&](std::size_t k, std::size_t i) {
+      return static_cast<double>(hf_angle(rows[k].p, static_cast<float>(fit.freq_f32[i])));
+    });
+  }
+  fit.hf_angles = all_f32 && fit.trig_ulp;
+  if (fit.hf_angles) {
+    fit.angles = "hf";
+    // pow and the reciprocal, against the recipe's own exponent fl(2i/d) and fp32 base.
+    if (s.type == spec::rope_type::default_ && s.freq_scale == 1.0) {
+      const auto b = static_cast<long double>(static_cast<float>(s.rope_theta));
+      double pw = 0;
+      for (std::size_t i = 0; i < P; ++i) {
+        const float x = static_cast<float>(2 * i) / static_cast<float>(s.rotary_dim);
+        const auto own = static_cast<double>(1.0L / std::pow(b, static_cast<long double>(x)));
+        pw = std::max(pw, std::fabs(fit.freq_f32[i] - own) / metric::ulp_at(own, metric::kF32));
+      }
+      fit.pow_ulp = pw;
+    }
+    return fit;
+  }
+  std::fill(fit.freq_f32.begin(), fit.freq_f32.end(), kNaN);
+
+  // The ggml recipe: the recurrence's angles, with the implementation's own ratio theta_scale
+  // (its powf may round differently): the neighbours of ggml's.
+  kernel::ggml_angle_plan plan(s, seq);
+  const auto rot = static_cast<std::size_t>(std::min<std::int64_t>(plan.rotating(), s.pairs()));
+  std::vector<float> ang(rot);
+  std::vector<double> all(rows.size() * rot);
+  float ts = plan.theta_scale();
+  for (int step = 0; step < 8; ++step) ts = std::nextafter(ts, 0.0f);
+  float best_ts = 0;
+  double best_res = std::numeric_limits<double>::infinity();
+  for (int step = 0; step <= 16; ++step, ts = std::nextafter(ts, 2.0f)) {
+    plan.set_theta_scale(ts);
+    double res = 0;
+    for (std::size_t k = 0; k < rows.size() && res <= best_res; ++k) {
+      plan.angles(rows[k].p, ang);
+      for (std::size_t i = 0; i < rot; ++i) {
+        const double a = obs[k * P + i];
+        if (!std::isnan(a)) res = std::max(res, std::fabs(wrap(a - ang[i])));
+      }
+    }
+    if (res < best_res) {
+      best_res = res;
+      best_ts = ts;
+    }
+  }
+  if (best_res <= kAngleTolerance) {
+    plan.set_theta_scale(best_ts);
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      plan.angles(rows[k].p, ang);
+      std::copy(ang.begin(), ang.end(), all.begin() + static_cast<std::ptrdiff_t>(k * rot));
+    }
+    fit.trig_ulp = measure([&](std::size_t k, std::size_t i) {
+      return i < rot ? static_cast<double>(all[k * rot + i]) : 0.0;
+    });
+    if (fit.trig_ulp) {
+      fit.angles = "ggml";
+      return fit;
+    }
+  }
+  fit.note = "the angles are neither the hf recipe's fl(fl(p)·f) nor ggml's recurrence";
+  return fit;
+}
+
+template table_fit fit_table<double>(const spec::rope&, std::optional<std::int64_t>,
+                                     const table_source&, const std::vector<std::int64_t>&);
+template table_fit fit_table<float>(const spec::rope&, std::optional<std::int64_t>,
+                                    const table_source&, const std::vector<std::int64_t>&);
+template table_fit fit_table<half>(const spec::rope&, std::optional<std::int64_t>,
+                                   const table_source&, const std::vector<std::int64_t>&);
+template table_fit fit_table<bfloat16>(const spec::rope&, std::optional<std::int64_t>,
+                                       const table_source&, const std::vector<std::int64_t>&);
+
+}  // namespace pev::certify::detail

@@ -1,0 +1,48 @@
+#pragma once
+// What a RoPE table implies about the pipeline that made it: its per-pair frequencies, recovered
+// from the angles of its rows (at positions 1, 2, 4, … and every other row, unwrapped), its
+// attention factor (from the rows' magnitudes), and — when the angles are exactly those of the hf
+// recipe, fl(fl(p)·f̂_i) for one fp32 frequency f̂_i per pair — the error of its math library
+// measured against those angles (trig) and against its own exponent (pow). docs/numerics.md §13.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "detail.h"
+#include "layout.h"
+
+namespace pev::certify::detail {
+
+struct table_fit {
+  /// Per pair: the frequency (rad per position) that best explains the angles; NaN where the rows
+  /// do not determine it (no row at a small enough position).
+  std::vector<double> freq;
+  /// Per pair: the fp32 frequency f̂ whose hf-recipe angles fl(fl(p)·f̂) explain every row within
+  /// a conforming library's error, or NaN.
+  std::vector<double> freq_f32;
+  /// Every pair has an fp32 frequency: the table follows the hf recipe's angles.
+  bool hf_angles = false;
+  /// Whose angles the table follows: "hf", "ggml" (the recurrence, with the implementation's
+  /// own ratio powf(b, −2/d)), or empty.
+  std::string angles;
+  /// The attention factor the magnitudes imply (the value at position 0 when the table has one,
+  /// else the median of √(ĉ² + ŝ²)).
+  double m = 0;
+  /// fp32 tables with a recipe's angles θ̂: max |t − cos θ̂| (and sin) over every value, in ulps
+  /// of fp32, t the library's fp32 result the data implies (fl(t·m̂) = ĉ, the t nearest cos θ̂).
+  std::optional<double> trig_ulp;
+  /// Default rope_type (no scaling): max |f̂_i − 1/b^(fl(2i/d))| in ulps of fp32, b = fl(θ): the
+  /// error of pow and the reciprocal against the recipe's own exponent.
+  std::optional<double> pow_ulp;
+  /// Why a figure was not measured, for the certificate.
+  std::string note;
+};
+
+/// Fits a table (its dtype T) whose rows sit at positions `pos`.
+template <class T>
+table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
+                    const std::vector<std::int64_t>& pos);
+
+}  // namespace pev::certify::detail
