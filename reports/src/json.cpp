@@ -97,6 +97,8 @@ json certification_fields(const certification& c, json j) {
     j["diagnosis"] = {{"first_mismatches", first},
                       {"max_rho_without_explanation", num(c.why->max_rho_without)},
                       {"named", c.why->named ? json(*c.why->named) : json(nullptr)},
+                      {"indistinguishable", c.why->indistinguishable},
+                      {"findings", c.why->findings},
                       {"explain_threshold_rho", c.explain_threshold},
                       {"explanations", ex}};
   }

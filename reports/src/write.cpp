@@ -818,11 +818,16 @@ std::string certificate_text(const results& r) {
       const auto& x = c.why->explanations.front();
       s += fmt::format("          explained by: {} — {} (max rho {} against it, {} without)\n",
                        x.mutant, x.description, figure(x.max_rho), figure(c.why->max_rho_without));
+      if (!c.why->indistinguishable.empty()) {
+        s += fmt::format("          indistinguishable on this data (the same values): {}\n",
+                         fmt::join(c.why->indistinguishable, ", "));
+      }
     } else if (!c.why->explanations.empty()) {
       const auto& x = c.why->explanations.front();
       s += fmt::format("          no known mistake explains the data (closest: {}, max rho {})\n",
                        x.mutant, figure(x.max_rho));
     }
+    for (const auto& f : c.why->findings) s += fmt::format("          the data implies: {}\n", f);
   }
   s += fmt::format(
       "result    {} ({:.2f} s, {} reference values from the {} reference, {} MPFR "

@@ -276,6 +276,7 @@ std::vector<spec::encoding> mutant_specs() {
            "rope:head_dim=128,rope_theta=10000,rope_type=dynamic,factor=4,"
            "max_position_embeddings=4096",
            "rope:head_dim=128,rope_theta=10000,rope_type=ntk,factor=4",
+           "rope:head_dim=128,rope_theta=10000,rope_type=linear,factor=4",
            "rope:head_dim=256,rope_theta=1000000,rope_type=proportional,factor=8,"
            "partial_rotary_factor=0.25",
            "sinusoidal:d_model=64",

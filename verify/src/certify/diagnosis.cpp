@@ -11,6 +11,7 @@
 #include "pev/impl/mutants.h"
 #include "pev/kernel/apply.h"
 #include "pev/metric/error_model.h"
+#include "pev/ref/rope.h"
 
 namespace pev::certify::detail {
 
@@ -34,84 +35,162 @@ void for_each_mistake(const spec::encoding& e, const char* family, impl::output 
   }
 }
 
+/// The bits of a value, for digests of a mistake's outputs.
 template <class T>
-void rope_table_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
-                   const impl::rope_contract& hf, const table_source& t,
-                   const std::vector<std::int64_t>& pos, evidence_map& ev) {
-  constexpr format out = format_of<T>();
-  const std::int64_t pairs = s.pairs();
-  std::vector<T> mc, ms;
-  for_each_mistake(
-      k.e, "rope", impl::output::rope_table, dtype_of<T>(), ev,
-      [&](const impl::implementation& m, evidence& x) {
-        for (std::size_t r0 = 0; r0 < pos.size(); r0 += kChunkRows) {
-          const std::size_t n = std::min(kChunkRows, pos.size() - r0);
-          const std::span<const std::int64_t> chunk(pos.data() + r0, n);
-          mc.resize(n * static_cast<std::size_t>(pairs));
-          ms.resize(mc.size());
-          m.rope_table(chunk, seq, std::span<T>(mc), std::span<T>(ms));
-          for (std::size_t rr = 0; rr < n; ++rr) {
-            const auto r = static_cast<std::int64_t>(r0 + rr);
-            for (std::int64_t j = 0; j < t.width; ++j) {
-              const std::int64_t i = t.pair[static_cast<std::size_t>(j)];
-              const std::size_t el =
-                  rr * static_cast<std::size_t>(pairs) + static_cast<std::size_t>(i);
-              for (int which = 0; which < 2; ++which) {
-                const plane& pl = which == 0 ? t.cos : t.sin;
-                const double g = scalar_traits<T>::to_double(element<T>(*pl.a, pl.at(r, j)));
-                const double mv = scalar_traits<T>::to_double(which == 0 ? mc[el] : ms[el]);
-                // The bound at the larger magnitude of the two values compared (no reference
-                // needed: the bound depends on the exact value only through its magnitude).
-                const double b =
-                    hf.table_bound(pos[r0 + rr], i, std::max(std::fabs(g), std::fabs(mv)), out);
-                x.add(rho_against(g, mv, b));
-              }
-            }
-          }
-        }
-      });
+std::uint64_t bits_of(T v) {
+  return static_cast<std::uint64_t>(scalar_traits<T>::to_bits(v));
+}
+void mix(std::uint64_t& digest, std::uint64_t v) {
+  digest = (digest ^ v) * 0x100000001b3ull;  // FNV-1a over 64-bit words
 }
 
+/// A mistake's evidence on one pipeline, before it is compared with the others.
+struct replay {
+  evidence ev;
+  bool changes = false;  // some value differs from the correct pipeline's
+};
+
 template <class T>
-void rotation_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
-                 const impl::rope_contract& hf, const qk_source& q,
-                 const std::vector<std::int64_t>& pos, evidence_map& ev) {
+void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
+             const std::vector<replay_base>& bases, const table_source* t,
+             const std::vector<std::int64_t>& pos, const std::vector<qk_source>& qk,
+             const std::vector<std::int64_t>& qk_pos, evidence_map& ev) {
   constexpr format out = format_of<T>();
-  const std::size_t n = static_cast<std::size_t>(q.tokens * q.heads * q.dim);
-  std::vector<T> in(n), got(n);
-  for (std::size_t u = 0; u < n; ++u) in[u] = element<T>(*q.in, u);
-  const std::vector<std::int64_t> pair = spec::dim_pairs(s);
-  std::vector<double> x(static_cast<std::size_t>(q.dim));
-  for_each_mistake(
-      k.e, "rope", impl::output::rope_rotate, dtype_of<T>(), ev,
-      [&](const impl::implementation& m, evidence& ex) {
-        m.rope_rotate(pos, seq, kernel::heads_view<const T>{in, q.tokens, q.heads, q.dim},
-                      kernel::heads_view<T>{got, q.tokens, q.heads, q.dim});
-        for (std::int64_t t = 0; t < q.tokens; ++t) {
-          const std::int64_t p = pos[static_cast<std::size_t>(t)];
-          for (std::int64_t h = 0; h < q.heads; ++h) {
-            const auto base = static_cast<std::size_t>((t * q.heads + h) * q.dim);
-            for (std::int64_t j = 0; j < q.dim; ++j) {
-              x[static_cast<std::size_t>(j)] =
-                  scalar_traits<T>::to_double(in[base + std::size_t(j)]);
-            }
-            for (std::int64_t j = 0; j < q.dim; ++j) {
-              const auto u = static_cast<std::size_t>(j);
-              // Pass-through dims and pairs of the mistaken kernel: the bound of a rotated
-              // element of this pair's magnitude (a mistaken pairing moves values between dims).
-              const std::int64_t i = std::max<std::int64_t>(pair[u], 0);
-              const auto [a, c] = spec::pair_dims(s, i);
-              const double x0 = pair[u] >= 0 ? x[static_cast<std::size_t>(a)] : 0;
-              const double x1 = pair[u] >= 0 ? x[static_cast<std::size_t>(c)] : 0;
-              const double g = scalar_traits<T>::to_double(element<T>(*q.out, base + u));
-              const double mv = scalar_traits<T>::to_double(got[base + u]);
-              const double b = hf.rotation_bound_at(hf.angle_error(p, i), x0, x1,
-                                                    std::max(std::fabs(g), std::fabs(mv)), out);
-              ex.add(rho_against(g, mv, b));
+  const auto P = static_cast<std::size_t>(s.pairs());
+  for (const replay_base& base : bases) {
+    const impl::mutant_options mo{base.st, base.rotate_in_output_type};
+    const auto control = impl::make_control(k.e, mo);
+    // What does not depend on the mistake: the pipeline's angle errors per row (ggml replays its
+    // recurrence once per position) and its correct outputs.
+    std::vector<double> dtheta(pos.size() * P), row;
+    std::vector<T> cc(pos.size() * P), cs(cc.size());
+    if (t) {
+      for (std::size_t r = 0; r < pos.size(); ++r) {
+        base.contract->angle_errors(pos[r], row);
+        std::copy(row.begin(), row.end(), dtheta.begin() + static_cast<std::ptrdiff_t>(r * P));
+      }
+      control->rope_table(pos, seq, std::span<T>(cc), std::span<T>(cs));
+    }
+    struct qk_data {
+      std::vector<T> in, correct;
+    };
+    std::vector<qk_data> qd;
+    for (const qk_source& q : qk) {
+      const auto n = static_cast<std::size_t>(q.tokens * q.heads * q.dim);
+      qk_data d{std::vector<T>(n), std::vector<T>(n)};
+      for (std::size_t u = 0; u < n; ++u) d.in[u] = element<T>(*q.in, u);
+      control->rope_rotate(qk_pos, seq, kernel::heads_view<const T>{d.in, q.tokens, q.heads, q.dim},
+                           kernel::heads_view<T>{d.correct, q.tokens, q.heads, q.dim});
+      qd.push_back(std::move(d));
+    }
+    for (const impl::mutant_info& info : impl::mutant_catalogue()) {
+      if (std::string_view(info.family) != "rope" || !info.applies(k.e)) continue;
+      // A pipeline's own mistakes are replayed on it alone; the others on the recipe's.
+      if (info.base != kernel::strategy::hf && info.base != base.st) continue;
+      if (!impl::mutant_replays_on(info, base.st)) continue;
+      const auto m = impl::make_mutant(info.id, k.e, mo);
+      // A mistake that changes the spec (a plan, a sequence length) is judged with the bounds of
+      // the pipeline it runs: the recipe's contract for the mistaken spec.
+      std::optional<impl::rope_contract> own;
+      std::optional<std::int64_t> own_seq = seq;
+      if (info.hooks.sequence_length) own_seq = info.hooks.sequence_length(s, seq);
+      if (info.hooks.plan || info.hooks.sequence_length) {
+        spec::encoding planned = k.e;
+        if (info.hooks.plan) info.hooks.plan(planned);
+        const auto& ps = std::get<spec::rope>(planned);
+        const std::optional<std::int64_t> pseq = ps.stateful() ? own_seq : std::nullopt;
+        const double pm = ref::rope_reference(ps, ref::exact_recipe(), pseq)
+                              .attention_factor()
+                              .convert_to<double>();
+        own.emplace(ps, base.st, pseq, pm, base.contract->lib(), base.contract->arithmetic());
+      }
+      const impl::rope_contract& judge = own ? *own : *base.contract;
+      std::vector<double> own_dtheta;
+      if (own && t) {
+        own_dtheta.resize(dtheta.size());
+        for (std::size_t r = 0; r < pos.size(); ++r) {
+          own->angle_errors(pos[r], row);
+          std::copy(row.begin(), row.end(),
+                    own_dtheta.begin() + static_cast<std::ptrdiff_t>(r * P));
+        }
+      }
+      const std::vector<double>& dth = own ? own_dtheta : dtheta;
+      replay rp;
+      rp.ev.description = info.description;
+      if (base.st != kernel::strategy::hf) rp.ev.description += " (on the ggml pipeline)";
+      if (t && m->supports(impl::output::rope_table, dtype_of<T>())) {
+        std::vector<T> mc(cc.size()), ms(cc.size());
+        m->rope_table(pos, seq, std::span<T>(mc), std::span<T>(ms));
+        for (std::size_t r = 0; r < pos.size(); ++r) {
+          for (std::int64_t j = 0; j < t->width; ++j) {
+            const auto i = static_cast<std::size_t>(t->pair[static_cast<std::size_t>(j)]);
+            const std::size_t e = r * P + i;
+            for (int which = 0; which < 2; ++which) {
+              const plane& pl = which == 0 ? t->cos : t->sin;
+              const T mt = which == 0 ? mc[e] : ms[e];
+              const T ct = which == 0 ? cc[e] : cs[e];
+              rp.changes = rp.changes || bits_of(mt) != bits_of(ct);
+              mix(rp.ev.digest, bits_of(mt));
+              const double g = scalar_traits<T>::to_double(
+                  element<T>(*pl.a, pl.at(static_cast<std::int64_t>(r), j)));
+              const double mv = scalar_traits<T>::to_double(mt);
+              // The recipe's bound at the larger magnitude of the two values compared (the bound
+              // depends on the exact value only through its magnitude).
+              const double b =
+                  judge.table_bound_at(dth[e], std::max(std::fabs(g), std::fabs(mv)), out);
+              rp.ev.add(rho_against(g, mv, b));
             }
           }
         }
-      });
+      }
+      // Rotated q/k, judged with the bound of the mistaken layout's own pairs.
+      spec::rope rs = s;
+      if (info.hooks.rotation) info.hooks.rotation(rs);
+      const std::vector<std::int64_t> pair = spec::dim_pairs(rs);
+      for (std::size_t qi = 0;
+           qi < qk.size() && m->supports(impl::output::rope_rotate, dtype_of<T>()); ++qi) {
+        const qk_source& q = qk[qi];
+        std::vector<T> got(qd[qi].in.size());
+        m->rope_rotate(qk_pos, seq,
+                       kernel::heads_view<const T>{qd[qi].in, q.tokens, q.heads, q.dim},
+                       kernel::heads_view<T>{got, q.tokens, q.heads, q.dim});
+        std::vector<double> x(static_cast<std::size_t>(q.dim));
+        for (std::int64_t tok = 0; tok < q.tokens; ++tok) {
+          const std::int64_t p = qk_pos[static_cast<std::size_t>(tok)];
+          judge.angle_errors(p, row);
+          for (std::int64_t h = 0; h < q.heads; ++h) {
+            const auto b0 = static_cast<std::size_t>((tok * q.heads + h) * q.dim);
+            for (std::size_t j = 0; j < x.size(); ++j) {
+              x[j] = scalar_traits<T>::to_double(qd[qi].in[b0 + j]);
+            }
+            for (std::size_t j = 0; j < x.size(); ++j) {
+              rp.changes = rp.changes || bits_of(got[b0 + j]) != bits_of(qd[qi].correct[b0 + j]);
+              mix(rp.ev.digest, bits_of(got[b0 + j]));
+              const std::int64_t i = std::max<std::int64_t>(pair[j], 0);
+              const auto [a, c] = spec::pair_dims(rs, i);
+              const double x0 = pair[j] >= 0 ? x[static_cast<std::size_t>(a)] : 0;
+              const double x1 = pair[j] >= 0 ? x[static_cast<std::size_t>(c)] : 0;
+              const double g = scalar_traits<T>::to_double(element<T>(*q.out, b0 + j));
+              const double mv = scalar_traits<T>::to_double(got[b0 + j]);
+              const double b = judge.rotation_bound_at(row[static_cast<std::size_t>(i)], x0, x1,
+                                                       std::max(std::fabs(g), std::fabs(mv)), out);
+              rp.ev.add(rho_against(g, mv, b));
+            }
+          }
+        }
+      }
+      // A mistake that leaves the dumped quantities as the correct pipeline makes them cannot
+      // explain anything: it is not a candidate (e.g. a rotation mistake on a table).
+      if (!rp.changes || rp.ev.count == 0) continue;
+      // The first base (the recipe under test, hf before ggml) keeps a mistake it explains;
+      // otherwise the base that comes closest.
+      auto it = ev.find(info.id);
+      if (it == ev.end() ||
+          (it->second.max_rho > kExplainRho && rp.ev.max_rho < it->second.max_rho)) {
+        ev[info.id] = rp.ev;
+      }
+    }
+  }
 }
 
 template <class T>
@@ -196,25 +275,21 @@ void add_explanations(const evidence_map& ev, certificate& cert) {
   if (!z.why) z.why.emplace();
   for (const auto& [id, x] : ev) {
     const double rms = x.count ? std::sqrt(x.sum2 / static_cast<double>(x.count)) : 0;
-    z.why->explanations.push_back({id, x.description, x.max_rho, rms, x.max_rho <= kExplainRho});
+    z.why->explanations.push_back(
+        {id, x.description, x.max_rho, rms, x.max_rho <= kExplainRho, x.digest});
   }
 }
 
-void diagnose_rope_table(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
-                         const impl::rope_contract& hf, const table_source& t,
-                         const std::vector<std::int64_t>& pos, evidence_map& ev) {
-  visit_float(t.cos.a->type, [&](auto tag) {
+void diagnose_rope(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
+                   const std::vector<replay_base>& bases, const table_source* t,
+                   const std::vector<std::int64_t>& pos, const std::vector<qk_source>& qk,
+                   const std::vector<std::int64_t>& qk_pos, evidence_map& ev) {
+  const io::array* any = t ? t->cos.a : qk.front().in;
+  visit_float(any->type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, double>) rope_table_as<T>(k, s, seq, hf, t, pos, ev);
-  });
-}
-
-void diagnose_rotation(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
-                       const impl::rope_contract& hf, const qk_source& q,
-                       const std::vector<std::int64_t>& pos, evidence_map& ev) {
-  visit_float(q.in->type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, double>) rotation_as<T>(k, s, seq, hf, q, pos, ev);
+    if constexpr (!std::is_same_v<T, double>) {
+      rope_as<T>(k, s, seq, bases, t, pos, qk, qk_pos, ev);
+    }
   });
 }
 
@@ -257,10 +332,16 @@ void finish(certificate& cert) {
     return a.max_rho != b.max_rho ? a.max_rho < b.max_rho : a.rms_rho < b.rms_rho;
   });
   z.why->named.reset();
+  z.why->indistinguishable.clear();
   if (cert.exit_code() == 0) {
     z.why.reset();  // certified: nothing to explain
   } else if (!x.empty() && x.front().explains) {
     z.why->named = x.front().mutant;
+    for (std::size_t k = 1; k < x.size(); ++k) {
+      if (x[k].explains && x[k].digest == x.front().digest) {
+        z.why->indistinguishable.push_back(x[k].mutant);
+      }
+    }
   }
 }
 

@@ -13,12 +13,20 @@
 
 namespace pev::certify::detail {
 
-void diagnose_rope_table(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
-                         const impl::rope_contract& hf, const table_source& t,
-                         const std::vector<std::int64_t>& pos, evidence_map& ev);
-void diagnose_rotation(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
-                       const impl::rope_contract& hf, const qk_source& q,
-                       const std::vector<std::int64_t>& pos, evidence_map& ev);
+/// A pipeline RoPE mistakes are replayed on: the recipe under test (hf or ggml), its contract
+/// (whose bounds judge the replay), and how it rotates q/k.
+struct replay_base {
+  kernel::strategy st;
+  const impl::rope_contract* contract;
+  bool rotate_in_output_type = false;
+};
+
+/// RoPE: the table (when t) and rotated q/k, every mistake replayed on every base; a mistake
+/// that changes nothing the dump holds is no candidate; each keeps its best base.
+void diagnose_rope(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
+                   const std::vector<replay_base>& bases, const table_source* t,
+                   const std::vector<std::int64_t>& pos, const std::vector<qk_source>& qk,
+                   const std::vector<std::int64_t>& qk_pos, evidence_map& ev);
 void diagnose_sinusoidal(context& k, const spec::sinusoidal& s, const io::array& a,
                          const std::vector<std::int64_t>& pos, evidence_map& ev);
 /// ALiBi: the slopes and/or the bias of queries qs and keys ks (null tensors are skipped).

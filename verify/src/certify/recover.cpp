@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numbers>
 
+#include "pev/impl/implementation.h"
 #include "pev/kernel/rope.h"
 #include "pev/metric/error_model.h"
+#include "pev/ref/rope.h"
 
 namespace pev::certify::detail {
 
@@ -181,14 +184,16 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
     if (best_res > kAngleTolerance) all_f32 = false;
     fit.freq_f32[i] = best;
   }
-  if (all_f32) {
+  const char* not_one_product =
+      "the values are not fl(t·m̂) of an fp32 library result t: the magnitude is not one fp32 "
+      "product";
+  fit.hf_angles = all_f32;
+  if (fit.hf_angles) {
+    fit.angles = "hf";
     fit.trig_ulp = measure([&](std::size_t k, std::size_t i) {
       return static_cast<double>(hf_angle(rows[k].p, static_cast<float>(fit.freq_f32[i])));
     });
-  }
-  fit.hf_angles = all_f32 && fit.trig_ulp;
-  if (fit.hf_angles) {
-    fit.angles = "hf";
+    if (!fit.trig_ulp) fit.note = not_one_product;
     // pow and the reciprocal, against the recipe's own exponent fl(2i/d) and fp32 base.
     if (s.type == spec::rope_type::default_ && s.freq_scale == 1.0) {
       const auto b = static_cast<long double>(static_cast<float>(s.rope_theta));
@@ -235,16 +240,96 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
       plan.angles(rows[k].p, ang);
       std::copy(ang.begin(), ang.end(), all.begin() + static_cast<std::ptrdiff_t>(k * rot));
     }
+    fit.angles = "ggml";
     fit.trig_ulp = measure([&](std::size_t k, std::size_t i) {
       return i < rot ? static_cast<double>(all[k * rot + i]) : 0.0;
     });
-    if (fit.trig_ulp) {
-      fit.angles = "ggml";
-      return fit;
-    }
+    if (!fit.trig_ulp) fit.note = not_one_product;
+    return fit;
   }
   fit.note = "the angles are neither the hf recipe's fl(fl(p)·f) nor ggml's recurrence";
   return fit;
+}
+
+namespace {
+
+/// Whether two positive figures differ by more than a relative 10^−4.
+bool differs(double a, double b) {
+  return std::fabs(a - b) > 1e-4 * std::max(std::fabs(a), std::fabs(b));
+}
+
+/// A figure as the data implies it, to 6 significant digits.
+std::string shown(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<std::int64_t> seq,
+                                            const std::vector<double>& theta, double m,
+                                            const table_fit& fit) {
+  std::vector<std::string> out;
+  const std::size_t P = std::min(theta.size(), fit.freq.size());
+  if (P == 0) return out;
+  if (fit.m > 0 && differs(fit.m, m)) {
+    out.push_back("attention factor " + shown(fit.m) + " (the spec's is " + shown(m) + ")");
+  }
+  // Frequencies against the spec's: the same, a common factor, or another spec's.
+  bool same = true, common = true;
+  double c0 = kNaN;
+  for (std::size_t i = 0; i < P; ++i) {
+    const double f = std::fabs(fit.freq[i]);
+    if (std::isnan(f) || theta[i] == 0) continue;
+    same = same && !differs(f, theta[i]);
+    const double c = f / theta[i];
+    if (std::isnan(c0)) c0 = c;
+    common = common && !differs(c, c0);
+  }
+  if (same) return out;
+  if (common && !std::isnan(c0)) {
+    out.push_back("every frequency times " + shown(c0) + ": a linear factor " + shown(1 / c0) +
+                  " (the spec's frequencies are " + std::string(spec::to_string(s.type)) + ")");
+    return out;
+  }
+  const spec::rope plain = impl::plain_rope(s);
+  if (s.type != spec::rope_type::default_ || s.freq_scale != 1.0) {
+    const ref::rope_reference plain_ref(plain);
+    bool is_plain = true;
+    for (std::size_t i = 0; i < P; ++i) {
+      const double t = plain_ref.inv_freq()[i].convert_to<double>();
+      if (!std::isnan(fit.freq[i]) && differs(std::fabs(fit.freq[i]), t)) is_plain = false;
+    }
+    if (is_plain) {
+      out.push_back(std::string("plain RoPE's frequencies: rope_scaling (") +
+                    spec::to_string(s.type) + ") ignored");
+      return out;
+    }
+  }
+  // The base the high-frequency pairs imply: f_i = b^(−2i/d), from pair 1 (pair 0 is 1 for every
+  // base); scalings leave the fastest pairs alone (yarn, llama3) or scale them all.
+  if (P >= 2 && fit.freq[1] > 0 && theta[1] > 0) {
+    const double d = static_cast<double>(s.rotary_dim);
+    const double b = std::pow(fit.freq[1] / (fit.freq[0] > 0 ? fit.freq[0] : 1.0), -d / 2);
+    const double b_spec = std::pow(theta[1] / theta[0], -d / 2);
+    if (std::isfinite(b) && differs(b, b_spec)) {
+      std::string line = "rope_theta " + shown(b) +
+                         " from the fastest pairs (the spec's base gives " + shown(b_spec) + ")";
+      if (s.type == spec::rope_type::dynamic && s.max_position_embeddings > 0 && s.factor > 1) {
+        // Dynamic NTK: b' = b·α^(d/(d−2)), α = f·n/L − (f − 1): the length these frequencies are
+        // for.
+        const double alpha = std::pow(b / s.rope_theta, (d - 2) / d);
+        const double L = static_cast<double>(s.max_position_embeddings);
+        const double n = L * (alpha + s.factor - 1) / s.factor;
+        line = "dynamic NTK at sequence length " + shown(n) + " (" +
+               (alpha <= 1.0001 ? std::string("the original frequencies") : "base " + shown(b)) +
+               "; the certified positions give " + (seq ? std::to_string(*seq) : "none") + ")";
+      }
+      out.push_back(line);
+    }
+  }
+  return out;
 }
 
 template table_fit fit_table<double>(const spec::rope&, std::optional<std::int64_t>,

@@ -40,6 +40,16 @@ struct table_fit {
   std::string note;
 };
 
+/// What the fitted frequencies and attention factor imply against the spec, as sentences naming
+/// the parameter that differs and the value the data implies: the attention factor, a common
+/// factor of every frequency (a linear factor), plain RoPE's frequencies where the spec scales
+/// (scaling ignored), the base rope_theta the high-frequency pairs imply, and for dynamic NTK
+/// the sequence length its frequencies belong to. `theta`: the spec's exact frequencies; `m` its
+/// exact attention factor. Empty when the data agrees (within 10^−4).
+std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<std::int64_t> seq,
+                                            const std::vector<double>& theta, double m,
+                                            const table_fit& fit);
+
 /// Fits a table (its dtype T) whose rows sit at positions `pos`.
 template <class T>
 table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,

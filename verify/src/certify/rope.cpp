@@ -103,7 +103,7 @@ void attention_factor_check(context& k, compare::rope_reference& ref, const impl
 template <class T>
 void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
                   const table_source& t, const std::vector<std::int64_t>& pos,
-                  std::optional<std::int64_t> seq) {
+                  std::optional<std::int64_t> seq, table_fit& fit) {
   const auto opts = figure_options(k.o, max_of(pos) + 1, t.width, true, &k.mismatches);
   compare::figures cos(opts), sin(opts);
   compare::typed_values<T> rc, rs;
@@ -135,7 +135,7 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
         make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact));
   }
   // The math library the table shows, measured against the hf recipe's own angles.
-  const table_fit fit = fit_table<T>(ref.spec(), seq, t, pos);
+  fit = fit_table<T>(ref.spec(), seq, t, pos);
   report::library_figures& lib = k.c().library;
   lib.trig_ulp = fit.trig_ulp;
   lib.pow_ulp = fit.pow_ulp;
@@ -227,9 +227,10 @@ void certify_rope(const spec::rope& s, context& k) {
       attention_factor_check<typename decltype(tag)::type>(k, ref, hf, *a, an);
     });
   }
+  table_fit fit;
   if (t) {
     visit_tensor(*t->cos.a, t->source, [&](auto tag) {
-      table_checks<typename decltype(tag)::type>(k, ref, bounds, *t, pos, seq);
+      table_checks<typename decltype(tag)::type>(k, ref, bounds, *t, pos, seq, fit);
     });
   }
   for (const qk_source& q : qk) {
@@ -240,10 +241,23 @@ void certify_rope(const spec::rope& s, context& k) {
   k.count(ref.stats());
   grade_and_claim(k.cert);
   if (!k.o.diagnose || k.cert.exit_code() == 0) return;  // certified: nothing to explain
+  // Mistakes are replayed on the pipeline of the recipe under test and judged with that
+  // recipe's bounds: the claimed one; without a claim, the one whose angles the table follows
+  // (recover.h), else both.
+  std::vector<replay_base> bases;
+  std::string pipeline = k.o.recipe.value_or(fit.angles);
+  if (pipeline == "exact" || pipeline == "vllm") pipeline = "hf";
+  if (pipeline != "ggml") bases.push_back({kernel::strategy::hf, &hf, true});
+  if (pipeline != "hf") {
+    bases.push_back({kernel::strategy::ggml, bounds.contract(*bounds.find("ggml")), false});
+  }
   evidence_map ev;
-  if (t) diagnose_rope_table(k, s, seq, hf, *t, pos, ev);
-  for (const qk_source& q : qk) diagnose_rotation(k, s, seq, hf, q, qk_pos, ev);
+  diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);
   add_explanations(ev, k.cert);
+  if (t) {
+    k.c().why->findings =
+        parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), fit);
+  }
 }
 
 }  // namespace pev::certify::detail

@@ -288,6 +288,58 @@ std::int64_t t5_bidirectional_sign(const spec::t5& s, std::int64_t r, std::int64
   return hf;
 }
 
+bool rope_scaled(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  // proportional's partial rotation is not a scaling plain RoPE can drop.
+  return r && r->pairs() >= 2 && r->type != spec::rope_type::proportional &&
+         ((r->type != spec::rope_type::default_ && r->factor != 1.0) || r->freq_scale != 1.0 ||
+          (r->type == spec::rope_type::longrope &&
+           r->short_factor != std::vector<double>(r->short_factor.size(), 1.0)));
+}
+bool ggml_scaled(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return r && r->pairs() >= 2 &&
+         ((r->type == spec::rope_type::linear && r->factor != 1.0) ||
+          (r->type == spec::rope_type::default_ && r->freq_scale != 1.0));
+}
+bool yarn_scaled(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return r && r->type == spec::rope_type::yarn && r->factor > 1.0 && r->pairs() >= 2;
+}
+
+/// The plain RoPE of a scaled spec: every scaling ignored.
+void ignore_scaling(spec::encoding& e) { e = plain_rope(rope_in(e)); }
+
+/// A commonly mistaken base: the field's two usual defaults, 10000 and 500000.
+void wrong_theta(spec::encoding& e) {
+  spec::rope& r = rope_in(e);
+  r.rope_theta = r.rope_theta == 10000.0 ? 500000.0 : 10000.0;
+}
+
+/// ggml's freq_scale is 1/factor; the mistake passes factor (or its freq_scale inverted).
+void invert_freq_scale(spec::encoding& e) {
+  spec::rope& r = rope_in(e);
+  if (r.type == spec::rope_type::linear) {
+    r.factor = 1.0 / r.factor;
+  } else {
+    r.freq_scale = 1.0 / r.freq_scale;
+  }
+}
+
+/// ggml with ext_factor 0: every pair interpolated (θ·freq_scale), and the attention factor as
+/// passed (llama.cpp's attn_factor = m_HF/(1 + 0.1·ln f)), without the YaRN magnitude.
+void yarn_ramp_off(spec::encoding& e) {
+  spec::rope& r = rope_in(e);
+  const double f = r.factor;
+  r = plain_rope(r);
+  r.type = spec::rope_type::linear;
+  r.factor = f;
+}
+float yarn_attn_as_passed(const spec::rope& s, float) {
+  const auto m = static_cast<float>(make_builtin(s, kernel::strategy::hf)->attention_factor({}));
+  return m / (1.0f + 0.1f * static_cast<float>(std::log(s.factor)));
+}
+
 const mutant_info kCatalogue[] = {
     {"neox-as-interleaved",
      "rope",
@@ -331,10 +383,14 @@ const mutant_info kCatalogue[] = {
           [](std::int64_t p) { return static_cast<float>(bfloat16(static_cast<float>(p))); }}},
     {"positions-tf32",
      "rope",
-     "position × frequency product with TF32 inputs (11-bit positions)",
+     "position × frequency product with TF32 inputs (both rounded to 11 significant bits)",
      "transformers #48428, TensorRT-LLM#19532",
      any_rope,
-     {.position = [](std::int64_t p) { return round_significand(static_cast<float>(p), 11); }}},
+     {.frequencies =
+          [](const spec::rope&, std::vector<float>& f) {
+            for (float& v : f) v = round_significand(v, 11);
+          },
+      .position = [](std::int64_t p) { return round_significand(static_cast<float>(p), 11); }}},
     {"positions-fp16",
      "rope",
      "positions in fp16: aliasing past 2048, overflow to inf past 65504",
@@ -370,13 +426,13 @@ const mutant_info kCatalogue[] = {
      "attention factor (YaRN mscale / LongRoPE) not applied",
      "vLLM #46280, #48351",
      rope_m_not_one,
-     {.magnitude = [](float) { return 1.0f; }}},
+     {.magnitude = [](const spec::rope&, float) { return 1.0f; }}},
     {"attention-factor-twice",
      "rope",
      "attention factor applied twice (table and again on q/k)",
      "TensorRT-LLM PR #16378",
      rope_m_not_one,
-     {.magnitude = [](float m) { return m * m; }}},
+     {.magnitude = [](const spec::rope&, float m) { return m * m; }}},
     {"yarn-mscale-ignored",
      "rope",
      "YaRN mscale / mscale_all_dim keys ignored (get_mscale(f) used)",
@@ -483,6 +539,74 @@ const mutant_info kCatalogue[] = {
      sinusoidal_interleaved,
      {.pe_column = [](const spec::sinusoidal& s,
                       std::int64_t j) { return j + 1 < s.d_model || j % 2 == 1 ? j ^ 1 : j; }}},
+    {"autocast-bf16",
+     "rope",
+     "the angle computed under bf16 autocast: bf16(bf16(inv_freq)·bf16(p)), cos/sin in bf16",
+     "transformers PR #29285 (before it)",
+     rope_two_pairs,
+     {.frequencies = inv_freq_bf16,
+      .position =
+          [](std::int64_t p) { return static_cast<float>(bfloat16(static_cast<float>(p))); },
+      .angle = [](float a) { return static_cast<float>(bfloat16(a)); },
+      .table =
+          [](std::span<float> c, std::span<float> s) {
+            for (float& v : c) v = static_cast<float>(bfloat16(v));
+            for (float& v : s) v = static_cast<float>(bfloat16(v));
+          }}},
+    {"rope-theta-wrong",
+     "rope",
+     "rope_theta of another model (10000 for 500000, or back)",
+     "a port's config (docs/encodings.md §10.1)",
+     rope_two_pairs,
+     {.plan = wrong_theta}},
+    {"scaling-ignored",
+     "rope",
+     "rope_scaling ignored: plain RoPE where the config scales",
+     "unslothai/unsloth#6197, runtimes without rope_scaling",
+     rope_scaled,
+     {.plan = ignore_scaling}},
+    {"dynamic-never-updated",
+     "rope",
+     "dynamic NTK never updated: the original inv_freq past max_position_embeddings",
+     "transformers #25104, #25306",
+     dynamic_scaled,
+     {.sequence_length =
+          [](const spec::rope& r, std::optional<std::int64_t>) {
+            return std::optional<std::int64_t>(r.max_position_embeddings);
+          }}},
+    {"ggml-freq-scale-inverted",
+     "rope",
+     "ggml freq_scale given as the factor instead of 1/factor",
+     "llama.cpp rope_freq_scale",
+     ggml_scaled,
+     {.plan = invert_freq_scale},
+     kernel::strategy::ggml},
+    {"ggml-yarn-ramp-off",
+     "rope",
+     "ggml YaRN with ext_factor 0: no ramp (every pair interpolated), no YaRN magnitude",
+     "llama.cpp PR #2268",
+     yarn_scaled,
+     {.plan = yarn_ramp_off, .magnitude = yarn_attn_as_passed},
+     kernel::strategy::ggml},
+    {"ggml-attn-factor-not-divided",
+     "rope",
+     "ggml attn_factor passed as transformers' attention factor (not divided by 1 + 0.1·ln f)",
+     "llama.cpp PR #17945",
+     yarn_scaled,
+     {.magnitude =
+          [](const spec::rope& s, float m) {
+            return m * (1.0f + 0.1f * static_cast<float>(std::log(s.factor)));
+          }},
+     kernel::strategy::ggml},
+    {"sin-negated",
+     "rope",
+     "the backward table (sin negated) stored for the forward pass",
+     "ggml ROPE_BACK, FA CONJUGATE",
+     any_rope,
+     {.table =
+          [](std::span<float>, std::span<float> s) {
+            for (float& v : s) v = -v;
+          }}},
 };
 
 template <class T>
@@ -494,13 +618,21 @@ T from_f(float v) {
   }
 }
 
-/// One class for every mutant: the hf pipeline with the entry's hooks applied.
+/// One class for every mutant: a correct pipeline (hf, or ggml) with the entry's hooks applied.
 class mutant final : public typed_implementation<mutant> {
  public:
-  mutant(const mutant_info& info, const spec::encoding& e) : info_(info), claimed_(e) {
+  mutant(const mutant_info& info, const spec::encoding& e, const mutant_options& o)
+      : info_(info),
+        claimed_(e),
+        base_strategy_(o.base.value_or(info.base)),
+        output_rotation_(o.rotate_in_output_type) {
     if (!info.applies(e)) {
       throw error(std::string("mutant ") + info.id + " does not apply to " +
                   spec::to_spec_string(e));
+    }
+    if (!mutant_replays_on(info, base_strategy_)) {
+      throw error(std::string("mutant ") + info.id + " restates the hf table: no " +
+                  kernel::to_string(base_strategy_) + " replay");
     }
     const mutant_hooks& h = info.hooks;
     spec::encoding plan = e;
@@ -508,14 +640,14 @@ class mutant final : public typed_implementation<mutant> {
     if (const auto* r = std::get_if<spec::rope>(&e)) {
       rotation_ = *r;
       if (h.rotation) h.rotation(rotation_);
-      if (h.rotation_table) rotation_kernel_ = make_builtin(rotation_, kernel::strategy::hf);
+      if (h.rotation_table) rotation_kernel_ = make_builtin(rotation_, base_strategy_);
     }
-    base_ = make_builtin(plan, kernel::strategy::hf);
+    base_ = make_builtin(plan, base_strategy_);
   }
 
   std::string name() const override { return std::string("mutant:") + info_.id; }
   const spec::encoding& claimed_spec() const override { return claimed_; }
-  kernel::strategy claimed_accuracy() const override { return kernel::strategy::hf; }
+  kernel::strategy claimed_accuracy() const override { return base_strategy_; }
   bool supports(output what, dtype t) const override { return base_->supports(what, t); }
 
   // RoPE -----------------------------------------------------------------------------------------
@@ -543,6 +675,9 @@ class mutant final : public typed_implementation<mutant> {
   template <class TQ>
   void rotate_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
                 kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
+    if constexpr (!std::is_same_v<TQ, float>) {
+      if (output_rotation_) return rotate_in_output_type(p, seq, in, out);
+    }
     const std::int64_t pairs = rotation_.pairs();
     const auto n = p.size() * static_cast<std::size_t>(pairs);
     std::vector<float> c(n), s(n);
@@ -611,16 +746,62 @@ class mutant final : public typed_implementation<mutant> {
     return hooks().sequence_length(std::get<spec::rope>(claimed_), seq);
   }
 
+  float base_magnitude(std::optional<std::int64_t> seq) const {
+    return static_cast<float>(base_->attention_factor(length(seq)));
+  }
   float magnitude(std::optional<std::int64_t> seq) const {
-    const auto m = static_cast<float>(base_->attention_factor(length(seq)));
-    return hooks().magnitude ? hooks().magnitude(m) : m;
+    const float m = base_magnitude(seq);
+    return hooks().magnitude ? hooks().magnitude(std::get<spec::rope>(claimed_), m) : m;
+  }
+
+  // transformers' apply_rotary_pos_emb in the model dtype: the table cast to TQ, then every
+  // product and the sum rounded to TQ (each op computed in float, as PyTorch's 16-bit ops are).
+  template <class TQ>
+  void rotate_in_output_type(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                             kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
+    const std::int64_t pairs = rotation_.pairs(), D = rotation_.head_dim;
+    const auto n = p.size() * static_cast<std::size_t>(pairs);
+    std::vector<float> c(n), s(n);
+    if (rotation_kernel_) {
+      rotation_kernel_->rope_table(p, length(seq), std::span<float>(c), std::span<float>(s));
+    } else {
+      table_f32(p, seq, c, s);
+    }
+    if (hooks().backward) {
+      for (float& v : s) v = -v;
+    }
+    auto r16 = [](float v) { return static_cast<float>(TQ(v)); };
+    std::vector<float> x(static_cast<std::size_t>(D));
+    for (std::int64_t t = 0; t < in.tokens; ++t) {
+      for (std::int64_t h = 0; h < in.heads; ++h) {
+        const auto base = static_cast<std::size_t>((t * in.heads + h) * D);
+        for (std::size_t j = 0; j < x.size(); ++j) x[j] = static_cast<float>(in.data[base + j]);
+        for (std::size_t j = 0; j < x.size(); ++j) out.data[base + j] = TQ(x[j]);
+        for (std::int64_t i = 0; i < pairs; ++i) {
+          const auto e = static_cast<std::size_t>(t * pairs + i);
+          const float ct = r16(c[e]), st = r16(s[e]);
+          const auto [a, b] = spec::pair_dims(rotation_, i);
+          const float x0 = x[static_cast<std::size_t>(a)], x1 = x[static_cast<std::size_t>(b)];
+          out.data[base + static_cast<std::size_t>(a)] = TQ(r16(x0 * ct) - r16(x1 * st));
+          out.data[base + static_cast<std::size_t>(b)] = TQ(r16(x1 * ct) + r16(x0 * st));
+        }
+      }
+    }
   }
 
   // The fp32 table (what the hf recipe stores before the cast to the output type).
   void table_f32(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
                  std::span<float> c, std::span<float> s) const {
-    if (!hooks().restates_table()) {
+    const bool restate =
+        hooks().restates_table() || (hooks().magnitude && base_strategy_ == kernel::strategy::hf);
+    if (!restate) {
       base_->rope_table(p, length(seq), c, s);
+      if (hooks().magnitude) {  // another magnitude on the base's table
+        const float mb = base_magnitude(seq);
+        const float ratio = mb != 0 ? magnitude(seq) / mb : 1.0f;
+        for (float& v : c) v *= ratio;
+        for (float& v : s) v *= ratio;
+      }
     } else {
       const std::vector<float> f = inv_freq(seq);
       const float m = magnitude(seq);
@@ -649,6 +830,8 @@ class mutant final : public typed_implementation<mutant> {
 
   const mutant_info& info_;
   spec::encoding claimed_;
+  kernel::strategy base_strategy_;
+  bool output_rotation_ = false;
   spec::rope rotation_;  // the spec the rotation is applied with
   std::unique_ptr<implementation> base_;
   std::unique_ptr<implementation> rotation_kernel_;  // the rotation spec's own table
@@ -667,11 +850,16 @@ const mutant_info& find_mutant(std::string_view id) {
   throw error("unknown mutant '" + std::string(id) + "' (known: " + ids + ")");
 }
 
-std::unique_ptr<implementation> make_mutant(std::string_view id, const spec::encoding& e) {
-  return std::make_unique<mutant>(find_mutant(id), e);
+bool mutant_replays_on(const mutant_info& m, kernel::strategy base) {
+  return base == kernel::strategy::hf || !m.hooks.restates_table();
 }
 
-std::unique_ptr<implementation> make_control(const spec::encoding& e) {
+std::unique_ptr<implementation> make_mutant(std::string_view id, const spec::encoding& e,
+                                            const mutant_options& o) {
+  return std::make_unique<mutant>(find_mutant(id), e, o);
+}
+
+std::unique_ptr<implementation> make_control(const spec::encoding& e, const mutant_options& o) {
   // The restated table with no bug: the position operand is float(p), as in the hf recipe.
   static const mutant_info kControl = {
       "control",
@@ -680,7 +868,12 @@ std::unique_ptr<implementation> make_control(const spec::encoding& e) {
       "",
       [](const spec::encoding&) { return true; },
       {.position = [](std::int64_t p) { return static_cast<float>(p); }}};
-  return std::make_unique<mutant>(kControl, e);
+  // On ggml's pipeline the control is the ggml kernel itself (no restated table).
+  static const mutant_info kGgmlControl = {
+      "control", "any", "no bug: the ggml pipeline", "", [](const spec::encoding&) { return true; },
+      {}};
+  const bool ggml = o.base == kernel::strategy::ggml;
+  return std::make_unique<mutant>(ggml ? kGgmlControl : kControl, e, o);
 }
 
 }  // namespace pev::impl

@@ -207,13 +207,21 @@ struct explanation {
   double max_rho = 0;       // max |data − mistaken value| / bound
   double rms_rho = 0;
   bool explains = false;  // max_rho ≤ the explain threshold
+  /// A digest of the mistaken outputs: mistakes with equal digests make the same data and cannot
+  /// be told apart (not written; diagnosis::indistinguishable names them).
+  std::uint64_t digest = 0;
 };
 
 struct diagnosis {
   std::vector<mismatch> first;            // the first few, in row order
   std::vector<explanation> explanations;  // every applicable mistake, best first
   std::optional<std::string> named;       // the mistake that explains the data, if one does
-  double max_rho_without = 0;             // data vs exact, in hf bounds
+  /// Other mistakes that make exactly the named one's data: the data cannot tell them apart.
+  std::vector<std::string> indistinguishable;
+  /// What the data implies about the parameters it was made with, beyond the catalogue: e.g.
+  /// "rope_theta: the frequencies imply 10000 (the spec says 500000)".
+  std::vector<std::string> findings;
+  double max_rho_without = 0;  // data vs exact, in hf bounds
 };
 
 /// The math library behind a certificate's data: the class its recipe bounds assume, and what

@@ -111,6 +111,8 @@ class rope_contract {
   /// Bound on |m̂ − m| of the strategy's fp32 attention factor.
   double attention_factor_bound() const;
   kernel::strategy strategy() const { return st_; }
+  const metric::libm& lib() const { return *lib_; }
+  rotation_arithmetic arithmetic() const { return arith_; }
 
  private:
   kernel::strategy st_;

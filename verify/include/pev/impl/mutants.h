@@ -40,7 +40,7 @@ struct mutant_hooks {
   /// The fp32 angle p·θ_i after the product.
   float (*angle)(float a) = nullptr;
   /// The attention factor applied (from the hf one).
-  float (*magnitude)(float m) = nullptr;
+  float (*magnitude)(const spec::rope& s, float m) = nullptr;
   /// The sequence length the frequencies are planned for (stateful types).
   std::optional<std::int64_t> (*sequence_length)(const spec::rope& s,
                                                  std::optional<std::int64_t> seq) = nullptr;
@@ -59,8 +59,8 @@ struct mutant_hooks {
   /// T5: the bucket of distance r, given the correct (hf) one.
   std::int64_t (*bucket)(const spec::t5& s, std::int64_t r, std::int64_t hf) = nullptr;
 
-  /// Whether the RoPE table is restated (any of the table hooks is set).
-  bool restates_table() const { return frequencies || position || angle || magnitude; }
+  /// Whether the RoPE table is restated from the hf recipe (any of its table hooks is set).
+  bool restates_table() const { return frequencies || position || angle; }
 };
 
 struct mutant_info {
@@ -72,6 +72,20 @@ struct mutant_info {
   /// differs for head counts that are not powers of two).
   bool (*applies)(const spec::encoding& e);
   mutant_hooks hooks;
+  /// The pipeline the bug lives in: transformers' (hf) or llama.cpp's (ggml) for their own
+  /// mistakes; the diagnosis replays the others on the pipeline of the recipe under test.
+  kernel::strategy base = kernel::strategy::hf;
+};
+
+/// How a mutant is replayed (the diagnosis replays each mistake on the pipeline of the recipe
+/// under test, docs/design.md §6.7).
+struct mutant_options {
+  /// The correct pipeline the bug is planted in (none: the entry's own base). Mistakes that
+  /// restate the hf table (frequencies, positions, angles) exist on the hf pipeline only.
+  std::optional<kernel::strategy> base;
+  /// How q/k are rotated: in fp32, stored once (pev's kernels, vLLM, ggml), or in the output
+  /// type with the table cast to it (transformers in the model dtype).
+  bool rotate_in_output_type = false;
 };
 
 /// Every mutant, in a fixed order.
@@ -81,12 +95,16 @@ const mutant_info& find_mutant(std::string_view id);
 
 /// The mutant `id` for encoding `e` (which it must apply to; pev::error otherwise). Its name is
 /// "mutant:<id>".
-std::unique_ptr<implementation> make_mutant(std::string_view id, const spec::encoding& e);
+std::unique_ptr<implementation> make_mutant(std::string_view id, const spec::encoding& e,
+                                            const mutant_options& o = {});
+/// Whether make_mutant can replay `id` on `base` (a restated hf table cannot be replayed on
+/// ggml's recurrence).
+bool mutant_replays_on(const mutant_info& m, kernel::strategy base);
 
 /// The control: the mutants' machinery with no bug (RoPE tables from their own restatement of
 /// the hf recipe — fp32 position × fp32 frequency, cosf/sinf, × m — everything else from the hf
 /// kernel). It must pass every property; tests/properties checks that it does, so that a
 /// mutant's failure is its bug's and not the machinery's. Its name is "mutant:control".
-std::unique_ptr<implementation> make_control(const spec::encoding& e);
+std::unique_ptr<implementation> make_control(const spec::encoding& e, const mutant_options& o = {});
 
 }  // namespace pev::impl
