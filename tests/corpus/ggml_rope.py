@@ -35,6 +35,7 @@ import sys
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st_io  # noqa: E402
 from common import DEFAULT_SEED, corpus_positions, qk_positions  # noqa: E402
@@ -225,8 +226,10 @@ def generate(out: str, seed: int, only: str | None = None) -> list[dict]:
         else:
             rng = np.random.default_rng(seed + sum(map(ord, name.split("-qk")[0])))
             npdt = np.float32 if dtype == "fp32" else np.float16
-            q = rng.standard_normal((len(qk_pos), Q_HEADS, c["head_dim"]), dtype=np.float32).astype(npdt)
-            k = rng.standard_normal((len(qk_pos), K_HEADS, c["head_dim"]), dtype=np.float32).astype(npdt)
+            shape = (len(qk_pos), Q_HEADS, c["head_dim"])
+            q = rng.standard_normal(shape, dtype=np.float32).astype(npdt)
+            shape = (len(qk_pos), K_HEADS, c["head_dim"])
+            k = rng.standard_normal(shape, dtype=np.float32).astype(npdt)
             cos, sin = rope_cache(c, qk_pos, None if bug == "rotate-inverse" else bug)
             back = bug == "rotate-inverse"
             q_out, k_out = rope_apply(c, q, cos, sin, back), rope_apply(c, k, cos, sin, back)

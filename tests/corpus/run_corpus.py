@@ -56,7 +56,8 @@ def _have_engines() -> str | None:
         import numpy  # noqa: F401
         import torch  # noqa: F401
     except ImportError as e:
-        return f"{sys.executable} cannot import {e.name} (install Debian's python3-torch and python3-numpy: scripts/install-deps.sh --test)"
+        return (f"{sys.executable} cannot import {e.name} (install Debian's python3-torch and "
+                "python3-numpy: scripts/install-deps.sh --test)")
     return None
 
 
@@ -194,9 +195,10 @@ def main() -> int:
         print(f"corpus: SKIPPED: {why}")
         return SKIP
     here = os.path.dirname(os.path.abspath(__file__))
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     sys.path.insert(0, here)
-    import numpy as np
-    import torch
+    import numpy as np  # noqa: F811 (the versions are printed)
+    import torch  # noqa: F811
 
     import ggml_rope
     import torch_rope

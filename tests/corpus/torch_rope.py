@@ -30,6 +30,7 @@ import sys
 import numpy as np
 import torch
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st_io  # noqa: E402
 from common import DEFAULT_SEED, corpus_positions, qk_positions  # noqa: E402
@@ -214,7 +215,8 @@ def _yarn(cfg: dict, dim: int, truncate: bool, ignore_mscale: bool):
     mscale, mscale_all_dim = cfg.get("mscale"), cfg.get("mscale_all_dim")
     if attention_factor is None:
         if mscale and mscale_all_dim and not ignore_mscale:
-            attention_factor = float(_get_mscale(factor, mscale) / _get_mscale(factor, mscale_all_dim))
+            attention_factor = float(
+                _get_mscale(factor, mscale) / _get_mscale(factor, mscale_all_dim))
         else:
             attention_factor = _get_mscale(factor)
     beta_fast = cfg.get("beta_fast") or 32
@@ -253,7 +255,8 @@ def _llama3(cfg: dict, dim: int):
     high_freq_wavelen = old_context_len / high_freq_factor
     wavelen = 2 * math.pi / inv_freq  # fp32 tensor
     inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
-    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smooth_factor = ((old_context_len / wavelen - low_freq_factor)
+                     / (high_freq_factor - low_freq_factor))
     smoothed = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
     is_medium = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
     return torch.where(is_medium, smoothed, inv_freq_llama), 1.0
@@ -514,7 +517,8 @@ def generate(out: str, seed: int, only: str | None = None) -> list[dict]:
         k_out = apply_rotary(cfg, k, cos, sin, rot_bug)
         if bug:
             c0, s0 = rope_table(cfg, qk_pos, dtype, None)
-            if _same(q_out, apply_rotary(cfg, q, c0, s0)) and _same(k_out, apply_rotary(cfg, k, c0, s0)):
+            if (_same(q_out, apply_rotary(cfg, q, c0, s0))
+                    and _same(k_out, apply_rotary(cfg, k, c0, s0))):
                 print(f"torch_rope: {name}: the bug changes nothing, skipped", file=sys.stderr)
                 return
         path = os.path.join(out, name + ".safetensors")
