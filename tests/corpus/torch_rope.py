@@ -7,7 +7,7 @@ here from those semantics and checked against upstream (`src/transformers/modeli
 `_compute_default_rope_parameters`, `_compute_linear_scaling_rope_parameters`,
 `_compute_dynamic_ntk_parameters` with `dynamic_rope_update`, `_compute_yarn_parameters` with
 `find_correction_range`/`linear_ramp_factor`/`get_mscale`, `_compute_longrope_parameters` with
-`longrope_frequency_update`, `_compute_llama3_parameters`; the models' `*RotaryEmbedding.forward`,
+`longrope_frequency_update`, `_compute_llama3_parameters`, `_compute_proportional_rope_parameters`; the models' `*RotaryEmbedding.forward`,
 `rotate_half` and `apply_rotary_pos_emb` in `models/llama/modeling_llama.py`,
 `models/gpt_oss/modeling_gpt_oss.py` (`_apply_rotary_emb`, half-width cos/sin) and
 `models/deepseek_v3/modeling_deepseek_v3.py` (`apply_rotary_pos_emb_interleave`)). Every
@@ -93,6 +93,12 @@ CONFIGS: dict[str, dict] = {
         "original_max_position_embeddings": 4096, "max_position_embeddings": 131072,
         "short_factor": PHI3_SHORT, "long_factor": PHI3_LONG,
     },
+    # Gemma-4-style proportional RoPE (transformers v5): the first int(0.25·256 // 2) = 32 pairs
+    # rotate with exponents 2i/head_dim, the other 96 have frequency 0 (cos 1, sin 0).
+    "gemma4-proportional": {
+        "head_dim": 256, "rope_theta": 1000000, "rope_type": "proportional",
+        "partial_rotary_factor": 0.25,
+    },
     # Dynamic NTK: every dump reaches far beyond L = 4096, so the dynamic path is active.
     "dynamic-ntk": {
         "head_dim": 128, "rope_theta": 10000, "rope_type": "dynamic", "factor": 2.0,
@@ -117,6 +123,7 @@ CONFIGS: dict[str, dict] = {
 #   longrope-swapped         short and long factor lists swapped
 #   dynamic-wrong-length     dynamic NTK evaluated at L·factor (vLLM's static cache)
 #   dynamic-never-updated    dynamic NTK left at the init frequencies (original_inv_freq)
+#   proportional-tail-rotates  proportional RoPE with every pair rotating (no NoPE tail)
 #   neox-as-interleaved      q/k: NeoX weights rotated with interleaved pairs
 #   rotate-inverse           q/k: backward rotation (sin negated)
 TABLE_BUGS = [
@@ -139,6 +146,7 @@ TABLE_BUGS = [
     ("dynamic-ntk", "fp32", "dynamic-wrong-length"),
     ("dynamic-ntk", "fp32", "dynamic-never-updated"),
     ("dynamic-ntk", "bf16", "dynamic-never-updated"),
+    ("gemma4-proportional", "fp32", "proportional-tail-rotates"),
 ]
 QK_BUGS = [
     ("llama2", "fp32", "neox-as-interleaved"), ("qwen2.5", "bf16", "neox-as-interleaved"),
@@ -166,7 +174,7 @@ def _num(v) -> str:
 
 
 SPEC_KEYS = [
-    "head_dim", "rope_theta", "layout", "rope_type", "factor", "max_position_embeddings",
+    "head_dim", "rope_theta", "layout", "rope_type", "partial_rotary_factor", "factor", "max_position_embeddings",
     "original_max_position_embeddings", "beta_fast", "beta_slow", "truncate", "mscale",
     "mscale_all_dim", "low_freq_factor", "high_freq_factor", "short_factor", "long_factor",
 ]
@@ -281,6 +289,26 @@ def _longrope(cfg: dict, dim: int, seq_len: int, swapped: bool):
     return 1.0 / (ext_factors * base**inv_freq_shape), attention_factor
 
 
+def _proportional(cfg: dict, head_dim: int, tail_rotates: bool):
+    """_compute_proportional_rope_parameters: int(partial_rotary_factor·head_dim // 2) pairs with
+    exponents over the full head_dim, zeros for the rest (cat), then the in-place division by
+    `factor` (default 1.0)."""
+    base = cfg["rope_theta"]
+    factor = cfg.get("factor", 1.0)
+    rope_angles = int(cfg.get("partial_rotary_factor", 1.0) * head_dim // 2)
+    if tail_rotates:
+        rope_angles = head_dim // 2
+    exponents = torch.arange(0, 2 * rope_angles, 2, dtype=torch.int64).to(dtype=torch.float)
+    inv_freq_rotated = 1.0 / (base ** (exponents / head_dim))
+    nope_angles = head_dim // 2 - rope_angles
+    if nope_angles > 0:
+        inv_freq = torch.cat((inv_freq_rotated, torch.zeros(nope_angles, dtype=torch.float32)), dim=0)
+    else:
+        inv_freq = inv_freq_rotated
+    inv_freq /= factor
+    return inv_freq, 1.0
+
+
 def _dynamic(cfg: dict, dim: int, seq_len):
     """_compute_dynamic_ntk_parameters. seq_len None: the init call (Python doubles, α = 1); a
     tensor: dynamic_rope_update's max(position_ids) + 1 (int64), so α and the base are fp32."""
@@ -330,6 +358,8 @@ def init_inv_freq(cfg: dict, position_ids: torch.Tensor, bug: str | None):
         inv_freq, m = _yarn(cfg, dim, truncate, ignore_mscale=bug == "yarn-mscale-ignored")
     elif kind == "llama3":
         inv_freq, m = _llama3(cfg, dim)
+    elif kind == "proportional":
+        inv_freq, m = _proportional(cfg, dim, tail_rotates=bug == "proportional-tail-rotates")
     elif kind == "longrope":
         lo = cfg["original_max_position_embeddings"]
         # the long table is computed once with seq_len = Lo + 1
