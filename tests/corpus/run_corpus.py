@@ -41,7 +41,9 @@ SKIP = 77
 LADDER = ["correctly-rounded", "faithful", "drift-free", "recipe:hf", "recipe:ggml", "recipe:vllm"]
 CLAIM_OF_RUNG = {"faithful": "exact", "recipe:hf": "hf", "recipe:ggml": "ggml",
                  "recipe:vllm": "vllm"}
-NAMED_FRACTION = 0.90
+# Every planted bug is named today (49 of 49); issue 14 asked for at least 90 %. A regression
+# below every one fails.
+NAMED_FRACTION = 1.0
 PEV_TIMEOUT = 300  # seconds per pev invocation
 
 # Correctly rounded tables from `pev reference --dtype fp32` (one NeoX, one interleaved spec).
@@ -141,6 +143,9 @@ def summarize_cert(r: dict) -> dict:
     return {
         "grade": c.get("grade", "error" if r["rc"] not in (0, 1) else "?"),
         "named": d.get("named"),
+        # Mistakes that make exactly the named one's data: the data cannot tell them apart, and
+        # pev says so (issue 14: indistinguishable mistakes are reported as such).
+        "indistinguishable": d.get("indistinguishable") or [],
         "closest": [(e.get("mutant"), _f(e.get("max_rho"))) for e in expl[:3]],
         "rho": rho,
         "trig_ulp": find_trig_ulp(c),
@@ -262,7 +267,7 @@ def main() -> int:
             bugs += 1
             if base["rc"] != 1:
                 problems.append(f"planted bug {c['bug']} certified (grade {s['grade']})")
-            if s["named"] == c["bug"]:
+            if s["named"] == c["bug"] or (s["named"] and c["bug"] in s["indistinguishable"]):
                 named += 1
             else:
                 unnamed_notes.append(
