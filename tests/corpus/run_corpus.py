@@ -10,9 +10,9 @@ Asserts (issue 14, scope item 6):
   2. every genuine fp32 table's certificate records a measured trig ulp (any key named
      `trig_ulp` or containing it, anywhere in certificate.json, holding a finite number: the
      field's exact place is pev's to choose);
-  3. every planted bug is not certified (exit 1), and at least 90 % of them are named by the
-     diagnosis with the mutant id they are tagged with (each unnamed one is printed with what pev
-     said);
+  3. every planted bug is not certified (exit 1), and every one is named by the diagnosis with
+     the mutant id it is tagged with, or with a mistake pev reports as indistinguishable from it
+     (each unnamed one is printed with what pev said);
   4. the ladder property on every dump: a dump graded G passes `--recipe r` (exit 0) for every
      recipe r whose rung in LADDER is G's or looser.
 Prints a summary table (case, config, dtype, kind, planted bug, grade, exit codes, named mutant),
