@@ -1,6 +1,6 @@
 # Quick start (README): `make report` builds pev and writes the precision-drift report of the
 # default suite; `make test` builds and runs every test. Both install the Debian packages that are
-# missing first (scripts/install-deps.sh).
+# missing first (scripts/install-deps.sh; `make test` adds the test-only ones with --test).
 
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
@@ -10,13 +10,17 @@ PEV_WERROR ?= OFF
 PEV_SANITIZE ?= OFF
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps configure build test test-exhaustive test-sanitize fuzz report format check-format \
+.PHONY: all deps deps-test configure build test test-exhaustive test-sanitize fuzz report format check-format \
   install clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
+
+# Test-only packages (python3-torch for tests/corpus, chromium): `make report` does not need them.
+deps-test:
+	@scripts/install-deps.sh --test
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DPEV_WERROR=$(PEV_WERROR) \
@@ -29,10 +33,10 @@ build: configure
 # runs them.
 CTEST_FLAGS ?= -LE exhaustive
 
-test: build
+test: deps-test build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
-test-exhaustive: build
+test-exhaustive: deps-test build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -L exhaustive
 
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (its own build directory,

@@ -1,18 +1,38 @@
 #!/usr/bin/env bash
 # Installs the Debian packages pev needs when they are missing (docs/design.md §10). Nothing is
 # downloaded outside Debian's package registry. Safe to run repeatedly: it only calls apt-get when a
-# package is absent. Set PEV_DEPS_EXTRA="pkg ..." to add packages. chromium renders the report's index.html in
-# a test (headless; skipped when it is missing).
+# package is absent. Set PEV_DEPS_EXTRA="pkg ..." to add packages.
+#
+# Usage: scripts/install-deps.sh [--test]
+#   (none)  what `make report` needs: the build and the report.
+#   --test  also the test-only packages (`make test`, CI): chromium renders the report's index.html
+#           in a test (headless), python3-torch computes the real-engine corpus (tests/corpus/);
+#           the tests that need them skip with a message where they are missing.
 set -euo pipefail
+
+with_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) with_tests=1 ;;
+    *)
+      echo "usage: scripts/install-deps.sh [--test]" >&2
+      exit 2
+      ;;
+  esac
+done
 
 packages=(
   build-essential cmake make git pkg-config
   libboost-dev libmpfr-dev libgmp-dev
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libtbb-dev libssl-dev
-  gnuplot-nox clang-format python3 python3-numpy chromium
+  gnuplot-nox clang-format python3 python3-numpy
   clang libclang-rt-14-dev
 )
+test_packages=(chromium python3-torch)
+if [[ $with_tests -eq 1 ]]; then
+  packages+=("${test_packages[@]}")
+fi
 # shellcheck disable=SC2206
 packages+=(${PEV_DEPS_EXTRA:-})
 
