@@ -787,9 +787,9 @@ std::string certificate_text(const results& r) {
   const library_figures& lib = c.library;
   if (lib.trig_ulp) {
     s += fmt::format(
-        "library   measured trig {:.3g} ulp ({}) against the {} recipe's angles{}; "
-        "bounds assume {}\n",
-        *lib.trig_ulp, lib.trig_class, lib.angles,
+        "library   measured trig {:.3g} ulp ({:.3g} absolute; {}) against the {} recipe's "
+        "angles{}; bounds assume {}\n",
+        *lib.trig_ulp, lib.trig_abs.value_or(0), lib.trig_class, lib.angles,
         lib.pow_ulp ? fmt::format(", pow {:.3g} ulp", *lib.pow_ulp) : "", lib.assumed);
   } else {
     s += fmt::format("library   bounds assume {}{}\n", lib.assumed,

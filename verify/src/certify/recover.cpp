@@ -123,8 +123,9 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
   // (t = ĉ when m̂ = 1); of those, the one nearest the exact cos θ̂ (the error the data proves, no
   // more). None when some value has no such t (not this recipe).
   const auto mf = static_cast<float>(fit.m);
-  auto measure = [&](auto&& angle) -> std::optional<double> {
-    double trig = 0;
+  // Sets fit.trig_ulp and fit.trig_abs; false when some value has no such t.
+  auto measure = [&](auto&& angle) -> bool {
+    double trig = 0, abs_err = 0;
     for (std::size_t k = 0; k < rows.size(); ++k) {
       for (std::size_t i = 0; i < P; ++i) {
         if (col[i] < 0) continue;
@@ -144,15 +145,18 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
                 best_t = c;
               }
             }
-            if (!std::isfinite(best_t)) return std::nullopt;
+            if (!std::isfinite(best_t)) return false;
             t = best_t;
           }
           trig =
               std::max(trig, std::fabs(t - want) / metric::ulp_at(std::fabs(want), metric::kF32));
+          abs_err = std::max(abs_err, std::fabs(t - want));
         }
       }
     }
-    return trig;
+    fit.trig_ulp = trig;
+    fit.trig_abs = abs_err;
+    return true;
   };
 
   // The hf recipe: per pair, the fp32 frequency whose angles fl(fl(p)·f̂) explain every row (the
@@ -190,10 +194,11 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
   fit.hf_angles = all_f32;
   if (fit.hf_angles) {
     fit.angles = "hf";
-    fit.trig_ulp = measure([&](std::size_t k, std::size_t i) {
-      return static_cast<double>(hf_angle(rows[k].p, static_cast<float>(fit.freq_f32[i])));
-    });
-    if (!fit.trig_ulp) fit.note = not_one_product;
+    if (!measure([&](std::size_t k, std::size_t i) {
+          return static_cast<double>(hf_angle(rows[k].p, static_cast<float>(fit.freq_f32[i])));
+        })) {
+      fit.note = not_one_product;
+    }
     // pow and the reciprocal, against the recipe's own exponent fl(2i/d) and fp32 base.
     if (s.type == spec::rope_type::default_ && s.freq_scale == 1.0) {
       const auto b = static_cast<long double>(static_cast<float>(s.rope_theta));
@@ -241,10 +246,11 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
       std::copy(ang.begin(), ang.end(), all.begin() + static_cast<std::ptrdiff_t>(k * rot));
     }
     fit.angles = "ggml";
-    fit.trig_ulp = measure([&](std::size_t k, std::size_t i) {
-      return i < rot ? static_cast<double>(all[k * rot + i]) : 0.0;
-    });
-    if (!fit.trig_ulp) fit.note = not_one_product;
+    if (!measure([&](std::size_t k, std::size_t i) {
+          return i < rot ? static_cast<double>(all[k * rot + i]) : 0.0;
+        })) {
+      fit.note = not_one_product;
+    }
     return fit;
   }
   fit.note = "the angles are neither the hf recipe's fl(fl(p)·f) nor ggml's recurrence";

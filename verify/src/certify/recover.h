@@ -33,6 +33,8 @@ struct table_fit {
   /// fp32 tables with a recipe's angles θ̂: max |t − cos θ̂| (and sin) over every value, in ulps
   /// of fp32, t the library's fp32 result the data implies (fl(t·m̂) = ĉ, the t nearest cos θ̂).
   std::optional<double> trig_ulp;
+  /// The same, as an absolute error max |t − cos θ̂| (fast-math intrinsics have absolute bounds).
+  std::optional<double> trig_abs;
   /// Default rope_type (no scaling): max |f̂_i − 1/b^(fl(2i/d))| in ulps of fp32, b = fl(θ): the
   /// error of pow and the reciprocal against the recipe's own exponent.
   std::optional<double> pow_ulp;

@@ -138,13 +138,11 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   fit = fit_table<T>(ref.spec(), seq, t, pos);
   report::library_figures& lib = k.c().library;
   lib.trig_ulp = fit.trig_ulp;
+  lib.trig_abs = fit.trig_abs;
   lib.pow_ulp = fit.pow_ulp;
   lib.note = fit.note;
   lib.angles = fit.angles;
-  if (fit.trig_ulp) {
-    const metric::libm* c = metric::trig_class(*fit.trig_ulp);
-    lib.trig_class = c ? c->name : "beyond every documented class (fast-math intrinsics?)";
-  }
+  if (fit.trig_ulp) lib.trig_class = metric::trig_class_name(*fit.trig_ulp, *fit.trig_abs);
 }
 
 template <class T>

@@ -233,6 +233,7 @@ struct library_figures {
   /// fp32 value, against m̂·cos θ̂ of the recipe's angle) and pow/reciprocal error (ulps, against
   /// the recipe's own exponent), and the tightest class the trig error fits.
   std::optional<double> trig_ulp;
+  std::optional<double> trig_abs;  // the same trig error, absolute (fast-math bounds are absolute)
   std::optional<double> pow_ulp;
   std::string trig_class;
   std::string angles;  // whose angles the data follows ("hf", "ggml"), when measured

@@ -37,6 +37,14 @@ inline constexpr libm kCuda{"≤ 2 ulp trig (CUDA libdevice)", 2.0, 4.0, 1.0, 2.
 /// documented class without fast math).
 inline constexpr const libm& kAnyConforming = kCuda;
 
+/// CUDA's fast-math intrinsics __sinf, __cosf (what -use_fast_math maps sinf, cosf to): an
+/// absolute error of at most 2^−21.41 (sin) and 2^−21.19 (cos) for arguments in [−π, π], "larger
+/// otherwise" (CUDA C Programming Guide, intrinsic functions). Outside every class: no recipe
+/// bound holds for it; a measured error is only named with it.
+inline constexpr double kFastMathAbs = 4.1800e-7;  // 2^−21.19, rounded up
+inline constexpr const char* kFastMathName =
+    "fast-math intrinsics (CUDA __sinf/__cosf: absolute 2^-21.19 on [-pi, pi])";
+
 /// The library classes in order of accuracy, for naming a measured error.
 inline constexpr const libm* kLibmClasses[] = {&kCorrectlyRounded, &kGlibc, &kOneUlp, &kCuda};
 
@@ -47,6 +55,15 @@ inline const libm* trig_class(double measured_ulps) {
     if (measured_ulps <= c->sin_cos) return c;
   }
   return nullptr;
+}
+
+/// The name of the tightest class covering a measured trig error (ulps, and absolute): a class of
+/// kLibmClasses, else the fast-math intrinsics when the absolute error is within theirs, else
+/// "beyond every documented class".
+inline const char* trig_class_name(double measured_ulps, double measured_abs) {
+  if (const libm* c = trig_class(measured_ulps)) return c->name;
+  if (measured_abs <= kFastMathAbs) return kFastMathName;
+  return "beyond every documented class";
 }
 
 }  // namespace pev::metric
