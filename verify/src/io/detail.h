@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pev/core/error.h"
+#include "pev/core/text.h"
 
 namespace pev::io::detail {
 
@@ -49,11 +50,13 @@ std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b);
 /// Product of non-negative dimensions, or nothing on overflow of 64 bits (dims must be ≥ 0).
 std::optional<std::uint64_t> checked_product(const std::vector<std::int64_t>& shape);
 
-/// Offset of the first byte that is not part of a valid UTF-8 sequence, or nothing.
-std::optional<std::size_t> utf8_error(std::string_view s);
+using pev::utf8_error;
 
-/// `s` for a message: printable ASCII kept, everything else as \xNN, cut after `max` characters.
-std::string printable(std::string_view s, std::size_t max = 80);
+/// `s` quoted in a message: printable ASCII kept, everything else as \xNN, cut after `max`
+/// characters.
+inline std::string printable(std::string_view s, std::size_t max = 80) {
+  return pev::escaped(s, {.max = max, .ascii_only = true});
+}
 
 /// Random-access bytes: a regular file (read with pread, never loaded whole) or a buffer.
 class byte_source {
