@@ -191,6 +191,42 @@ TEST(FileRead, ReadsFromAPipe) {
   EXPECT_EQ(p, (std::vector<std::int64_t>{4, 5, 6}));
 }
 
+TEST(FileRead, ARegularFileLargerThanTheLimitIsRefused) {
+  const auto file = scratch_dir() / "big.txt";
+  write_bytes(file, std::string(100, 'x'));
+  EXPECT_EQ(read_file(file, 100).size(), 100u);
+  EXPECT_PEV_ERROR(read_file(file, 99),
+                   test::cat({"cannot read '", file.string(), "': larger than 99 bytes"}));
+}
+
+TEST(FileRead, ADeviceThatNeverEndsIsCappedAndNamed) {
+  EXPECT_PEV_ERROR(
+      read_file("/dev/zero", 1 << 20),
+      "cannot read '/dev/zero': a character device delivering more than 1048576 bytes");
+}
+
+// Sets PEV_INPUT_TIMEOUT for one test.
+struct input_timeout_env {
+  explicit input_timeout_env(const char* seconds) { ::setenv("PEV_INPUT_TIMEOUT", seconds, 1); }
+  ~input_timeout_env() { ::unsetenv("PEV_INPUT_TIMEOUT"); }
+};
+
+TEST(FileRead, AFifoNobodyWritesToTimesOut) {
+  const auto fifo = scratch_dir() / "silent.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const input_timeout_env env("0.2");
+  EXPECT_PEV_ERROR(read_file(fifo),
+                   test::cat({"cannot read '", fifo.string(),
+                              "': a pipe that did not reach its end within 0.2 s"}));
+  EXPECT_PEV_ERROR(read_positions_file(fifo), "did not reach its end within 0.2 s");
+}
+
+TEST(FileRead, AMalformedInputTimeoutIsAnError) {
+  const input_timeout_env env("forever");
+  EXPECT_PEV_ERROR(input_timeout(),
+                   "PEV_INPUT_TIMEOUT: expected seconds in (0, 86400], got 'forever'");
+}
+
 // ---- positions ----
 
 TEST(PositionsText, SkipsBlankLinesAndComments) {

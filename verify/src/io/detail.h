@@ -74,8 +74,9 @@ class byte_source {
 /// A buffer as a byte_source (the buffer must outlive it).
 std::unique_ptr<byte_source> memory_source(std::string_view bytes);
 
-/// A file as a byte_source; a non-regular file (a pipe) is read whole. Throws pev::error naming the
-/// file when it cannot be opened or is a directory.
+/// A file as a byte_source; a non-regular file (a pipe) is read whole, within max_stream_bytes and
+/// input_timeout() (file.h). Throws pev::error naming the file when it cannot be opened, is a
+/// directory, or breaks those limits.
 std::unique_ptr<byte_source> file_source(const std::filesystem::path& file);
 
 /// Writes a file by streaming into a temporary file in the same directory, then commit() flushes it

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <system_error>
@@ -34,21 +36,6 @@ namespace {
 std::string cannot(std::string_view verb, const std::filesystem::path& file,
                    std::string_view reason) {
   return fmt::format("cannot {} '{}': {}", verb, file.string(), reason);
-}
-
-// read() until `n` bytes or end of file; returns the count read, -1 with errno on error.
-ssize_t read_full(int fd, char* out, std::size_t n) {
-  std::size_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::read(fd, out + done, n - done);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    if (r == 0) break;
-    done += static_cast<std::size_t>(r);
-  }
-  return static_cast<ssize_t>(done);
 }
 
 class memory_byte_source final : public byte_source {
@@ -114,11 +101,12 @@ class file_byte_source final : public byte_source {
   std::uint64_t size_;
 };
 
-// Opens `file` for reading; throws pev::error naming it. Directories are refused.
+// Opens `file` for reading; throws pev::error naming it. Directories are refused. O_NONBLOCK: a
+// FIFO that no process writes to would otherwise block open() itself, forever.
 int open_for_reading(const std::filesystem::path& file, struct stat& st) {
   int fd = -1;
   do {
-    fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) throw pev::error(cannot("read", file, std::strerror(errno)));
   if (::fstat(fd, &st) != 0) {
@@ -133,21 +121,65 @@ int open_for_reading(const std::filesystem::path& file, struct stat& st) {
   return fd;
 }
 
-// Everything a non-regular file (a pipe, a character device) delivers until end of file.
-std::string read_stream(const std::filesystem::path& file, int fd) {
+// What kind of non-regular file `st` is, for messages.
+const char* file_kind(const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return "a file";
+  if (S_ISFIFO(st.st_mode)) return "a pipe";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Everything `fd` delivers until end of file, at most `max_bytes` (closes fd). A non-regular file
+// (a pipe, a FIFO, a character device, a terminal) must also end within input_timeout(): it is
+// polled, so that a writer that never writes, or never stops, is an error naming the file instead
+// of a hang or an allocation until memory runs out.
+std::string read_stream(const std::filesystem::path& file, int fd, const struct stat& st,
+                        std::uint64_t max_bytes) {
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } close_on_exit{fd};
+  const bool regular = S_ISREG(st.st_mode);
+  const auto too_big = [&] {
+    return pev::error(
+        cannot("read", file,
+               regular ? fmt::format("larger than {} bytes (the limit for this input)", max_bytes)
+                       : fmt::format("{} delivering more than {} bytes (the limit for this input)",
+                                     file_kind(st), max_bytes)));
+  };
+  if (regular && static_cast<std::uint64_t>(st.st_size) > max_bytes) throw too_big();
+  const auto timeout = input_timeout();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string out;
   char buffer[65536];
   for (;;) {
-    const ssize_t r = read_full(fd, buffer, sizeof buffer);
-    if (r < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw pev::error(cannot("read", file, std::strerror(err)));
+    if (!regular) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+      pollfd p{fd, POLLIN, 0};
+      const int rc =
+          left > 0 ? ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000))) : 0;
+      if (rc < 0 && errno != EINTR) throw pev::error(cannot("read", file, std::strerror(errno)));
+      if (rc == 0 && left <= 0) {
+        throw pev::error(
+            cannot("read", file,
+                   fmt::format("{} that did not reach its end within {} s (PEV_INPUT_TIMEOUT)",
+                               file_kind(st), timeout.count() / 1000.0)));
+      }
+      if (rc <= 0) continue;
     }
+    const ssize_t r = ::read(fd, buffer, sizeof buffer);
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      throw pev::error(cannot("read", file, std::strerror(errno)));
+    }
+    if (r == 0) break;
+    if (out.size() + static_cast<std::size_t>(r) > max_bytes) throw too_big();
     out.append(buffer, static_cast<std::size_t>(r));
-    if (static_cast<std::size_t>(r) < sizeof buffer) break;
   }
-  ::close(fd);
   return out;
 }
 
@@ -166,7 +198,9 @@ std::unique_ptr<byte_source> memory_source(std::string_view bytes) {
 std::unique_ptr<byte_source> file_source(const std::filesystem::path& file) {
   struct stat st {};
   const int fd = open_for_reading(file, st);
-  if (!S_ISREG(st.st_mode)) return std::make_unique<owned_byte_source>(read_stream(file, fd));
+  if (!S_ISREG(st.st_mode)) {
+    return std::make_unique<owned_byte_source>(read_stream(file, fd, st, max_stream_bytes));
+  }
   return std::make_unique<file_byte_source>(file, fd, static_cast<std::uint64_t>(st.st_size));
 }
 
@@ -403,10 +437,22 @@ void write_directory_atomic(const std::filesystem::path& dir,
   sync_directory(parent);
 }
 
-std::string read_file(const std::filesystem::path& file) {
+std::chrono::milliseconds input_timeout() {
+  const char* text = std::getenv("PEV_INPUT_TIMEOUT");
+  if (text == nullptr || *text == '\0') return std::chrono::milliseconds(60000);
+  double seconds = 0;
+  const auto [end, ec] = std::from_chars(text, text + std::strlen(text), seconds);
+  if (ec != std::errc() || *end != '\0' || !(seconds > 0) || seconds > 86400) {
+    throw pev::error(fmt::format("PEV_INPUT_TIMEOUT: expected seconds in (0, 86400], got '{}'",
+                                 detail::printable(text, 40)));
+  }
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+std::string read_file(const std::filesystem::path& file, std::uint64_t max_bytes) {
   struct stat st {};
   const int fd = detail::open_for_reading(file, st);
-  return detail::read_stream(file, fd);
+  return detail::read_stream(file, fd, st, max_bytes);
 }
 
 namespace {
@@ -486,7 +532,7 @@ std::vector<std::int64_t> read_positions_file(const std::filesystem::path& file)
     }
     positions = positions_from_array(t.at(chosen), file, fmt::format("tensor '{}'", chosen));
   } else {
-    const std::string text = read_file(file);
+    const std::string text = read_file(file, max_positions_file_bytes);
     std::size_t line = 0;
     std::size_t begin = 0;
     while (begin < text.size()) {

@@ -4,15 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "detail.h"
+#include "pev/io/file.h"
 
 // config.json → spec::rope following transformers v5 (`RotaryEmbeddingConfigMixin` in
 // configuration_utils / modeling_rope_utils; notes/encodings.md §4.0–4.9, §6). The steps mirror
@@ -756,12 +755,9 @@ rope parse_config_file(const std::filesystem::path& file, const config_options& 
   if (std::filesystem::is_directory(file, ec)) {
     throw error(fmt::format("{}: is a directory, expected a config.json file", file.string()));
   }
-  std::ifstream stream(file, std::ios::binary);
-  if (!stream) throw error(fmt::format("{}: cannot open config file", file.string()));
-  std::ostringstream text;
-  text << stream.rdbuf();
-  if (stream.bad()) throw error(fmt::format("{}: cannot read config file", file.string()));
-  return parse_config_text(text.str(), file.string(), options, warn);
+  // Bounded (size, and time for a pipe or a FIFO): a config.json is a few KiB; /dev/zero or a
+  // FIFO nobody writes to is an error naming the file.
+  return parse_config_text(io::read_file(file, max_config_bytes), file.string(), options, warn);
 }
 
 }  // namespace pev::spec

@@ -1,6 +1,7 @@
 #pragma once
 // File helpers shared by every writer and reader.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -35,8 +36,25 @@ void check_output_directory(const std::filesystem::path& dir,
                             std::initializer_list<std::string_view> markers = {"report.json",
                                                                                "certificate.json"});
 
-/// Reads a whole file; throws pev::error naming the file when it cannot be read.
-std::string read_file(const std::filesystem::path& file);
+/// Inputs are bounded: a file read whole holds at most a limit of bytes (the caller's, by default
+/// max_stream_bytes), and one that is not a regular file (a pipe, a FIFO, a character device such
+/// as /dev/zero, a terminal) must reach its end within input_timeout() of being opened. A FIFO
+/// that nobody writes to, or a device that never ends, is an error naming the file, not a hang or
+/// an allocation until memory runs out.
+inline constexpr std::uint64_t max_stream_bytes = std::uint64_t{1} << 30;
+
+/// The time limit for reading a non-regular input: PEV_INPUT_TIMEOUT seconds (in (0, 86400]),
+/// 60 s by default. Throws pev::error for a malformed PEV_INPUT_TIMEOUT.
+std::chrono::milliseconds input_timeout();
+
+/// Reads a whole file, at most `max_bytes`; throws pev::error naming the file when it cannot be
+/// read, is larger, or (not a regular file) does not end within input_timeout().
+std::string read_file(const std::filesystem::path& file,
+                      std::uint64_t max_bytes = max_stream_bytes);
+
+/// The largest positions file read: 2^24 positions (the most a request takes) of up to 20
+/// characters and a newline, with room for comments.
+inline constexpr std::uint64_t max_positions_file_bytes = std::uint64_t{512} << 20;
 
 /// Integer positions from a file: text (one integer per line; blank lines and '#' comments
 /// skipped), .npy (int32/int64, any shape, flattened) or .safetensors (tensor "positions", or the
