@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,13 +65,57 @@ TEST(FileAtomic, MissingDirectoryNamesTheFileAndTheReason) {
                    test::cat({"cannot write '", file.string(), "': No such file or directory"}));
 }
 
-TEST(FileAtomic, FailedRenameRemovesTheTemporary) {
+TEST(FileAtomic, ADirectoryIsRefusedAndNothingIsLeft) {
   const auto dir = scratch_dir();
   std::filesystem::create_directories(dir / "target" / "occupied");
-  // rename() cannot replace a non-empty directory with a file.
   EXPECT_PEV_ERROR(write_file_atomic(dir / "target", "x"),
-                   test::cat({"cannot write '", (dir / "target").string(), "': rename"}));
+                   test::cat({"cannot write '", (dir / "target").string(), "': Is a directory"}));
   EXPECT_EQ(entries(dir), std::vector<std::string>{"target"});
+  EXPECT_EQ(entries(dir / "target"), std::vector<std::string>{"occupied"});
+}
+
+// Only regular files are replaced: a device or a FIFO is written to, a symbolic link followed.
+TEST(FileAtomic, ACharacterDeviceIsWrittenNotReplaced) {
+  const auto dir = scratch_dir();
+  const auto dev = dir / "null";
+  // A private copy of /dev/null (1, 3) when allowed (root); /dev/null itself otherwise, which an
+  // unprivileged process could not replace anyway.
+  const bool own = ::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0;
+  const std::filesystem::path target = own ? dev : std::filesystem::path("/dev/null");
+  write_file_atomic(target, "discarded");
+  struct stat st {};
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << target << " was replaced by a file";
+  EXPECT_EQ(entries(dir), own ? std::vector<std::string>{"null"} : std::vector<std::string>{});
+}
+
+TEST(FileAtomic, AFifoIsWrittenNotReplaced) {
+  const auto dir = scratch_dir();
+  const auto fifo = dir / "out.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = read_bytes(fifo); });
+  write_file_atomic(fifo, "through the pipe");
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_EQ(entries(dir), std::vector<std::string>{"out.fifo"});
+}
+
+TEST(FileAtomic, ASymlinkIsFollowedAndKept) {
+  const auto dir = scratch_dir();
+  std::filesystem::create_directories(dir / "real");
+  write_bytes(dir / "real" / "file.txt", "old");
+  std::filesystem::create_symlink(dir / "real" / "file.txt", dir / "link.txt");
+  write_file_atomic(dir / "link.txt", "new");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.txt"));
+  EXPECT_EQ(read_bytes(dir / "real" / "file.txt"), "new");
+  // A dangling link: the file it names is created, the link kept.
+  std::filesystem::create_symlink(dir / "real" / "created.txt", dir / "dangling.txt");
+  write_file_atomic(dir / "dangling.txt", "made");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "dangling.txt"));
+  EXPECT_EQ(read_bytes(dir / "real" / "created.txt"), "made");
+  EXPECT_EQ(entries(dir / "real"), (std::vector<std::string>{"created.txt", "file.txt"}));
 }
 
 TEST(FileAtomic, UnwritableDirectoryIsAnError) {

@@ -81,6 +81,10 @@ std::unique_ptr<byte_source> file_source(const std::filesystem::path& file);
 
 /// Writes a file by streaming into a temporary file in the same directory, then commit() flushes it
 /// to disk and renames it over the target. Destroyed without commit(), the temporary is removed.
+/// Only a regular file (or a path where nothing is yet) is replaced that way: "-" is standard
+/// output, a character device, FIFO or socket (/dev/null, /dev/stdout on a pipe) is written
+/// directly, never replaced by a file; a symbolic link is followed, and the file it names is
+/// replaced, not the link.
 class atomic_writer {
  public:
   explicit atomic_writer(std::filesystem::path target);
@@ -92,16 +96,21 @@ class atomic_writer {
   void write(const void* data, std::size_t n);
   /// Appends bytes.
   void write(std::string_view s) { write(s.data(), s.size()); }
-  /// fsync, close, rename over the target (and fsync the directory, best effort).
+  /// fsync, close, rename over the target (and fsync the directory, best effort); written
+  /// directly: close.
   void commit();
 
  private:
   [[noreturn]] void fail(std::string_view what, int err);
   void discard() noexcept;
+  void open_direct();
 
-  std::filesystem::path target_;
+  std::filesystem::path target_;  // as given, for messages
+  std::filesystem::path dest_;    // the regular file replaced: target_ through its symlinks
   std::filesystem::path temp_;
   int fd_ = -1;
+  bool direct_ = false;    // writing target_ itself (a device, a pipe, stdout)
+  bool borrowed_ = false;  // fd_ is standard output: not closed here
 };
 
 }  // namespace pev::io::detail

@@ -206,15 +206,58 @@ std::unique_ptr<byte_source> file_source(const std::filesystem::path& file) {
 
 // ---- atomic_writer ----
 
-atomic_writer::atomic_writer(std::filesystem::path target) : target_(std::move(target)) {
-  // The temporary lives next to the target so that rename() is atomic (same file system). Its name
-  // is unique across processes (pid), threads (counter) and stale leftovers (clock bits, O_EXCL).
+namespace {
+
+// Where a path through a dangling symbolic link leads (the file that writing would create), without
+// requiring it to exist; `p` itself when it is not a link. Gives up after 40 links (a loop).
+std::filesystem::path follow_links(std::filesystem::path p) {
+  for (int k = 0; k < 40; ++k) {
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(std::filesystem::symlink_status(p, ec))) return p;
+    const std::filesystem::path link = std::filesystem::read_symlink(p, ec);
+    if (ec) return p;
+    p = link.is_absolute() ? link : p.parent_path() / link;
+  }
+  return p;
+}
+
+}  // namespace
+
+atomic_writer::atomic_writer(std::filesystem::path target)
+    : target_(std::move(target)), dest_(target_) {
+  if (target_ == "-") {
+    fd_ = STDOUT_FILENO;
+    direct_ = borrowed_ = true;
+    return;
+  }
+  struct stat st {};
+  if (::stat(target_.c_str(), &st) == 0) {  // through symbolic links
+    if (S_ISDIR(st.st_mode)) throw pev::error(cannot("write", target_, std::strerror(EISDIR)));
+    if (!S_ISREG(st.st_mode)) {
+      open_direct();
+      return;
+    }
+    // A regular file, maybe through links: the file is replaced, the links kept.
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::canonical(target_, ec);
+    // No path names it (/proc/self/fd/N of a deleted file): write it in place.
+    if (ec) {
+      open_direct();
+      return;
+    }
+    dest_ = real;
+  } else {
+    dest_ = follow_links(target_);
+  }
+  // The temporary lives next to the file it replaces so that rename() is atomic (same file
+  // system). Its name is unique across processes (pid), threads (counter) and stale leftovers
+  // (clock bits, O_EXCL).
   static std::atomic<unsigned long> counter{0};
-  const std::filesystem::path dir = target_.parent_path();
+  const std::filesystem::path dir = dest_.parent_path();
   for (int attempt = 0; attempt < 100; ++attempt) {
     const auto ticks = static_cast<unsigned long long>(
         std::chrono::steady_clock::now().time_since_epoch().count());
-    const std::string name = fmt::format(".{}.tmp-{}-{}-{:06x}", target_.filename().string(),
+    const std::string name = fmt::format(".{}.tmp-{}-{}-{:06x}", dest_.filename().string(),
                                          ::getpid(), counter++, ticks & 0xFFFFFFu);
     temp_ = dir.empty() ? std::filesystem::path(name) : dir / name;
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -226,10 +269,18 @@ atomic_writer::atomic_writer(std::filesystem::path target) : target_(std::move(t
   throw pev::error(cannot("write", target_, std::strerror(err)));
 }
 
+void atomic_writer::open_direct() {
+  direct_ = true;
+  do {
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
+  } while (fd_ < 0 && errno == EINTR);
+  if (fd_ < 0) throw pev::error(cannot("write", target_, std::strerror(errno)));
+}
+
 atomic_writer::~atomic_writer() { discard(); }
 
 void atomic_writer::discard() noexcept {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0 && !borrowed_) ::close(fd_);
   fd_ = -1;
   if (!temp_.empty()) ::unlink(temp_.c_str());
   temp_.clear();
@@ -258,15 +309,21 @@ void atomic_writer::write(const void* data, std::size_t n) {
 
 void atomic_writer::commit() {
   if (fd_ < 0) throw pev::error(cannot("write", target_, "the writer is closed"));
+  if (direct_) {
+    const int fd = fd_;
+    fd_ = -1;
+    if (!borrowed_ && ::close(fd) != 0) fail("close", errno);
+    return;
+  }
   // EINVAL: a file that does not support synchronization; nothing to flush.
   if (::fsync(fd_) != 0 && errno != EINVAL) fail("fsync", errno);
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail("close", errno);
-  if (::rename(temp_.c_str(), target_.c_str()) != 0) fail("rename", errno);
+  if (::rename(temp_.c_str(), dest_.c_str()) != 0) fail("rename", errno);
   temp_.clear();
   // Make the rename itself durable; a failure here leaves a complete file, so it is not an error.
-  const std::filesystem::path dir = target_.parent_path().empty() ? "." : target_.parent_path();
+  const std::filesystem::path dir = dest_.parent_path().empty() ? "." : dest_.parent_path();
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     (void)::fsync(dfd);
