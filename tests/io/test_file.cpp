@@ -140,10 +140,10 @@ TEST(DirectoryAtomic, CreatesThenReplacesAPreviousOutputAsAWhole) {
   std::filesystem::remove_all(base);
   const auto out = base / "out";
   write_directory_atomic(out, [](const auto& d) { write_set(d, {"report.json", "old.csv"}, "1"); });
-  EXPECT_EQ(entries(out), (std::vector<std::string>{"old.csv", "report.json"}));
+  EXPECT_EQ(entries(out), (std::vector<std::string>{".pev-manifest", "old.csv", "report.json"}));
   // The new output replaces the old one entirely: old.csv, which it does not have, is gone.
   write_directory_atomic(out, [](const auto& d) { write_set(d, {"report.json", "new.csv"}, "2"); });
-  EXPECT_EQ(entries(out), (std::vector<std::string>{"new.csv", "report.json"}));
+  EXPECT_EQ(entries(out), (std::vector<std::string>{".pev-manifest", "new.csv", "report.json"}));
   EXPECT_EQ(read_bytes(out / "report.json"), "2");
   // Nothing else left beside it (no staging directory, no aside copy).
   EXPECT_EQ(entries(base), std::vector<std::string>{"out"});
@@ -175,8 +175,8 @@ TEST(DirectoryAtomic, RefusesWhatItDidNotWrite) {
   std::filesystem::create_directories(base / "mine");
   write_bytes(base / "mine" / "thesis.tex", "keep me");
   EXPECT_PEV_ERROR(write_directory_atomic(base / "mine", [](const auto&) {}),
-                   "not a previous pev output");
-  EXPECT_PEV_ERROR(check_output_directory(base / "mine"), "not a previous pev output");
+                   "is a non-empty directory that pev did not write (it has no .pev-manifest)");
+  EXPECT_PEV_ERROR(check_output_directory(base / "mine"), "pev did not write");
   EXPECT_EQ(read_bytes(base / "mine" / "thesis.tex"), "keep me");
   write_bytes(base / "file", "x");
   EXPECT_PEV_ERROR(write_directory_atomic(base / "file", [](const auto&) {}), "not a directory");
@@ -185,7 +185,71 @@ TEST(DirectoryAtomic, RefusesWhatItDidNotWrite) {
   // An empty directory is fine.
   std::filesystem::create_directories(base / "empty");
   write_directory_atomic(base / "empty", [](const auto& d) { write_set(d, {"x.json"}, "1"); });
-  EXPECT_EQ(entries(base / "empty"), std::vector<std::string>{"x.json"});
+  EXPECT_EQ(entries(base / "empty"), (std::vector<std::string>{".pev-manifest", "x.json"}));
+}
+
+// What an older pev, or a user, left: a directory that merely holds a file named like pev's
+// outputs is not pev's (a git checkout with a report.json; a thesis beside a certificate.json).
+TEST(DirectoryAtomic, ADirectoryWithAReportJsonButNoManifestIsRefused) {
+  const auto base = scratch_dir() / "dir_atomic_marker";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base / "repo" / ".git");
+  write_bytes(base / "repo" / "report.json", "{}");
+  write_bytes(base / "repo" / ".git" / "HEAD", "ref: refs/heads/main\n");
+  EXPECT_PEV_ERROR(check_output_directory(base / "repo"), "pev did not write");
+  EXPECT_PEV_ERROR(write_directory_atomic(
+                       base / "repo", [](const auto& d) { write_set(d, {"report.json"}, "x"); }),
+                   "pev did not write");
+  EXPECT_EQ(read_bytes(base / "repo" / ".git" / "HEAD"), "ref: refs/heads/main\n");
+  EXPECT_EQ(entries(base), std::vector<std::string>{"repo"});  // no staging left behind
+}
+
+TEST(DirectoryAtomic, AFileAddedToAPreviousOutputIsNeverDeleted) {
+  const auto base = scratch_dir() / "dir_atomic_added";
+  std::filesystem::remove_all(base);
+  const auto out = base / "out";
+  write_directory_atomic(out, [](const auto& d) {
+    std::filesystem::create_directories(d / "data");
+    write_set(d, {"report.json", "data/a.csv"}, "1");
+  });
+  // A user's file beside pev's, at the top and inside a subdirectory pev wrote.
+  write_bytes(out / "notes.txt", "mine");
+  EXPECT_PEV_ERROR(
+      check_output_directory(out),
+      "holds 'notes.txt', which pev did not write (its .pev-manifest does not list it)");
+  std::filesystem::remove(out / "notes.txt");
+  write_bytes(out / "data" / "mine.csv", "mine");
+  EXPECT_PEV_ERROR(write_directory_atomic(out, [](const auto& d) { write_set(d, {"r"}, "2"); }),
+                   "holds 'data/mine.csv'");
+  EXPECT_EQ(read_bytes(out / "data" / "mine.csv"), "mine");
+  EXPECT_EQ(read_bytes(out / "report.json"), "1");
+  // A symbolic link inside is not pev's either (pev writes none).
+  std::filesystem::remove(out / "data" / "mine.csv");
+  std::filesystem::create_symlink("/", out / "root");
+  EXPECT_PEV_ERROR(check_output_directory(out), "holds 'root'");
+  std::filesystem::remove(out / "root");
+  // Once the foreign entries are gone, the output is pev's again.
+  write_directory_atomic(out, [](const auto& d) { write_set(d, {"report.json"}, "3"); });
+  EXPECT_EQ(entries(out), (std::vector<std::string>{".pev-manifest", "report.json"}));
+}
+
+TEST(DirectoryAtomic, AForgedOrMalformedManifestDoesNotMakeADirectoryPevs) {
+  const auto base = scratch_dir() / "dir_atomic_forged";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base / "out");
+  write_bytes(base / "out" / "keep.txt", "mine");
+  for (const std::string& manifest :
+       {std::string("not json"),
+        std::string("{\"pev_output_manifest\": 2, \"directories\": [], "
+                    "\"files\": [\"keep.txt\"]}"),
+        std::string("{\"pev_output_manifest\": 1, \"directories\": [], \"files\": "
+                    "[\"../keep.txt\"]}"),
+        std::string("{\"pev_output_manifest\": 1, \"files\": [\"keep.txt\"]}")}) {
+    write_bytes(base / "out" / ".pev-manifest", manifest);
+    SCOPED_TRACE(manifest);
+    EXPECT_PEV_ERROR(check_output_directory(base / "out"), "pev did not write");
+  }
+  EXPECT_EQ(read_bytes(base / "out" / "keep.txt"), "mine");
 }
 
 TEST(DirectoryAtomic, KilledRunsLeftoversAreRemovedAndSymlinksKept) {

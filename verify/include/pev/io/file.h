@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,24 +16,25 @@ namespace pev::io {
 void write_file_atomic(const std::filesystem::path& file, std::string_view bytes);
 
 /// Writes a directory of outputs (a report, a certificate) as one unit. `write` fills a fresh
-/// staging directory beside `dir` (`.NAME.pev-staging-PID`); it then takes `dir`'s place in one
-/// rename — an existing previous output is exchanged with it atomically (renameat2
-/// RENAME_EXCHANGE) and then removed. A run killed at any moment therefore leaves `dir` either as
-/// it was (the previous output, or none) or complete, never a mix; the staging directories of
-/// killed runs are removed by the next run. Throws pev::error (and leaves `dir` as it was) when
-/// `write` throws, and when `dir` is a file, or a non-empty directory holding none of `markers`
-/// (not a previous output: pev will not replace a directory it did not write).
+/// staging directory beside `dir` (`.NAME.pev-staging-PID`), which then gets a manifest
+/// (`.pev-manifest`: the directories and files written) and takes `dir`'s place in one rename; a
+/// previous output is exchanged with it atomically (renameat2 RENAME_EXCHANGE) and then removed
+/// entry by entry from its own manifest. A run killed at any moment therefore leaves `dir` either
+/// as it was (the previous output, or none) or complete, never a mix; the staging directories of
+/// killed runs are removed by the next run. Two runs writing the same new `dir` at once both
+/// succeed (the last one's output stays).
+///
+/// pev replaces only what pev wrote: `dir` must be absent, empty, or a previous output holding
+/// nothing its manifest does not list (checked before `write` and again just before the exchange).
+/// Throws pev::error (and leaves `dir` as it was) otherwise, when `dir` is a file, and when `write`
+/// throws.
 void write_directory_atomic(const std::filesystem::path& dir,
-                            const std::function<void(const std::filesystem::path&)>& write,
-                            std::initializer_list<std::string_view> markers = {"report.json",
-                                                                               "certificate.json"});
+                            const std::function<void(const std::filesystem::path&)>& write);
 
 /// The checks write_directory_atomic makes before it writes (run them before long work, so that a
 /// bad --out is reported at once): `dir`'s parent can be created and written; `dir` is absent, an
-/// empty directory, or a previous output. Throws pev::error saying what is wrong.
-void check_output_directory(const std::filesystem::path& dir,
-                            std::initializer_list<std::string_view> markers = {"report.json",
-                                                                               "certificate.json"});
+/// empty directory, or a previous output of pev's. Throws pev::error saying what is wrong.
+void check_output_directory(const std::filesystem::path& dir);
 
 /// Inputs are bounded: a file read whole holds at most a limit of bytes (the caller's, by default
 /// max_stream_bytes), and one that is not a regular file (a pipe, a FIFO, a character device such
