@@ -14,6 +14,7 @@
 
 #include "certify_properties.h"
 #include "commands.h"
+#include "inputs.h"
 #include "pev/core/error.h"
 #include "pev/core/version.h"
 #include "pev/impl/live.h"
@@ -215,19 +216,15 @@ command add_certify(CLI::App& app) {
             if (st->impl.empty() && st->plugin.empty() && st->exec.empty()) {
               throw error("one of --impl FILE, --plugin LIB.so or --exec 'CMD' is required");
             }
-            io::check_output_directory(st->out);  // before the work, not after it
             std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
             // --out is replaced as a whole: an input inside it would be deleted.
-            const auto out_dir = std::filesystem::weakly_canonical(st->out);
-            for (const auto& f : files) {
-              const auto rel = std::filesystem::weakly_canonical(f).lexically_relative(out_dir);
-              if (!rel.empty() && *rel.begin() != "..") {
-                throw error(fmt::format(
-                    "--impl {} is inside --out {}, which pev replaces as a whole: choose another "
-                    "--out",
-                    f.string(), st->out));
-              }
-            }
+            std::vector<input_path> inputs = {{"--config", st->config_file},
+                                              {"--positions-file", st->positions_file},
+                                              {"--plugin", st->plugin}};
+            for (const auto& f : files) inputs.push_back({"--impl", f});
+            for (const auto& f : impl::command_files(st->exec)) inputs.push_back({"--exec", f});
+            refuse_inputs_inside_out(st->out, inputs);
+            io::check_output_directory(st->out);  // before the work, not after it
             const certify::dump d = files.empty() ? certify::dump{} : certify::read_dump(files);
             spec::encoding e;
             if (!st->config_file.empty()) {

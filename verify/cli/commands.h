@@ -52,6 +52,8 @@ struct encoding_options {
   std::vector<std::int64_t> positions_for(const spec::encoding& e, const std::string& what) const;
   /// An output with the provenance fields filled (what, dtype, spec, digits).
   output start_output(const spec::encoding& e, out_dtype dtype) const;
+  /// Refuses an input (--config, --positions-file, a learned table of `e`) that is --out.
+  void refuse_inputs_inside_out(const spec::encoding& e) const;
 };
 
 /// Sequence length of a stateful rope type: --seq-len, else max(position) + 1 (transformers).

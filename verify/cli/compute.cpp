@@ -122,6 +122,7 @@ command add_compute(CLI::App& app) {
               throw error("--dtype: kernels produce fp32, fp16 or bf16, got '" + st->dtype + "'");
             }
             const spec::encoding e = st->o.encoding();
+            st->o.refuse_inputs_inside_out(e);
             output out = st->o.start_output(e, dtype);
             out.recipe = std::string("strategy:") + kernel::to_string(strat);
             const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);

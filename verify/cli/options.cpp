@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.h"
+#include "inputs.h"
 #include "layout.h"
 #include "pev/core/error.h"
 #include "pev/io/file.h"
@@ -206,6 +207,13 @@ output encoding_options::start_output(const spec::encoding& e, out_dtype dtype) 
   out.digits = digits;
   parse_out_format(format);  // reject a bad --format before any work
   return out;
+}
+
+void encoding_options::refuse_inputs_inside_out(const spec::encoding& e) const {
+  std::vector<input_path> inputs = {{"--config", config_file},
+                                    {"--positions-file", positions_file}};
+  for (auto& f : encoding_files(e)) inputs.push_back(std::move(f));
+  cli::refuse_inputs_inside_out(out, inputs);
 }
 
 std::int64_t stateful_seq_len(const std::vector<std::int64_t>& pos,

@@ -105,6 +105,7 @@ command add_reference(CLI::App& app) {
   return {cmd, [st]() -> int {
             if (st->precision) set_precision_bits(st->precision);
             const spec::encoding e = st->o.encoding();
+            st->o.refuse_inputs_inside_out(e);
             output out = st->o.start_output(e, parse_out_dtype(st->dtype));
             out.recipe = st->recipe;
             out.precision_bits = precision_bits();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "inputs.h"
 #include "pev/core/error.h"
 #include "pev/io/file.h"
 #include "pev/report/json.h"
@@ -128,7 +129,6 @@ command add_report(CLI::App& app) {
             if (!st->suite.empty() && st->suite != "default") {
               throw error("--suite: the only built-in suite is 'default', got '" + st->suite + "'");
             }
-            io::check_output_directory(st->out);  // before the sweep, not after it
             o.max_position = st->max_position;
             o.threads = st->threads;
             o.seed = st->seed;
@@ -146,6 +146,13 @@ command add_report(CLI::App& app) {
               suite.push_back({std::filesystem::path(c).stem().string(),
                                spec::encoding(spec::parse_config_file(c))});
             }
+            std::vector<input_path> inputs;
+            for (const auto& c : st->configs) inputs.push_back({"--config", c});
+            for (const auto& entry : suite) {
+              for (auto& f : encoding_files(entry.encoding)) inputs.push_back(std::move(f));
+            }
+            refuse_inputs_inside_out(st->out, inputs);
+            io::check_output_directory(st->out);  // before the sweep, not after it
             o.suite_name =
                 custom ? (st->suite == "default" ? "default+custom" : "custom") : "default";
             if (isatty(STDERR_FILENO)) {
@@ -178,6 +185,10 @@ command add_merge(CLI::App& app) {
                   "empty, or a previous pev output)")
       ->capture_default_str();
   return {cmd, [st]() -> int {
+            std::vector<input_path> inputs;
+            for (const auto& d : st->dirs) inputs.push_back({"the shard", d});
+            refuse_inputs_inside_out(st->out, inputs);
+            io::check_output_directory(st->out);
             std::vector<report::results> shards;
             for (const auto& d : st->dirs) {
               const auto file = std::filesystem::path(d) / "report.json";

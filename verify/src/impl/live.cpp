@@ -591,6 +591,54 @@ void live_implementation::sinusoidal_pe(std::span<const std::int64_t> p,
   pe<bfloat16>(p, out);
 }
 
+std::vector<std::filesystem::path> command_files(const std::string& command) {
+  // Words as a shell splits them, roughly: blanks separate, quotes group (and are removed), a
+  // backslash escapes the next character. Nothing is expanded: this names files, it runs nothing.
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < command.size(); ++i) {
+    const char c = command[i];
+    if (quote) {
+      if (c == quote) {
+        quote = 0;
+      } else if (c == '\\' && quote == '"' && i + 1 < command.size()) {
+        word += command[++i];
+      } else {
+        word += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < command.size()) {
+      word += command[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|' || c == '<' ||
+               c == '>' || c == '(' || c == ')') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  std::vector<std::filesystem::path> files;
+  const auto add = [&](const std::string& w) {
+    std::error_code ec;
+    if (w.empty() || !std::filesystem::is_regular_file(w, ec)) return;
+    const std::filesystem::path p(w);
+    if (std::find(files.begin(), files.end(), p) == files.end()) files.push_back(p);
+  };
+  for (const auto& w : words) {
+    add(w);
+    if (const auto eq = w.find('='); eq != std::string::npos) add(w.substr(eq + 1));
+  }
+  return files;
+}
+
 std::unique_ptr<live_implementation> load_plugin(const std::filesystem::path& library,
                                                  const spec::encoding& claimed,
                                                  kernel::strategy accuracy,

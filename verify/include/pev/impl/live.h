@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pev/impl/implementation.h"
 #include "pev/kernel/strategy.h"
@@ -55,6 +56,11 @@ std::unique_ptr<live_implementation> start_exec(const std::string& command,
                                                 const spec::encoding& claimed,
                                                 kernel::strategy accuracy,
                                                 const exec_options& o = {});
+
+/// The existing regular files an --exec command names: each word of the command (quotes removed,
+/// no expansion), and the value of a `NAME=VALUE` word, that is a path to a regular file — the
+/// script it runs, a model it loads. Certificates hash them; pev refuses them inside --out.
+std::vector<std::filesystem::path> command_files(const std::string& command);
 
 namespace detail {
 class live_backend;
