@@ -107,7 +107,8 @@ std::string to_json(const certificate& c) {
                       {"explanations", ex}};
   }
   j["seconds"] = c.seconds;  // wall time: the one field that differs between identical runs
-  return j.dump(2) + "\n";
+  // Paths and messages come from outside (a file name need not be UTF-8): never a JSON exception.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string to_text(const certificate& c) {
