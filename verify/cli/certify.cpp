@@ -107,7 +107,7 @@ command add_certify(CLI::App& app) {
     double timeout = 60;
     bool isolate = false;
     std::int64_t max_position = std::int64_t{1} << 20;
-    int samples = 64, property_cases = 100;
+    std::int64_t samples = 64, property_cases = 100;
     std::uint64_t seed = 20261122;
     bool no_properties = false;
     std::string reference = "fast";
@@ -159,8 +159,8 @@ command add_certify(CLI::App& app) {
                 "as a failed check instead of taking pev down")
       ->needs(plugin_opt);
   cmd->add_option("--timeout", st->timeout,
-                  "--exec and --plugin --isolate: seconds to wait for each response; a process "
-                  "that hangs is killed and reported as a failed check")
+                  "--exec and --plugin --isolate: seconds to wait for each response (at most "
+                  "86400); a process that hangs is killed and reported as a failed check")
       ->capture_default_str();
   cmd->add_option("--dtype", st->dtype,
                   "Live implementations: output dtype asked for (fp32, fp16, "
@@ -168,9 +168,10 @@ command add_certify(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-position", st->max_position,
                   "Live implementations: every position below 4096, then --samples seeded ones "
-                  "per octave up to this (every one with --exhaustive)")
+                  "per octave up to this, at most 2^62 (every one with --exhaustive, below 2^26)")
       ->capture_default_str();
-  cmd->add_option("--samples", st->samples, "Live implementations: positions per octave")
+  cmd->add_option("--samples", st->samples,
+                  "Live implementations: positions per octave (at most 65536)")
       ->capture_default_str();
   cmd->add_option("--seed", st->seed, "Seed of the sampled positions, inputs and properties")
       ->capture_default_str();
@@ -181,7 +182,7 @@ command add_certify(CLI::App& app) {
   cmd->add_flag("--no-properties", st->no_properties,
                 "Live implementations: skip the property suites");
   cmd->add_option("--property-cases", st->property_cases,
-                  "Live implementations: RapidCheck cases per property")
+                  "Live implementations: RapidCheck cases per property (1 to 1000000)")
       ->capture_default_str();
   cmd->add_option("--recipe", st->recipe,
                   "The recipe the implementation claims: exact (faithful or better), hf, vllm "
@@ -216,6 +217,12 @@ command add_certify(CLI::App& app) {
             if (st->impl.empty() && st->plugin.empty() && st->exec.empty()) {
               throw error("one of --impl FILE, --plugin LIB.so or --exec 'CMD' is required");
             }
+            // NaN and 1e308 too: the timeout becomes milliseconds in a 64-bit integer.
+            require_range("--timeout", st->timeout, 0.001, 86400);
+            require_range("--max-position", st->max_position, 0, kMaxPositionLimit);
+            require_range("--samples", st->samples, 0, kMaxSamples);
+            require_range("--property-cases", st->property_cases, 1, 1000000);
+            if (st->seq_len) require_range("--seq-len", *st->seq_len, 1, INT64_MAX);
             std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
             // --out is replaced as a whole: an input inside it would be deleted.
             std::vector<input_path> inputs = {{"--config", st->config_file},
@@ -259,7 +266,7 @@ command add_certify(CLI::App& app) {
             if (files.empty()) {
               certify::live_options lo;
               lo.max_position = st->max_position;
-              lo.samples = st->samples;
+              lo.samples = static_cast<int>(st->samples);
               lo.exhaustive = st->exhaustive;
               lo.seed = st->seed;
               try {
@@ -268,11 +275,10 @@ command add_certify(CLI::App& app) {
                 throw error(std::string("--dtype: ") + e.what());
               }
               lo.properties = !st->no_properties;
-              lo.property_cases = st->property_cases;
+              lo.property_cases = static_cast<int>(st->property_cases);
               lo.property_checks = live_property_checks;
               const kernel::strategy acc = kernel::parse_strategy(st->accuracy);
               std::unique_ptr<impl::live_implementation> im;
-              if (!(st->timeout > 0)) throw error("--timeout must be > 0 seconds");
               const auto timeout =
                   std::chrono::milliseconds(static_cast<long long>(st->timeout * 1000));
               if (!st->plugin.empty()) {

@@ -121,6 +121,7 @@ command add_compute(CLI::App& app) {
             if (dtype == out_dtype::exact || dtype == out_dtype::fp64) {
               throw error("--dtype: kernels produce fp32, fp16 or bf16, got '" + st->dtype + "'");
             }
+            st->o.check_ranges();
             const spec::encoding e = st->o.encoding();
             st->o.refuse_inputs_inside_out(e);
             output out = st->o.start_output(e, dtype);

@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -209,11 +211,27 @@ output encoding_options::start_output(const spec::encoding& e, out_dtype dtype) 
   return out;
 }
 
+void encoding_options::check_ranges() const {
+  if (seq_len) require_range("--seq-len", *seq_len, 1, INT64_MAX);
+}
+
 void encoding_options::refuse_inputs_inside_out(const spec::encoding& e) const {
   std::vector<input_path> inputs = {{"--config", config_file},
                                     {"--positions-file", positions_file}};
   for (auto& f : encoding_files(e)) inputs.push_back(std::move(f));
   cli::refuse_inputs_inside_out(out, inputs);
+}
+
+void require_range(const char* flag, double v, double lo, double hi) {
+  if (!(v >= lo && v <= hi)) {
+    throw error(fmt::format("{}: expected a value in [{}, {}], got {}", flag, lo, hi, v));
+  }
+}
+
+void require_range(const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+  if (v < lo || v > hi) {
+    throw error(fmt::format("{}: expected an integer in [{}, {}], got {}", flag, lo, hi, v));
+  }
 }
 
 std::int64_t stateful_seq_len(const std::vector<std::int64_t>& pos,

@@ -28,11 +28,12 @@ std::vector<std::int64_t> live_positions(const live_options& lo) {
   for (std::int64_t v = 0; v < 4096 && v <= lo.max_position; ++v) p.push_back(v);
   std::mt19937_64 rng(lo.seed);
   for (std::int64_t lo2 = 4096; lo2 <= lo.max_position; lo2 *= 2) {
-    const std::int64_t hi = std::min(2 * lo2 - 1, lo.max_position);
+    const std::int64_t hi = lo2 > lo.max_position / 2 ? lo.max_position : 2 * lo2 - 1;
     p.push_back(lo2);
     std::uniform_int_distribution<std::int64_t> pick(lo2, hi);
     for (int k = 0; k < lo.samples; ++k) p.push_back(pick(rng));
     p.push_back(hi);
+    if (lo2 > lo.max_position / 2) break;  // the next octave starts beyond: 2·lo2 may overflow
   }
   std::sort(p.begin(), p.end());
   p.erase(std::unique(p.begin(), p.end()), p.end());
