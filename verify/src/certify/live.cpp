@@ -104,25 +104,36 @@ certificate certify_live(const spec::encoding& e, const impl::live_implementatio
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<std::int64_t> pos = live_positions(lo);
   dump d;
-  input_file in{im.source(), im.kind(), ""};
-  in.sha256 = im.kind() == "plugin" ? sha256_file(im.source()) : detail::sha256_text(im.source());
-  d.files.push_back(in);
-  std::optional<std::string> failure;
-  try {
-    switch (lo.type) {
-      case impl::dtype::fp32:
-        collect<float>(e, im, pos, lo, d);
-        break;
-      case impl::dtype::fp16:
-        collect<half>(e, im, pos, lo, d);
-        break;
-      case impl::dtype::bf16:
-        collect<bfloat16>(e, im, pos, lo, d);
-        break;
+  // Every file the implementation runs is hashed: a plugin's library (in-process or isolated),
+  // and for a command its text and the files it names (its script).
+  const std::vector<std::filesystem::path> files = im.files();
+  const bool plugin = im.kind().rfind("plugin", 0) == 0;
+  if (plugin && !files.empty()) {
+    d.files.push_back({files.front().string(), im.kind(), sha256_file(files.front())});
+  } else {
+    d.files.push_back({im.source(), im.kind(), detail::sha256_text(im.source())});
+    for (const auto& f : files) d.files.push_back({f.string(), "exec file", sha256_file(f)});
+  }
+  // A process that died, hung or broke the protocol already during the greeting is a failed
+  // check like one that does so later.
+  std::optional<std::string> failure = im.failure();
+  if (!failure) {
+    try {
+      switch (lo.type) {
+        case impl::dtype::fp32:
+          collect<float>(e, im, pos, lo, d);
+          break;
+        case impl::dtype::fp16:
+          collect<half>(e, im, pos, lo, d);
+          break;
+        case impl::dtype::bf16:
+          collect<bfloat16>(e, im, pos, lo, d);
+          break;
+      }
+    } catch (const error& ex) {
+      // The implementation failed (hung, flooded, died, returned an error): a failed check.
+      failure = ex.what();
     }
-  } catch (const error& ex) {
-    // The implementation failed (hung, flooded, died, returned an error): a failed check.
-    failure = ex.what();
   }
   certificate cert;
   if (failure || d.tensors.empty()) {
