@@ -9,13 +9,16 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "certify_properties.h"
 #include "commands.h"
+#include "exit_guard.h"
 #include "inputs.h"
 #include "pev/core/error.h"
+#include "pev/core/text.h"
 #include "pev/core/version.h"
 #include "pev/impl/live.h"
 #include "pev/io/file.h"
@@ -97,6 +100,32 @@ report::results certificate_results(const certify::certificate& c) {
   return r;
 }
 
+// The certificate of an in-process plugin that ended pev's process with exit(): not certified,
+// saying what it was running.
+certify::certificate plugin_exit_certificate(const spec::encoding& e, const std::string& plugin,
+                                             const std::string& sha256,
+                                             const std::optional<std::string>& recipe,
+                                             impl::dtype type, int status) {
+  certify::certificate c;
+  c.spec = spec::to_spec_string(e);
+  c.inputs.push_back({plugin, "plugin", sha256});
+  c.claimed_recipe = recipe;
+  c.what = "live implementation plugin:" + plugin;
+  certify::check k;
+  k.name = "live";
+  k.source = "plugin " + plugin;
+  k.dtype = impl::to_string(type);
+  const char* during = impl::plugin_call_in_progress();
+  k.note = fmt::format(
+      "--plugin {}: the plugin ended the process with exit({}) while pev was {}; no verdict "
+      "was reached, so it is not certified",
+      plugin, status, during ? fmt::format("running {}", during) : std::string("running"));
+  k.best = certify::grade::not_certified;
+  c.checks.push_back(k);
+  c.result = certify::grade::not_certified;
+  return c;
+}
+
 }  // namespace
 
 command add_certify(CLI::App& app) {
@@ -105,7 +134,7 @@ command add_certify(CLI::App& app) {
     std::vector<std::string> impl;
     std::string plugin, exec, dtype = "fp32", accuracy = "hf";
     double timeout = 60;
-    bool isolate = false;
+    bool isolate = false, in_process = false;
     std::int64_t max_position = std::int64_t{1} << 20;
     std::int64_t samples = 64, property_cases = 100;
     std::uint64_t seed = 20261122;
@@ -153,13 +182,19 @@ command add_certify(CLI::App& app) {
       "A command (run by /bin/sh -c) speaking pev's stdin/stdout protocol (docs/exec-protocol.md)");
   impl_opt->excludes(plugin_opt)->excludes(exec_opt);
   plugin_opt->excludes(exec_opt);
-  cmd->add_flag("--isolate", st->isolate,
-                "--plugin: run the plugin in a child process (`pev serve --plugin LIB`, over the "
-                "--exec protocol), so that a plugin that crashes or hangs is killed and reported "
-                "as a failed check instead of taking pev down")
-      ->needs(plugin_opt);
+  auto* isolate_opt =
+      cmd->add_flag("--isolate", st->isolate,
+                    "--plugin: run the plugin in a child process (`pev serve --plugin LIB`, over "
+                    "the --exec protocol; the default), so that a plugin that crashes, hangs or "
+                    "exits is killed or reported as a failed check instead of taking pev down")
+          ->needs(plugin_opt);
+  cmd->add_flag("--in-process", st->in_process,
+                "--plugin: load the plugin into pev itself (faster; trusts it: an exit() is "
+                "caught and reported, a crash or _exit() ends pev without a certificate)")
+      ->needs(plugin_opt)
+      ->excludes(isolate_opt);
   cmd->add_option("--timeout", st->timeout,
-                  "--exec and --plugin --isolate: seconds to wait for each response (at most "
+                  "--exec and --plugin (isolated): seconds to wait for each response (at most "
                   "86400); a process that hangs is killed and reported as a failed check")
       ->capture_default_str();
   cmd->add_option("--dtype", st->dtype,
@@ -242,7 +277,8 @@ command add_certify(CLI::App& app) {
               e = spec::parse_spec(st->spec_text);
             } else if (const auto it = d.metadata.find("spec"); it != d.metadata.end()) {
               e = spec::parse_spec(it->second);
-              std::cerr << "pev: certify: spec from the dump's metadata: " << it->second << "\n";
+              std::cerr << "pev: certify: spec from the dump's metadata: " << escaped(it->second)
+                        << "\n";
             } else {
               throw error(
                   "one of --spec SPEC or --config config.json is required (the dump's "
@@ -262,6 +298,24 @@ command add_certify(CLI::App& app) {
             }
             o.mpfr_reference = st->reference == "mpfr";
             o.exhaustive = st->exhaustive;
+            const std::filesystem::path dir(st->out);
+            // certificate.json and the report's files (summary.md for a CI job summary,
+            // junit.xml, report.json, data/*.csv, index.html; one check per certificate check; no
+            // plots: a dump has no position sweep to draw), replacing --out as one unit; then the
+            // summary on stdout.
+            const auto publish = [&dir](const certify::certificate& c) {
+              io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
+                io::write_file_atomic(staging / "certificate.json", certify::to_json(c));
+                report::write_options wo;
+                wo.gnuplot.clear();
+                report::write_report_files(certificate_results(c), staging, wo);
+              });
+              // The summary quotes names and messages of the implementation: escaped.
+              std::cout << escaped(certify::to_text(c), {.keep_newlines = true})
+                        << "certificate: " << (dir / "certificate.json").string()
+                        << " (summary.md, junit.xml, index.html beside it)\n"
+                        << std::flush;
+            };
             certify::certificate cert;
             if (files.empty()) {
               certify::live_options lo;
@@ -278,37 +332,36 @@ command add_certify(CLI::App& app) {
               lo.property_cases = static_cast<int>(st->property_cases);
               lo.property_checks = live_property_checks;
               const kernel::strategy acc = kernel::parse_strategy(st->accuracy);
-              std::unique_ptr<impl::live_implementation> im;
               const auto timeout =
                   std::chrono::milliseconds(static_cast<long long>(st->timeout * 1000));
+              std::unique_ptr<impl::live_implementation> im;
+              std::optional<exit_guard> guard;
               if (!st->plugin.empty()) {
                 impl::plugin_options po;
-                po.isolate = st->isolate;
+                po.isolate = !st->in_process;
                 po.timeout = timeout;
                 // The child is this very executable, running `serve --plugin`.
-                if (st->isolate) po.server = std::filesystem::read_symlink("/proc/self/exe");
+                if (po.isolate) po.server = std::filesystem::read_symlink("/proc/self/exe");
+                if (!po.isolate) {
+                  // In this process, a plugin's exit() would end pev with the plugin's status.
+                  // Hashed before the guard is armed: OpenSSL registers its own exit cleanup
+                  // when first used, and must not have run it when the guard needs it.
+                  const std::string sha256 = certify::sha256_file(st->plugin);
+                  guard.emplace([&, sha256, type = lo.type](int status) {
+                    publish(plugin_exit_certificate(e, st->plugin, sha256, o.recipe, type, status));
+                  });
+                }
                 im = impl::load_plugin(st->plugin, e, acc, po);
               } else {
                 im = impl::start_exec(st->exec, e, acc, impl::exec_options{timeout});
               }
               o.exhaustive = false;  // live: --exhaustive chooses the positions (live_options)
               cert = certify::certify_live(e, *im, o, lo);
+              im.reset();  // a plugin's destructors run here, still guarded
             } else {
               cert = certify::certify_dump(e, d, o);
             }
-            const std::filesystem::path dir(st->out);
-            // certificate.json and the report's files (summary.md for a CI job summary,
-            // junit.xml, report.json, data/*.csv, index.html; one check per certificate check; no
-            // plots: a dump has no position sweep to draw), replacing --out as one unit.
-            io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
-              io::write_file_atomic(staging / "certificate.json", certify::to_json(cert));
-              report::write_options wo;
-              wo.gnuplot.clear();
-              report::write_report_files(certificate_results(cert), staging, wo);
-            });
-            std::cout << certify::to_text(cert)
-                      << "certificate: " << (dir / "certificate.json").string() << " (summary.md, "
-                      << "junit.xml, index.html beside it)\n";
+            publish(cert);
             return cert.exit_code();
           }};
 }
