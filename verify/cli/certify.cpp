@@ -268,11 +268,16 @@ command add_certify(CLI::App& app) {
             refuse_inputs_inside_out(st->out, inputs);
             io::check_output_directory(st->out);  // before the work, not after it
             const certify::dump d = files.empty() ? certify::dump{} : certify::read_dump(files);
+            // Every file used is hashed in the certificate: the config and positions files are
+            // read once, and their bytes both parsed and hashed.
+            std::vector<certify::input_file> used;
             spec::encoding e;
             if (!st->config_file.empty()) {
               spec::config_options co;
               co.layer_type = st->layer_type;
-              e = spec::parse_config_file(st->config_file, co);
+              const std::string text = io::read_file(st->config_file, spec::max_config_bytes);
+              e = spec::parse_config_text(text, st->config_file, co);
+              used.push_back({st->config_file, "config", certify::sha256_bytes(text)});
             } else if (!st->spec_text.empty()) {
               e = spec::parse_spec(st->spec_text);
             } else if (const auto it = d.metadata.find("spec"); it != d.metadata.end()) {
@@ -289,7 +294,10 @@ command add_certify(CLI::App& app) {
             if (!st->layout.empty()) o.layout = certify::parse_table_layout(st->layout);
             if (!st->positions.empty()) o.positions = parse_position_range(st->positions, false);
             if (!st->positions_file.empty()) {
-              o.positions = io::read_positions_file(st->positions_file);
+              const std::string bytes =
+                  io::read_file(st->positions_file, io::max_positions_file_bytes);
+              o.positions = io::parse_positions(bytes, st->positions_file);
+              used.push_back({st->positions_file, "positions", certify::sha256_bytes(bytes)});
             }
             o.seq_len = st->seq_len;
             o.diagnose = !st->no_diagnosis;
@@ -303,7 +311,8 @@ command add_certify(CLI::App& app) {
             // junit.xml, report.json, data/*.csv, index.html; one check per certificate check; no
             // plots: a dump has no position sweep to draw), replacing --out as one unit; then the
             // summary on stdout.
-            const auto publish = [&dir](const certify::certificate& c) {
+            const auto publish = [&dir, &used](certify::certificate c) {
+              c.inputs.insert(c.inputs.end(), used.begin(), used.end());
               io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
                 io::write_file_atomic(staging / "certificate.json", certify::to_json(c));
                 report::write_options wo;

@@ -722,12 +722,17 @@ std::int64_t parse_position(std::string_view token, const std::filesystem::path&
 }  // namespace
 
 std::vector<std::int64_t> read_positions_file(const std::filesystem::path& file) {
+  return parse_positions(read_file(file, max_positions_file_bytes), file);
+}
+
+std::vector<std::int64_t> parse_positions(std::string_view bytes,
+                                          const std::filesystem::path& file) {
   const std::string name = file.filename().string();
   std::vector<std::int64_t> positions;
   if (ends_with_ci(name, ".npy")) {
-    positions = positions_from_array(read_npy(file), file, "the array");
+    positions = positions_from_array(parse_npy(bytes, file.string()), file, "the array");
   } else if (ends_with_ci(name, ".safetensors")) {
-    const tensor_file t = read_safetensors(file);
+    const tensor_file t = parse_safetensors(bytes, file.string());
     std::string chosen;
     if (t.tensors.count("positions")) {
       chosen = "positions";
@@ -735,14 +740,16 @@ std::vector<std::int64_t> read_positions_file(const std::filesystem::path& file)
       chosen = t.names.front();
     } else {
       std::string names;
-      for (const auto& n : t.names) names += fmt::format("{}'{}'", names.empty() ? "" : ", ", n);
+      for (const auto& n : t.names) {
+        names += fmt::format("{}'{}'", names.empty() ? "" : ", ", detail::printable(n, 60));
+      }
       throw pev::error(fmt::format(
           "positions file '{}': expected a tensor named 'positions' or a single tensor, found {}",
           file.string(), names.empty() ? std::string("no tensors") : names));
     }
     positions = positions_from_array(t.at(chosen), file, fmt::format("tensor '{}'", chosen));
   } else {
-    const std::string text = read_file(file, max_positions_file_bytes);
+    const std::string_view text = bytes;
     std::size_t line = 0;
     std::size_t begin = 0;
     while (begin < text.size()) {

@@ -55,11 +55,14 @@ struct dump {
   const io::array* find(std::string_view name) const;
 };
 
-/// Reads the files (pev::error for unreadable or malformed files, naming the file).
+/// Reads the files (pev::error for unreadable or malformed files, naming the file; each must be a
+/// regular file, since it is hashed as well as read).
 dump read_dump(const std::vector<std::filesystem::path>& files);
 
 /// SHA-256 of a file, lowercase hex (OpenSSL).
 std::string sha256_file(const std::filesystem::path& file);
+/// SHA-256 of bytes already read (a config or positions file), lowercase hex.
+std::string sha256_bytes(std::string_view bytes);
 
 /// How a RoPE cos/sin table is laid out in the dump (notes/numerics.md §10):
 ///   separate      tensors `cos` and `sin`, [P, pairs] (FlashAttention, pev compute);

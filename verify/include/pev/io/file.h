@@ -56,9 +56,15 @@ std::string read_file(const std::filesystem::path& file,
 /// characters and a newline, with room for comments.
 inline constexpr std::uint64_t max_positions_file_bytes = std::uint64_t{512} << 20;
 
-/// Integer positions from a file: text (one integer per line; blank lines and '#' comments
-/// skipped), .npy (int32/int64, any shape, flattened) or .safetensors (tensor "positions", or the
-/// only tensor; I32/I64). Throws pev::error naming the file and line or field.
+/// Integer positions from a file (at most max_positions_file_bytes): text (one integer per line;
+/// blank lines and '#' comments skipped), .npy (int32/int64, any shape, flattened) or .safetensors
+/// (tensor "positions", or the only tensor; I32/I64). Throws pev::error naming the file and line or
+/// field.
 std::vector<std::int64_t> read_positions_file(const std::filesystem::path& file);
+
+/// The positions of a positions file already read (`bytes`; `file` names it and, by its
+/// extension, its format), as read_positions_file: for a caller that also hashes the bytes.
+std::vector<std::int64_t> parse_positions(std::string_view bytes,
+                                          const std::filesystem::path& file);
 
 }  // namespace pev::io
