@@ -26,6 +26,7 @@
 
 #include "detail.h"
 #include "pev/core/error.h"
+#include "pev/core/json_check.h"
 #include "pev/io/npy.h"
 #include "pev/io/safetensors.h"
 
@@ -427,7 +428,12 @@ std::optional<manifest> read_manifest(const std::filesystem::path& dir) {
     return std::nullopt;
   }
   try {
-    const nlohmann::json j = nlohmann::json::parse(read_file(file, kMaxManifestBytes));
+    const std::string text = read_file(file, kMaxManifestBytes);
+    json_limits limits;
+    limits.max_depth = 2;  // {"files": ["a", ...]}
+    limits.too_deep = [](int) { throw pev::error("nested too deeply"); };
+    check_json(text, limits);
+    const nlohmann::json j = nlohmann::json::parse(text);
     if (!j.is_object() || j.value("pev_output_manifest", 0) != kManifestVersion) {
       return std::nullopt;
     }
