@@ -139,6 +139,10 @@ command add_report(CLI::App& app) {
             o.samples_per_octave = static_cast<int>(st->samples);
             o.mpfr_reference = st->reference == "mpfr";
             if (!st->shard.empty()) std::tie(o.shard_index, o.shard_count) = parse_shard(st->shard);
+            // Inputs inside --out are refused before they are even parsed.
+            std::vector<input_path> inputs;
+            for (const auto& c : st->configs) inputs.push_back({"--config", c});
+            refuse_inputs_inside_out(st->out, inputs);
             std::vector<sweep::suite_entry> suite;
             const bool custom = !st->specs.empty() || !st->configs.empty();
             if (!custom || st->suite == "default") suite = sweep::default_suite();
@@ -149,8 +153,6 @@ command add_report(CLI::App& app) {
               suite.push_back({std::filesystem::path(c).stem().string(),
                                spec::encoding(spec::parse_config_file(c))});
             }
-            std::vector<input_path> inputs;
-            for (const auto& c : st->configs) inputs.push_back({"--config", c});
             for (const auto& entry : suite) {
               for (auto& f : encoding_files(entry.encoding)) inputs.push_back(std::move(f));
             }
