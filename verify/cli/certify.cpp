@@ -259,6 +259,10 @@ command add_certify(CLI::App& app) {
             require_range("--property-cases", st->property_cases, 1, 1000000);
             if (st->seq_len) require_range("--seq-len", *st->seq_len, 1, INT64_MAX);
             std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
+            if (!st->plugin.empty() && !std::filesystem::is_regular_file(st->plugin)) {
+              // dlopen, or hashing it, would wait forever on a FIFO.
+              throw error("--plugin " + st->plugin + ": not a regular file");
+            }
             // --out is replaced as a whole: an input inside it would be deleted.
             std::vector<input_path> inputs = {{"--config", st->config_file},
                                               {"--positions-file", st->positions_file},
