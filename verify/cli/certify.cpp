@@ -246,7 +246,8 @@ command add_certify(CLI::App& app) {
                 "certificate covers every position; every row is always checked");
   cmd->add_option("--out", st->out,
                   "Output directory for certificate.json and the report files, replaced as a whole "
-                  "(absent, empty, or a previous pev output)")
+                  "(absent, empty, or a previous pev output holding nothing else; inputs may not "
+                  "lie inside it)")
       ->capture_default_str();
   return {cmd, [st]() -> int {
             if (st->impl.empty() && st->plugin.empty() && st->exec.empty()) {

@@ -145,7 +145,9 @@ void encoding_options::add_to(CLI::App& cmd) {
                  "(alibi); buckets (t5, shaw). Default: the family's main output");
   cmd.add_option("--format", format, "Output format: text, csv, json, npy, safetensors")
       ->capture_default_str();
-  cmd.add_option("--out", out, "Output file (default: stdout for text, csv and json)");
+  cmd.add_option("--out", out,
+                 "Output file (default: stdout for text, csv and json): a regular file is replaced "
+                 "atomically; '-' is stdout; a device or FIFO is written, a symlink followed");
   cmd.add_option("--seq-len", seq_len,
                  "Sequence length that selects dynamic/longrope frequencies (default: max "
                  "position + 1, as transformers)");

@@ -102,9 +102,10 @@ command add_report(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--shard", st->shard,
                   "Run shard I of N (I/N, 0-based): every N-th check; combine with `pev merge`");
-  cmd->add_option("--out", st->out,
-                  "Output directory, replaced as a whole when the report is complete (absent, "
-                  "empty, or a previous pev output)")
+  cmd->add_option(
+         "--out", st->out,
+         "Output directory, replaced as a whole when the report is complete (absent, "
+         "empty, or a previous pev output holding nothing else; inputs may not lie inside it)")
       ->capture_default_str();
   cmd->add_option("--reference", st->reference,
                   "Exact reference: fast (double/double-double with MPFR fallback, "
@@ -185,9 +186,10 @@ command add_merge(CLI::App& app) {
       "usage or input.");
   cmd->add_option("dirs", st->dirs, "Report directories of the shards (each with report.json)")
       ->required();
-  cmd->add_option("--out", st->out,
-                  "Output directory, replaced as a whole when the report is complete (absent, "
-                  "empty, or a previous pev output)")
+  cmd->add_option(
+         "--out", st->out,
+         "Output directory, replaced as a whole when the report is complete (absent, "
+         "empty, or a previous pev output holding nothing else; inputs may not lie inside it)")
       ->capture_default_str();
   return {cmd, [st]() -> int {
             std::vector<input_path> inputs;
