@@ -8,6 +8,7 @@
 
 #include "pev/core/error.h"
 #include "pev/core/hex.h"
+#include "pev/core/json_check.h"
 
 namespace pev::report {
 namespace {
@@ -20,7 +21,7 @@ json num(double v) {
   return v;
 }
 
-double to_num(const json& j) {
+double to_num(const nlohmann::json& j) {
   if (j.is_string()) {
     const auto s = j.get<std::string>();
     if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
@@ -36,7 +37,7 @@ json nums(const std::vector<double>& v) {
   return a;
 }
 
-std::vector<double> to_nums(const json& j) {
+std::vector<double> to_nums(const nlohmann::json& j) {
   std::vector<double> v;
   for (const auto& x : j) v.push_back(to_num(x));
   return v;
@@ -239,10 +240,18 @@ std::string to_json(const results& r) {
   j["wavelengths"] = wl;
   j["notes"] = r.notes;
   if (r.certification) j = certification_fields(*r.certification, std::move(j));
-  return j.dump(1) + "\n";
+  // Paths and messages come from outside (a file name need not be UTF-8): never a JSON exception.
+  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 results from_json(std::string_view text, const std::string& source) {
+  // Read with std::map objects after a linear check of the nesting: ordered_json's objects are
+  // vectors searched on every insertion, so a hostile report.json of n keys took O(n²).
+  using json = nlohmann::json;
+  json_limits limits;
+  limits.max_depth = 16;
+  limits.too_deep = [&](int) { throw error(source + ": not a pev report: nested too deeply"); };
+  check_json(text, limits);
   json j;
   try {
     j = json::parse(text);

@@ -3,7 +3,9 @@
 // from the environment variable PEV_PLUGIN_STRATEGY (default: accurate). PEV_PLUGIN_MISBEHAVE
 // makes pev_rope_table misbehave as a broken plugin would, for the tests of `--isolate`:
 // segv (a wild write: dies of SIGSEGV), abort, hang (sleeps for an hour), error (returns
-// PEV_ERROR with a message).
+// PEV_ERROR with a message), exit (calls exit(0) in it); and, elsewhere, exit-load (exit(0) in the
+// library's constructor), exit-abi (exit(0) in pev_plugin_abi_version), stdout (prints to stdout
+// when loaded and in every pev_rope_table call, and otherwise behaves).
 
 #include <unistd.h>
 
@@ -40,11 +42,31 @@ std::unique_ptr<impl::implementation> builtin(const pev_request* r) {
   return impl::make_builtin(e, strategy());
 }
 
-// PEV_PLUGIN_MISBEHAVE: returns PEV_ERROR's message for "error"; does not return for the others.
-const char* misbehave() {
+std::string mode() {
   const char* m = std::getenv("PEV_PLUGIN_MISBEHAVE");
-  if (!m || !*m) return nullptr;
-  const std::string mode = m;
+  return m ? m : "";
+}
+
+// Misbehaviour before pev calls anything: in the library's constructor.
+__attribute__((constructor)) void on_load() {
+  if (mode() == "exit-load") std::exit(0);
+  if (mode() == "stdout") {
+    std::printf("plugin loaded (a debug print on stdout)\n");
+    std::fflush(stdout);
+  }
+}
+
+// PEV_PLUGIN_MISBEHAVE in pev_rope_table: returns PEV_ERROR's message for "error", nothing for the
+// modes that behave there; does not return for the others.
+const char* misbehave() {
+  const std::string mode = ::mode();
+  if (mode.empty() || mode == "exit-load" || mode == "exit-abi") return nullptr;
+  if (mode == "stdout") {
+    std::printf("pev_rope_table called\n");
+    std::fflush(stdout);
+    return nullptr;
+  }
+  if (mode == "exit") std::exit(0);
   if (mode == "segv") {
     // A wild write. The default action, not a sanitizer's handler, so that the process dies of
     // the signal in every build (UBSan would catch a store through null first).
@@ -86,7 +108,10 @@ int with_type(const pev_request* r, F&& f) {
 
 extern "C" {
 
-uint32_t pev_plugin_abi_version(void) { return PEV_PLUGIN_ABI_VERSION; }
+uint32_t pev_plugin_abi_version(void) {
+  if (mode() == "exit-abi") std::exit(0);
+  return PEV_PLUGIN_ABI_VERSION;
+}
 const char* pev_plugin_name(void) { return "pev-builtin"; }
 
 int pev_rope_table(const pev_request* r, void* cos, void* sin, char* err, size_t n) {

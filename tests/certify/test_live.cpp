@@ -213,9 +213,21 @@ TEST(CertifyLive, MisbehavingSubprocessesAreKilledAndReported) {
   // Nothing is left running: the killed processes' whole groups are gone.
   EXPECT_NE(std::system("pgrep -f 'misbehaving_exe[c].py' > /dev/null"), 0)
       << "a misbehaving subprocess survived";
-  // A command that cannot even greet: refused at start (bad input), promptly.
-  EXPECT_THROW(impl::start_exec("exit 3", e, kernel::strategy::hf, xo), error);
-  EXPECT_THROW(impl::start_exec("sleep 30", e, kernel::strategy::hf, xo), error);
+  // A command that dies or hangs before it greets is a failed check like one that does so later
+  // (its certificate says so); one the shell cannot find is bad input.
+  for (const char* command : {"exit 3", "sleep 30"}) {
+    const auto im = impl::start_exec(command, e, kernel::strategy::hf, xo);
+    ASSERT_TRUE(im->failure().has_value()) << command;
+    const auto cert = certify::certify_live(e, *im, {}, quick());
+    EXPECT_EQ(cert.exit_code(), 1) << command;
+    ASSERT_EQ(cert.checks.size(), 1u) << command;
+    EXPECT_EQ(cert.checks.front().note, *im->failure()) << command;
+  }
+  EXPECT_NE(impl::start_exec("exit 3", e, kernel::strategy::hf, xo)
+                ->failure()
+                ->find("the process exited without answering (it exited with status 3)"),
+            std::string::npos);
+  EXPECT_THROW(impl::start_exec("pev-no-such-command-x", e, kernel::strategy::hf, xo), error);
 }
 
 }  // namespace

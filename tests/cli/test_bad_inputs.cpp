@@ -4,6 +4,8 @@
 // characters (errors quote user input, clipped).
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <filesystem>
 #include <fstream>
@@ -52,6 +54,38 @@ std::string expand(std::string a, const std::string& tmp) {
       const fs::path from = fs::path(corpus) / (npy ? "npy" : "safetensors") / name;
       value = tmp + "/" + name + (npy ? ".npy" : ".safetensors");
       fs::copy_file(from, value, fs::copy_options::overwrite_existing);
+    } else if (key.rfind("dir:", 0) == 0) {
+      // dir:NAME:F1,F2 → a directory NAME holding the files F1, F2 (relative paths; content "x"),
+      // as a user's directory that pev must not replace.
+      const std::size_t colon = key.find(':', 4);
+      const std::string name = key.substr(4, colon - 4);
+      value = tmp + "/" + name;
+      fs::create_directories(value);
+      std::string files = colon == std::string::npos ? "" : key.substr(colon + 1);
+      for (std::size_t start = 0; start < files.size();) {
+        const std::size_t comma = std::min(files.find(',', start), files.size());
+        const fs::path f = fs::path(value) / files.substr(start, comma - start);
+        fs::create_directories(f.parent_path());
+        std::ofstream(f) << "x";
+        start = comma + 1;
+      }
+    } else if (key.rfind("fifo:", 0) == 0) {
+      // fifo:NAME → a FIFO nobody writes to.
+      value = tmp + "/" + key.substr(5);
+      fs::remove(value);
+      EXPECT_EQ(::mkfifo(value.c_str(), 0600), 0) << value;
+    } else if (key.rfind("chardev:", 0) == 0) {
+      // chardev:NAME → a character device (a private /dev/null, 1:3) when allowed (root);
+      // /dev/null itself otherwise, which an unprivileged run could not replace anyway.
+      value = tmp + "/" + key.substr(8);
+      fs::remove(value);
+      if (::mknod(value.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) value = "/dev/null";
+    } else if (key.rfind("link:", 0) == 0) {
+      // link:NAME:TARGET → a symbolic link NAME to TARGET.
+      const std::size_t colon = key.find(':', 5);
+      value = tmp + "/" + key.substr(5, colon - 5);
+      fs::remove(value);
+      fs::create_symlink(key.substr(colon + 1), value);
     } else if (key.rfind("long:", 0) == 0) {
       // long:PREFIX:C:N → PREFIX followed by N copies of C.
       const std::size_t c2 = key.rfind(':');
@@ -71,6 +105,8 @@ TEST(CliBadInputs, Corpus) {
   std::ifstream in(file);
   ASSERT_TRUE(in) << "missing " << file;
   const std::string tmp = test::temp_dir("bad_inputs");
+  // A FIFO nobody writes to is refused after this long (not 60 s).
+  ::setenv("PEV_INPUT_TIMEOUT", "1", 1);
   std::string line;
   int cases = 0, line_no = 0;
   while (std::getline(in, line)) {
@@ -94,7 +130,8 @@ TEST(CliBadInputs, Corpus) {
     EXPECT_LE(r.err.size(), 2000u) << where << ": message not clipped";
     ++cases;
   }
-  EXPECT_GE(cases, 60);
+  ::unsetenv("PEV_INPUT_TIMEOUT");
+  EXPECT_GE(cases, 110);
   std::cout << cases << " bad inputs checked (" << file << ")\n";
 }
 

@@ -28,6 +28,16 @@ nlohmann::json read_json(const std::string& file) {
 
 const std::string kSpec = "rope:head_dim=64,rope_theta=500000";
 
+// SHA-256 of a file (coreutils' sha256sum), lowercase hex.
+std::string sha256sum(const std::string& file) {
+  const std::string out = test::temp_dir("sha256") + "/sum";
+  EXPECT_EQ(std::system(("sha256sum '" + file + "' > '" + out + "'").c_str()), 0);
+  std::ifstream in(out);
+  std::string hex;
+  in >> hex;
+  return hex;
+}
+
 TEST(CliCertify, StrategiesDumpedByComputeGetTheirGrades) {
   const std::string dir = test::temp_dir("certify_cli");
   struct expect {
@@ -129,7 +139,9 @@ TEST(CliCertify, LiveImplementations) {
   EXPECT_NE(p.out.find("property rope.table_exact"), std::string::npos) << p.out;
   EXPECT_EQ(p.out.find(" failed\n"), std::string::npos) << p.out;
   const auto j = read_json(dir + "/certificate.json");
-  EXPECT_EQ(j["inputs"][0]["format"], "plugin");
+  // Isolated by default; the certificate hashes the library file itself (not its path).
+  EXPECT_EQ(j["inputs"][0]["format"], "plugin (isolated)");
+  EXPECT_EQ(j["inputs"][0]["sha256"], sha256sum(PEV_EXAMPLE_PLUGIN));
   int passed = 0;
   for (const auto& c : j["checks"]) passed += c["property"] == "passed";
   EXPECT_GE(passed, 8) << j["checks"].dump(1);
@@ -200,11 +212,13 @@ TEST(CliCertify, LiveImplementations) {
   for (int k = 0; k < 100 && child_running(); ++k) usleep(10000);
   EXPECT_FALSE(child_running()) << "the isolated child outlived pev";
   EXPECT_FALSE(std::filesystem::exists(dir + "/killed"));
-  // A command that never answers: bad input (exit 2) after the timeout, not a hang.
-  auto h =
-      run_pev({"certify", "--spec", kSpec, "--exec", "sleep 30", "--timeout", "1", "--out", dir});
-  EXPECT_EQ(h.exit_code, 2) << h.err;
-  EXPECT_NE(h.err.find("the process was killed"), std::string::npos) << h.err;
+  // A command that never answers: a failed check after the timeout (a certificate says so), not
+  // a hang.
+  auto h = run_pev(
+      {"certify", "--spec", kSpec, "--exec", "sleep 30", "--timeout", "1", "--out", dir + "/hang"});
+  EXPECT_EQ(h.exit_code, 1) << h.out << h.err;
+  EXPECT_NE(h.out.find("the process was killed"), std::string::npos) << h.out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/hang/certificate.json"));
 }
 
 TEST(CliCertify, BadUsageExitsTwo) {

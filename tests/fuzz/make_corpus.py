@@ -117,6 +117,44 @@ for name, value in (("nan", np.nan), ("inf", np.inf)):
     put("safetensors", "table_" + name, table(bad, s_))
 put("safetensors", "table_subnormal", table(np.full((3, 2), 1e-40), np.full((3, 2), 1e-40)))
 put("safetensors", "table_exact", table(c, s_))
+# Tensor names with terminal escape sequences (clear screen, bell): shown escaped in messages.
+put("safetensors", "escape_names", st({"\x1b[2J": ("F32", [1], b"\0" * 4),
+                                       "b\x07": ("F32", [1], b"\0" * 4)}))
+
+
+# ---- safetensors at scale (fuzz_safetensors_many: each input describes a header) -------------
+def many(n, defect=0, at=0, suffix=b""):
+    v = (n - 1) * 2
+    return struct.pack("<HBH", v, defect, at) + suffix
+
+
+put("safetensors_many", "one", many(1))
+put("safetensors_many", "hundred", many(101, suffix=b"_w"))
+put("safetensors_many", "ten_thousand", many(10001, suffix=b".weight"))
+put("safetensors_many", "max", many(32768))
+for d, name in ((1, "duplicate"), (2, "gap"), (3, "overlap"), (4, "wrong_size"), (5, "deep"),
+                (6, "metadata")):
+    put("safetensors_many", name, many(2001, d, 999))
+put("safetensors_many", "escape_suffix", many(11, 0, 0, b"\x1b[31m"))
+put("safetensors_many", "not_utf8_suffix", many(11, 0, 0, b"\xff"))
+
+
+# ---- config.json at scale (fuzz_config_scale: each input describes a config) -----------------
+def scale(n, shape, text):
+    return struct.pack("<HB", (n - 1) * 2, shape) + text
+
+
+group = b'{"rope_type":"default","rope_theta":10000.0}'
+put("config_scale", "groups_1000", scale(1000, 0, group))
+put("config_scale", "groups_max", scale(32768, 0, group))
+put("config_scale", "groups_unknown_name", scale(1000, 2, group))
+put("config_scale", "groups_no_full", scale(1000, 4, group))
+put("config_scale", "groups_yarn", scale(3000, 0, b'{"rope_type":"yarn","factor":4.0,'
+                                                  b'"original_max_position_embeddings":1024}'))
+put("config_scale", "groups_bad_json", scale(1000, 0, b'{"rope_type":'))
+put("config_scale", "longrope_max", scale(32768, 1, b"1.5"))
+put("config_scale", "longrope_short_list", scale(5000, 3, b"2"))
+put("config_scale", "longrope_nan", scale(100, 1, b"NaN"))
 
 # ---- SPEC strings -----------------------------------------------------------------------------
 specs = [
@@ -200,6 +238,10 @@ exec_seeds = {
     "ans_deep": "[" * 5000 + "]" * 5000 + "\n",
     "ans_not_utf8": b'{"ok": true, "name": "\xff\xfe"}\n',
     "ans_not_object": line([1, 2, 3]),
+    # Terminal escapes in a name and an error (escaped when shown), binary garbage after a greeting.
+    "ans_escape_name": line({"ok": True, "name": "\x1b[31mRED\x1b[0m", "outputs": ["rope_table"]}),
+    "ans_escape_error": line({"ok": False, "error": "bad\x1b]0;pwned\x07"}),
+    "ans_garbage": b"\x93\x00\xff{\x1b[2J\xfe\n",
 }
 for name, data in exec_seeds.items():
     if name in ("req_rope_table", "req_sinusoidal"):

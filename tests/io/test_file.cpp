@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,13 +65,57 @@ TEST(FileAtomic, MissingDirectoryNamesTheFileAndTheReason) {
                    test::cat({"cannot write '", file.string(), "': No such file or directory"}));
 }
 
-TEST(FileAtomic, FailedRenameRemovesTheTemporary) {
+TEST(FileAtomic, ADirectoryIsRefusedAndNothingIsLeft) {
   const auto dir = scratch_dir();
   std::filesystem::create_directories(dir / "target" / "occupied");
-  // rename() cannot replace a non-empty directory with a file.
   EXPECT_PEV_ERROR(write_file_atomic(dir / "target", "x"),
-                   test::cat({"cannot write '", (dir / "target").string(), "': rename"}));
+                   test::cat({"cannot write '", (dir / "target").string(), "': Is a directory"}));
   EXPECT_EQ(entries(dir), std::vector<std::string>{"target"});
+  EXPECT_EQ(entries(dir / "target"), std::vector<std::string>{"occupied"});
+}
+
+// Only regular files are replaced: a device or a FIFO is written to, a symbolic link followed.
+TEST(FileAtomic, ACharacterDeviceIsWrittenNotReplaced) {
+  const auto dir = scratch_dir();
+  const auto dev = dir / "null";
+  // A private copy of /dev/null (1, 3) when allowed (root); /dev/null itself otherwise, which an
+  // unprivileged process could not replace anyway.
+  const bool own = ::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0;
+  const std::filesystem::path target = own ? dev : std::filesystem::path("/dev/null");
+  write_file_atomic(target, "discarded");
+  struct stat st {};
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << target << " was replaced by a file";
+  EXPECT_EQ(entries(dir), own ? std::vector<std::string>{"null"} : std::vector<std::string>{});
+}
+
+TEST(FileAtomic, AFifoIsWrittenNotReplaced) {
+  const auto dir = scratch_dir();
+  const auto fifo = dir / "out.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = read_bytes(fifo); });
+  write_file_atomic(fifo, "through the pipe");
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_EQ(entries(dir), std::vector<std::string>{"out.fifo"});
+}
+
+TEST(FileAtomic, ASymlinkIsFollowedAndKept) {
+  const auto dir = scratch_dir();
+  std::filesystem::create_directories(dir / "real");
+  write_bytes(dir / "real" / "file.txt", "old");
+  std::filesystem::create_symlink(dir / "real" / "file.txt", dir / "link.txt");
+  write_file_atomic(dir / "link.txt", "new");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.txt"));
+  EXPECT_EQ(read_bytes(dir / "real" / "file.txt"), "new");
+  // A dangling link: the file it names is created, the link kept.
+  std::filesystem::create_symlink(dir / "real" / "created.txt", dir / "dangling.txt");
+  write_file_atomic(dir / "dangling.txt", "made");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "dangling.txt"));
+  EXPECT_EQ(read_bytes(dir / "real" / "created.txt"), "made");
+  EXPECT_EQ(entries(dir / "real"), (std::vector<std::string>{"created.txt", "file.txt"}));
 }
 
 TEST(FileAtomic, UnwritableDirectoryIsAnError) {
@@ -95,10 +140,10 @@ TEST(DirectoryAtomic, CreatesThenReplacesAPreviousOutputAsAWhole) {
   std::filesystem::remove_all(base);
   const auto out = base / "out";
   write_directory_atomic(out, [](const auto& d) { write_set(d, {"report.json", "old.csv"}, "1"); });
-  EXPECT_EQ(entries(out), (std::vector<std::string>{"old.csv", "report.json"}));
+  EXPECT_EQ(entries(out), (std::vector<std::string>{".pev-manifest", "old.csv", "report.json"}));
   // The new output replaces the old one entirely: old.csv, which it does not have, is gone.
   write_directory_atomic(out, [](const auto& d) { write_set(d, {"report.json", "new.csv"}, "2"); });
-  EXPECT_EQ(entries(out), (std::vector<std::string>{"new.csv", "report.json"}));
+  EXPECT_EQ(entries(out), (std::vector<std::string>{".pev-manifest", "new.csv", "report.json"}));
   EXPECT_EQ(read_bytes(out / "report.json"), "2");
   // Nothing else left beside it (no staging directory, no aside copy).
   EXPECT_EQ(entries(base), std::vector<std::string>{"out"});
@@ -130,8 +175,8 @@ TEST(DirectoryAtomic, RefusesWhatItDidNotWrite) {
   std::filesystem::create_directories(base / "mine");
   write_bytes(base / "mine" / "thesis.tex", "keep me");
   EXPECT_PEV_ERROR(write_directory_atomic(base / "mine", [](const auto&) {}),
-                   "not a previous pev output");
-  EXPECT_PEV_ERROR(check_output_directory(base / "mine"), "not a previous pev output");
+                   "is a non-empty directory that pev did not write (it has no .pev-manifest)");
+  EXPECT_PEV_ERROR(check_output_directory(base / "mine"), "pev did not write");
   EXPECT_EQ(read_bytes(base / "mine" / "thesis.tex"), "keep me");
   write_bytes(base / "file", "x");
   EXPECT_PEV_ERROR(write_directory_atomic(base / "file", [](const auto&) {}), "not a directory");
@@ -140,7 +185,72 @@ TEST(DirectoryAtomic, RefusesWhatItDidNotWrite) {
   // An empty directory is fine.
   std::filesystem::create_directories(base / "empty");
   write_directory_atomic(base / "empty", [](const auto& d) { write_set(d, {"x.json"}, "1"); });
-  EXPECT_EQ(entries(base / "empty"), std::vector<std::string>{"x.json"});
+  EXPECT_EQ(entries(base / "empty"), (std::vector<std::string>{".pev-manifest", "x.json"}));
+}
+
+// What an older pev, or a user, left: a directory that merely holds a file named like pev's
+// outputs is not pev's (a git checkout with a report.json; a thesis beside a certificate.json).
+TEST(DirectoryAtomic, ADirectoryWithAReportJsonButNoManifestIsRefused) {
+  const auto base = scratch_dir() / "dir_atomic_marker";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base / "repo" / ".git");
+  write_bytes(base / "repo" / "report.json", "{}");
+  write_bytes(base / "repo" / ".git" / "HEAD", "ref: refs/heads/main\n");
+  EXPECT_PEV_ERROR(check_output_directory(base / "repo"), "pev did not write");
+  EXPECT_PEV_ERROR(write_directory_atomic(
+                       base / "repo", [](const auto& d) { write_set(d, {"report.json"}, "x"); }),
+                   "pev did not write");
+  EXPECT_EQ(read_bytes(base / "repo" / ".git" / "HEAD"), "ref: refs/heads/main\n");
+  EXPECT_EQ(entries(base), std::vector<std::string>{"repo"});  // no staging left behind
+}
+
+TEST(DirectoryAtomic, AFileAddedToAPreviousOutputIsNeverDeleted) {
+  const auto base = scratch_dir() / "dir_atomic_added";
+  std::filesystem::remove_all(base);
+  const auto out = base / "out";
+  write_directory_atomic(out, [](const auto& d) {
+    std::filesystem::create_directories(d / "data");
+    write_set(d, {"report.json", "data/a.csv"}, "1");
+  });
+  // A user's file beside pev's, at the top and inside a subdirectory pev wrote.
+  write_bytes(out / "notes.txt", "mine");
+  EXPECT_PEV_ERROR(
+      check_output_directory(out),
+      "holds 'notes.txt', which pev did not write (its .pev-manifest does not list it)");
+  std::filesystem::remove(out / "notes.txt");
+  write_bytes(out / "data" / "mine.csv", "mine");
+  EXPECT_PEV_ERROR(write_directory_atomic(out, [](const auto& d) { write_set(d, {"r"}, "2"); }),
+                   "holds 'data/mine.csv'");
+  EXPECT_EQ(read_bytes(out / "data" / "mine.csv"), "mine");
+  EXPECT_EQ(read_bytes(out / "report.json"), "1");
+  // A symbolic link inside is not pev's either (pev writes none).
+  std::filesystem::remove(out / "data" / "mine.csv");
+  std::filesystem::create_symlink("/", out / "root");
+  EXPECT_PEV_ERROR(check_output_directory(out), "holds 'root'");
+  std::filesystem::remove(out / "root");
+  // Once the foreign entries are gone, the output is pev's again.
+  write_directory_atomic(out, [](const auto& d) { write_set(d, {"report.json"}, "3"); });
+  EXPECT_EQ(entries(out), (std::vector<std::string>{".pev-manifest", "report.json"}));
+}
+
+TEST(DirectoryAtomic, AForgedOrMalformedManifestDoesNotMakeADirectoryPevs) {
+  const auto base = scratch_dir() / "dir_atomic_forged";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base / "out");
+  write_bytes(base / "out" / "keep.txt", "mine");
+  for (const std::string& manifest :
+       {std::string("not json"),
+        std::string("{\"pev_output_manifest\": 2, \"directories\": [], "
+                    "\"files\": [\"keep.txt\"]}"),
+        std::string("{\"pev_output_manifest\": 1, \"directories\": [], \"files\": "
+                    "[\"../keep.txt\"]}"),
+        std::string("{\"pev_output_manifest\": 1, \"files\": [\"keep.txt\"]}"),
+        std::string(100000, '[') + std::string(100000, ']')}) {
+    write_bytes(base / "out" / ".pev-manifest", manifest);
+    SCOPED_TRACE(manifest.substr(0, 80));
+    EXPECT_PEV_ERROR(check_output_directory(base / "out"), "pev did not write");
+  }
+  EXPECT_EQ(read_bytes(base / "out" / "keep.txt"), "mine");
 }
 
 TEST(DirectoryAtomic, KilledRunsLeftoversAreRemovedAndSymlinksKept) {
@@ -189,6 +299,42 @@ TEST(FileRead, ReadsFromAPipe) {
   const std::vector<std::int64_t> p = read_positions_file(fifo);
   writer.join();
   EXPECT_EQ(p, (std::vector<std::int64_t>{4, 5, 6}));
+}
+
+TEST(FileRead, ARegularFileLargerThanTheLimitIsRefused) {
+  const auto file = scratch_dir() / "big.txt";
+  write_bytes(file, std::string(100, 'x'));
+  EXPECT_EQ(read_file(file, 100).size(), 100u);
+  EXPECT_PEV_ERROR(read_file(file, 99),
+                   test::cat({"cannot read '", file.string(), "': larger than 99 bytes"}));
+}
+
+TEST(FileRead, ADeviceThatNeverEndsIsCappedAndNamed) {
+  EXPECT_PEV_ERROR(
+      read_file("/dev/zero", 1 << 20),
+      "cannot read '/dev/zero': a character device delivering more than 1048576 bytes");
+}
+
+// Sets PEV_INPUT_TIMEOUT for one test.
+struct input_timeout_env {
+  explicit input_timeout_env(const char* seconds) { ::setenv("PEV_INPUT_TIMEOUT", seconds, 1); }
+  ~input_timeout_env() { ::unsetenv("PEV_INPUT_TIMEOUT"); }
+};
+
+TEST(FileRead, AFifoNobodyWritesToTimesOut) {
+  const auto fifo = scratch_dir() / "silent.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const input_timeout_env env("0.2");
+  EXPECT_PEV_ERROR(read_file(fifo),
+                   test::cat({"cannot read '", fifo.string(),
+                              "': a pipe that did not reach its end within 0.2 s"}));
+  EXPECT_PEV_ERROR(read_positions_file(fifo), "did not reach its end within 0.2 s");
+}
+
+TEST(FileRead, AMalformedInputTimeoutIsAnError) {
+  const input_timeout_env env("forever");
+  EXPECT_PEV_ERROR(input_timeout(),
+                   "PEV_INPUT_TIMEOUT: expected seconds in (0, 86400], got 'forever'");
 }
 
 // ---- positions ----

@@ -10,12 +10,16 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "certify_properties.h"
 #include "commands.h"
+#include "exit_guard.h"
+#include "inputs.h"
 #include "pev/core/error.h"
+#include "pev/core/text.h"
 #include "pev/core/version.h"
 #include "pev/impl/live.h"
 #include "pev/io/file.h"
@@ -27,15 +31,34 @@
 
 namespace pev::cli {
 
+namespace {
+
+// The certificate of an in-process plugin that ended pev's process with exit(): not certified,
+// saying what it was running.
+certify::certificate plugin_exit_certificate(const spec::encoding& e, const std::string& plugin,
+                                             const std::string& sha256,
+                                             const std::optional<std::string>& recipe, dtype type,
+                                             int status) {
+  const char* during = impl::plugin_call_in_progress();
+  return certify::failed_certificate(
+      e, "live implementation plugin:" + plugin, {{plugin, "plugin", sha256}}, recipe,
+      "plugin " + plugin, type,
+      fmt::format("--plugin {}: the plugin ended the process with exit({}) while pev was {}; no "
+                  "verdict was reached, so it is not certified",
+                  plugin, status, during ? fmt::format("running {}", during) : "running"));
+}
+
+}  // namespace
+
 command add_certify(CLI::App& app) {
   struct state {
     std::string spec_text, config_file, layer_type, recipe, layout, positions, positions_file;
     std::vector<std::string> impl;
     std::string plugin, exec, dtype = "fp32", accuracy = "hf";
     double timeout = 60;
-    bool isolate = false;
+    bool isolate = false, in_process = false;
     std::int64_t max_position = std::int64_t{1} << 20;
-    int samples = 64, property_cases = 100;
+    std::int64_t samples = 64, property_cases = 100;
     std::uint64_t seed = 20261122;
     bool no_properties = false;
     std::string reference = "fast";
@@ -85,14 +108,20 @@ command add_certify(CLI::App& app) {
       "A command (run by /bin/sh -c) speaking pev's stdin/stdout protocol (docs/exec-protocol.md)");
   impl_opt->excludes(plugin_opt)->excludes(exec_opt);
   plugin_opt->excludes(exec_opt);
-  cmd->add_flag("--isolate", st->isolate,
-                "--plugin: run the plugin in a child process (`pev serve --plugin LIB`, over the "
-                "--exec protocol), so that a plugin that crashes or hangs is killed and reported "
-                "as a failed check instead of taking pev down")
-      ->needs(plugin_opt);
+  auto* isolate_opt =
+      cmd->add_flag("--isolate", st->isolate,
+                    "--plugin: run the plugin in a child process (`pev serve --plugin LIB`, over "
+                    "the --exec protocol; the default), so that a plugin that crashes, hangs or "
+                    "exits is killed or reported as a failed check instead of taking pev down")
+          ->needs(plugin_opt);
+  cmd->add_flag("--in-process", st->in_process,
+                "--plugin: load the plugin into pev itself (faster; trusts it: an exit() is "
+                "caught and reported, a crash or _exit() ends pev without a certificate)")
+      ->needs(plugin_opt)
+      ->excludes(isolate_opt);
   cmd->add_option("--timeout", st->timeout,
-                  "--exec and --plugin --isolate: seconds to wait for each response; a process "
-                  "that hangs is killed and reported as a failed check")
+                  "--exec and --plugin (isolated): seconds to wait for each response (at most "
+                  "86400); a process that hangs is killed and reported as a failed check")
       ->capture_default_str();
   cmd->add_option("--dtype", st->dtype,
                   "Live implementations: output dtype asked for (fp32, fp16, "
@@ -100,9 +129,10 @@ command add_certify(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-position", st->max_position,
                   "Live implementations: every position below 4096, then --samples seeded ones "
-                  "per octave up to this (every one with --exhaustive)")
+                  "per octave up to this, at most 2^62 (every one with --exhaustive, below 2^26)")
       ->capture_default_str();
-  cmd->add_option("--samples", st->samples, "Live implementations: positions per octave")
+  cmd->add_option("--samples", st->samples,
+                  "Live implementations: positions per octave (at most 65536)")
       ->capture_default_str();
   cmd->add_option("--seed", st->seed, "Seed of the sampled positions, inputs and properties")
       ->capture_default_str();
@@ -113,7 +143,7 @@ command add_certify(CLI::App& app) {
   cmd->add_flag("--no-properties", st->no_properties,
                 "Live implementations: skip the property suites");
   cmd->add_option("--property-cases", st->property_cases,
-                  "Live implementations: RapidCheck cases per property")
+                  "Live implementations: RapidCheck cases per property (1 to 1000000)")
       ->capture_default_str();
   cmd->add_option("--recipe", st->recipe,
                   "The recipe the implementation claims: exact (faithful or better), hf "
@@ -151,36 +181,49 @@ command add_certify(CLI::App& app) {
                 "certificate covers every position; every row is always checked");
   cmd->add_option("--out", st->out,
                   "Output directory for certificate.json and the report files, replaced as a whole "
-                  "(absent, empty, or a previous pev output)")
+                  "(absent, empty, or a previous pev output holding nothing else; inputs may not "
+                  "lie inside it)")
       ->capture_default_str();
   return {cmd, [st]() -> int {
             if (st->impl.empty() && st->plugin.empty() && st->exec.empty()) {
               throw error("one of --impl FILE, --plugin LIB.so or --exec 'CMD' is required");
             }
-            io::check_output_directory(st->out);  // before the work, not after it
+            // NaN and 1e308 too: the timeout becomes milliseconds in a 64-bit integer.
+            require_range("--timeout", st->timeout, 0.001, 86400);
+            require_range("--max-position", st->max_position, 0, kMaxPositionLimit);
+            require_range("--samples", st->samples, 0, kMaxSamples);
+            require_range("--property-cases", st->property_cases, 1, 1000000);
+            if (st->seq_len) require_range("--seq-len", *st->seq_len, 1, INT64_MAX);
             std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
-            // --out is replaced as a whole: an input inside it would be deleted.
-            const auto out_dir = std::filesystem::weakly_canonical(st->out);
-            for (const auto& f : files) {
-              const auto rel = std::filesystem::weakly_canonical(f).lexically_relative(out_dir);
-              if (!rel.empty() && *rel.begin() != "..") {
-                throw error(fmt::format(
-                    "--impl {} is inside --out {}, which pev replaces as a whole: choose another "
-                    "--out",
-                    f.string(), st->out));
-              }
+            if (!st->plugin.empty() && !std::filesystem::is_regular_file(st->plugin)) {
+              // dlopen, or hashing it, would wait forever on a FIFO.
+              throw error("--plugin " + st->plugin + ": not a regular file");
             }
+            // --out is replaced as a whole: an input inside it would be deleted.
+            std::vector<input_path> inputs = {{"--config", st->config_file},
+                                              {"--positions-file", st->positions_file},
+                                              {"--plugin", st->plugin}};
+            for (const auto& f : files) inputs.push_back({"--impl", f});
+            for (const auto& f : impl::command_files(st->exec)) inputs.push_back({"--exec", f});
+            refuse_inputs_inside_out(st->out, inputs);
+            io::check_output_directory(st->out);  // before the work, not after it
             const certify::dump d = files.empty() ? certify::dump{} : certify::read_dump(files);
+            // Every file used is hashed in the certificate: the config and positions files are
+            // read once, and their bytes both parsed and hashed.
+            std::vector<certify::input_file> used;
             spec::encoding e;
             if (!st->config_file.empty()) {
               spec::config_options co;
               co.layer_type = st->layer_type;
-              e = spec::parse_config_file(st->config_file, co);
+              const std::string text = io::read_file(st->config_file, spec::max_config_bytes);
+              e = spec::parse_config_text(text, st->config_file, co);
+              used.push_back({st->config_file, "config", certify::sha256_bytes(text)});
             } else if (!st->spec_text.empty()) {
               e = spec::parse_spec(st->spec_text);
             } else if (const auto it = d.metadata.find("spec"); it != d.metadata.end()) {
               e = spec::parse_spec(it->second);
-              std::cerr << "pev: certify: spec from the dump's metadata: " << it->second << "\n";
+              std::cerr << "pev: certify: spec from the dump's metadata: " << escaped(it->second)
+                        << "\n";
             } else {
               throw error(
                   "one of --spec SPEC or --config config.json is required (the dump's "
@@ -191,7 +234,10 @@ command add_certify(CLI::App& app) {
             if (!st->layout.empty()) o.layout = certify::parse_table_layout(st->layout);
             if (!st->positions.empty()) o.positions = parse_position_range(st->positions, false);
             if (!st->positions_file.empty()) {
-              o.positions = io::read_positions_file(st->positions_file);
+              const std::string bytes =
+                  io::read_file(st->positions_file, io::max_positions_file_bytes);
+              o.positions = io::parse_positions(bytes, st->positions_file);
+              used.push_back({st->positions_file, "positions", certify::sha256_bytes(bytes)});
             }
             o.seq_len = st->seq_len;
             o.diagnose = !st->no_diagnosis;
@@ -215,11 +261,29 @@ command add_certify(CLI::App& app) {
             }
             o.max_trig_ulp = st->max_trig_ulp;
             o.exhaustive = st->exhaustive;
+            const std::filesystem::path dir(st->out);
+            // certificate.json and the report's other files (summary.md for a CI job summary,
+            // junit.xml, data/*.csv, index.html; no plots: a dump has no position sweep to draw),
+            // replacing --out as one unit; then the summary on stdout.
+            const auto publish = [&dir, &used](certify::certificate c) {
+              auto& in = c.certification->inputs;
+              in.insert(in.end(), used.begin(), used.end());
+              io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
+                report::write_options wo;
+                wo.gnuplot.clear();
+                report::write_report_files(c, staging, wo);
+              });
+              // The summary quotes names and messages of the implementation: escaped.
+              std::cout << escaped(certify::to_text(c), {.keep_newlines = true})
+                        << "certificate: " << (dir / "certificate.json").string()
+                        << " (summary.md, junit.xml, index.html beside it)\n"
+                        << std::flush;
+            };
             certify::certificate cert;
             if (files.empty()) {
               certify::live_options lo;
               lo.max_position = st->max_position;
-              lo.samples = st->samples;
+              lo.samples = static_cast<int>(st->samples);
               lo.exhaustive = st->exhaustive;
               lo.seed = st->seed;
               try {
@@ -228,39 +292,39 @@ command add_certify(CLI::App& app) {
                 throw error(std::string("--dtype: ") + e.what());
               }
               lo.properties = !st->no_properties;
-              lo.property_cases = st->property_cases;
+              lo.property_cases = static_cast<int>(st->property_cases);
               lo.property_checks = live_property_checks;
               const kernel::strategy acc = kernel::parse_strategy(st->accuracy);
-              std::unique_ptr<impl::live_implementation> im;
-              if (!(st->timeout > 0)) throw error("--timeout must be > 0 seconds");
               const auto timeout =
                   std::chrono::milliseconds(static_cast<long long>(st->timeout * 1000));
+              std::unique_ptr<impl::live_implementation> im;
+              std::optional<exit_guard> guard;
               if (!st->plugin.empty()) {
                 impl::plugin_options po;
-                po.isolate = st->isolate;
+                po.isolate = !st->in_process;
                 po.timeout = timeout;
                 // The child is this very executable, running `serve --plugin`.
-                if (st->isolate) po.server = std::filesystem::read_symlink("/proc/self/exe");
+                if (po.isolate) po.server = std::filesystem::read_symlink("/proc/self/exe");
+                if (!po.isolate) {
+                  // In this process, a plugin's exit() would end pev with the plugin's status.
+                  // Hashed before the guard is armed: OpenSSL registers its own exit cleanup
+                  // when first used, and must not have run it when the guard needs it.
+                  const std::string sha256 = certify::sha256_file(st->plugin);
+                  guard.emplace([&, sha256, type = lo.type](int status) {
+                    publish(plugin_exit_certificate(e, st->plugin, sha256, o.recipe, type, status));
+                  });
+                }
                 im = impl::load_plugin(st->plugin, e, acc, po);
               } else {
                 im = impl::start_exec(st->exec, e, acc, impl::exec_options{timeout});
               }
               o.exhaustive = false;  // live: --exhaustive chooses the positions (live_options)
               cert = certify::certify_live(e, *im, o, lo);
+              im.reset();  // a plugin's destructors run here, still guarded
             } else {
               cert = certify::certify_dump(e, d, o);
             }
-            const std::filesystem::path dir(st->out);
-            // certificate.json and the report's other files (summary.md for a CI job summary,
-            // junit.xml, data/*.csv, index.html; no plots), replacing --out as one unit.
-            io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
-              report::write_options wo;
-              wo.gnuplot.clear();
-              report::write_report_files(cert, staging, wo);
-            });
-            std::cout << certify::to_text(cert)
-                      << "certificate: " << (dir / "certificate.json").string() << " (summary.md, "
-                      << "junit.xml, index.html beside it)\n";
+            publish(cert);
             return cert.exit_code();
           }};
 }

@@ -52,7 +52,25 @@ struct encoding_options {
   std::vector<std::int64_t> positions_for(const spec::encoding& e, const std::string& what) const;
   /// An output with the provenance fields filled (what, dtype, spec, digits).
   output start_output(const spec::encoding& e, std::optional<dtype> t) const;
+  /// Checks the numeric options' ranges (pev::error naming the flag).
+  void check_ranges() const;
+  /// Refuses an input (--config, --positions-file, a learned table of `e`) that is --out.
+  void refuse_inputs_inside_out(const spec::encoding& e) const;
 };
+
+/// The largest --max-position (report, certify): positions are sampled per octave [2^k, 2^(k+1)),
+/// and the octave above 2^62 does not fit in int64.
+inline constexpr std::int64_t kMaxPositionLimit = std::int64_t{1} << 62;
+
+/// The most worker threads (oneTBB's allocator crashes with tens of thousands).
+inline constexpr std::int64_t kMaxThreads = 1024;
+/// The most sampled positions per octave (report --samples-per-octave, certify --samples).
+inline constexpr std::int64_t kMaxSamples = 65536;
+
+/// Throws pev::error "FLAG: expected a value in [LO, HI], got V" unless lo ≤ v ≤ hi (NaN is
+/// outside every range). Every numeric option is checked so before any work.
+void require_range(const char* flag, double v, double lo, double hi);
+void require_range(const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi);
 
 /// Sequence length of a stateful rope type: --seq-len, else max(position) + 1 (transformers).
 std::int64_t stateful_seq_len(const std::vector<std::int64_t>& pos,

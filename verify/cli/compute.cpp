@@ -122,7 +122,9 @@ command add_compute(CLI::App& app) {
             if (!t || t == dtype::fp64) {
               throw error("--dtype: kernels produce fp32, fp16 or bf16, got '" + st->dtype + "'");
             }
+            st->o.check_ranges();
             const spec::encoding e = st->o.encoding();
+            st->o.refuse_inputs_inside_out(e);
             output out = st->o.start_output(e, t);
             out.recipe = std::string("strategy:") + kernel::to_string(strat);
             const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);

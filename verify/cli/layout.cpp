@@ -43,8 +43,25 @@ bool what_needs_positions(const std::string& what) {
   return !(what == "inv_freq" || what == "attention_factor" || what == "slopes");
 }
 
+namespace {
+
+// One request holds at most 2^26 values (each an MPFR number until it is written: gigabytes
+// beyond), checked before anything is reserved.
+constexpr double kMaxValues = double(std::int64_t{1} << 26);
+
+void require_size(const char* what, std::int64_t P, std::int64_t per_position) {
+  if (double(P) * double(per_position) > kMaxValues) {
+    throw error(std::string("--what ") + what + ": " + std::to_string(P) + " positions × " +
+                std::to_string(per_position) +
+                " values is too large for one request (at most 2^26 values; use fewer positions)");
+  }
+}
+
+}  // namespace
+
 void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos) {
   const auto P = static_cast<std::int64_t>(pos.size());
+  require_size("table", P, 2 * pairs);
   out.main = {"table", {P, pairs, 2}, {}, {}, false};
   out.main.values.reserve(static_cast<std::size_t>(P * pairs * 2));
   out.positions = pos;
@@ -69,6 +86,7 @@ void split_table(output& out) {
 
 void shape_pe(output& out, std::int64_t d, const std::vector<std::int64_t>& pos) {
   const auto P = static_cast<std::int64_t>(pos.size());
+  require_size("pe", P, d);
   out.main = {"pe", {P, d}, {}, {}, false};
   out.main.values.reserve(static_cast<std::size_t>(P * d));
   out.positions = pos;

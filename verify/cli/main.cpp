@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "pev/core/error.h"
 #include "pev/core/real.h"
+#include "pev/core/text.h"
 #include "pev/core/version.h"
 
 namespace {
@@ -60,13 +61,14 @@ int main(int argc, char** argv) {
     }
     return 2;
   } catch (const pev::error& e) {
-    std::fprintf(stderr, "pev: error: %s\n", e.what());
+    // Messages quote names and text from inputs and child processes: escaped, never raw.
+    std::fprintf(stderr, "pev: error: %s\n", pev::escaped(e.what()).c_str());
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "pev: error: out of memory\n");
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "pev: error: %s\n", e.what());
+    std::fprintf(stderr, "pev: error: %s\n", pev::escaped(e.what()).c_str());
     return 2;
   }
 }

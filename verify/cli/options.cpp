@@ -1,9 +1,12 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <limits>
 #include <string>
 
 #include "commands.h"
+#include "inputs.h"
 #include "layout.h"
 #include "pev/core/error.h"
 #include "pev/io/file.h"
@@ -142,7 +145,9 @@ void encoding_options::add_to(CLI::App& cmd) {
                  "(alibi); buckets (t5, shaw). Default: the family's main output");
   cmd.add_option("--format", format, "Output format: text, csv, json, npy, safetensors")
       ->capture_default_str();
-  cmd.add_option("--out", out, "Output file (default: stdout for text, csv and json)");
+  cmd.add_option("--out", out,
+                 "Output file (default: stdout for text, csv and json): a regular file is replaced "
+                 "atomically; '-' is stdout; a device or FIFO is written, a symlink followed");
   cmd.add_option("--seq-len", seq_len,
                  "Sequence length that selects dynamic/longrope frequencies (default: max "
                  "position + 1, as transformers)");
@@ -206,6 +211,29 @@ output encoding_options::start_output(const spec::encoding& e, std::optional<dty
   out.digits = digits;
   parse_out_format(format);  // reject a bad --format before any work
   return out;
+}
+
+void encoding_options::check_ranges() const {
+  if (seq_len) require_range("--seq-len", *seq_len, 1, INT64_MAX);
+}
+
+void encoding_options::refuse_inputs_inside_out(const spec::encoding& e) const {
+  std::vector<input_path> inputs = {{"--config", config_file},
+                                    {"--positions-file", positions_file}};
+  for (auto& f : encoding_files(e)) inputs.push_back(std::move(f));
+  cli::refuse_inputs_inside_out(out, inputs);
+}
+
+void require_range(const char* flag, double v, double lo, double hi) {
+  if (!(v >= lo && v <= hi)) {
+    throw error(fmt::format("{}: expected a value in [{}, {}], got {}", flag, lo, hi, v));
+  }
+}
+
+void require_range(const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+  if (v < lo || v > hi) {
+    throw error(fmt::format("{}: expected an integer in [{}, {}], got {}", flag, lo, hi, v));
+  }
 }
 
 std::int64_t stateful_seq_len(const std::vector<std::int64_t>& pos,

@@ -105,7 +105,9 @@ command add_reference(CLI::App& app) {
       "MPFR precision in bits (default " + std::to_string(default_precision_bits()) + ")");
   return {cmd, [st]() -> int {
             if (st->precision) set_precision_bits(st->precision);
+            st->o.check_ranges();
             const spec::encoding e = st->o.encoding();
+            st->o.refuse_inputs_inside_out(e);
             output out = st->o.start_output(e, parse_out_dtype(st->dtype));
             out.recipe = st->recipe;
             out.precision_bits = precision_bits();

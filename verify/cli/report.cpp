@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "inputs.h"
 #include "pev/core/error.h"
 #include "pev/io/file.h"
 #include "pev/report/json.h"
@@ -69,13 +70,13 @@ command add_report(CLI::App& app) {
     std::vector<std::string> specs;
     std::vector<std::string> configs;
     std::int64_t max_position = std::int64_t{1} << 20;
-    int threads = 0;
+    std::int64_t threads = 0;
     std::uint64_t seed = 1;
     std::string shard;
     std::string out = "pev-report";
     std::string reference = "fast";
     bool exhaustive = false;
-    int samples = 64;
+    std::int64_t samples = 64;
   };
   auto st = std::make_shared<state>();
   CLI::App* cmd = app.add_subcommand(
@@ -94,48 +95,55 @@ command add_report(CLI::App& app) {
   cmd->add_option("--spec", st->specs, "SPEC to sweep (repeatable), e.g. rope:head_dim=128");
   cmd->add_option("--config", st->configs, "HF config.json to sweep (repeatable)");
   cmd->add_option("--max-position", st->max_position,
-                  "Positions swept: 0 <= p < N (N >= 2; default 2^20 = 1048576)");
-  cmd->add_option("--threads", st->threads, "Worker threads (oneTBB); 0 = all cores")
+                  "Positions swept: 0 <= p < N (2 <= N <= 2^62; default 2^20 = 1048576)");
+  cmd->add_option("--threads", st->threads, "Worker threads (oneTBB), at most 1024; 0 = all cores")
       ->capture_default_str();
   cmd->add_option("--seed", st->seed, "Seed of the deterministic position samples")
       ->capture_default_str();
   cmd->add_option("--shard", st->shard,
                   "Run shard I of N (I/N, 0-based): every N-th check; combine with `pev merge`");
-  cmd->add_option("--out", st->out,
-                  "Output directory, replaced as a whole when the report is complete (absent, "
-                  "empty, or a previous pev output)")
+  cmd->add_option(
+         "--out", st->out,
+         "Output directory, replaced as a whole when the report is complete (absent, "
+         "empty, or a previous pev output holding nothing else; inputs may not lie inside it)")
       ->capture_default_str();
   cmd->add_option("--reference", st->reference,
                   "Exact reference: fast (double/double-double with MPFR fallback, "
                   "bit-identical) or mpfr (the slow path)")
       ->capture_default_str();
   cmd->add_flag("--exhaustive", st->exhaustive,
-                "Every position below --max-position instead of samples (slow)");
+                "Every position below --max-position (at most 2^26) instead of samples (slow)");
   cmd->add_option("--samples-per-octave", st->samples,
-                  "Deterministic samples per octave above 4096")
+                  "Deterministic samples per octave above 4096 (at most 65536)")
       ->capture_default_str();
   return {cmd, [st]() -> int {
             sweep::options o;
-            if (st->max_position < 2) {
-              throw error("--max-position: expected an integer >= 2, got " +
+            require_range("--max-position", st->max_position, 2, kMaxPositionLimit);
+            if (st->exhaustive && st->max_position > (std::int64_t{1} << 26)) {
+              // Every position is held in memory (8 bytes each) and computed: 2^26 is hours.
+              throw error("--exhaustive: --max-position must be at most 2^26 = 67108864, got " +
                           std::to_string(st->max_position));
             }
-            if (st->threads < 0) throw error("--threads: expected N >= 0");
-            if (st->samples < 0) throw error("--samples-per-octave: expected N >= 0");
+            // oneTBB's allocator fails beyond a few tens of thousands of threads.
+            require_range("--threads", st->threads, 0, kMaxThreads);
+            require_range("--samples-per-octave", st->samples, 0, kMaxSamples);
             if (st->reference != "fast" && st->reference != "mpfr") {
               throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
             }
             if (!st->suite.empty() && st->suite != "default") {
               throw error("--suite: the only built-in suite is 'default', got '" + st->suite + "'");
             }
-            io::check_output_directory(st->out);  // before the sweep, not after it
             o.max_position = st->max_position;
-            o.threads = st->threads;
+            o.threads = static_cast<int>(st->threads);
             o.seed = st->seed;
             o.exhaustive = st->exhaustive;
-            o.samples_per_octave = st->samples;
+            o.samples_per_octave = static_cast<int>(st->samples);
             o.mpfr_reference = st->reference == "mpfr";
             if (!st->shard.empty()) std::tie(o.shard_index, o.shard_count) = parse_shard(st->shard);
+            // Inputs inside --out are refused before they are even parsed.
+            std::vector<input_path> inputs;
+            for (const auto& c : st->configs) inputs.push_back({"--config", c});
+            refuse_inputs_inside_out(st->out, inputs);
             std::vector<sweep::suite_entry> suite;
             const bool custom = !st->specs.empty() || !st->configs.empty();
             if (!custom || st->suite == "default") suite = sweep::default_suite();
@@ -146,6 +154,11 @@ command add_report(CLI::App& app) {
               suite.push_back({std::filesystem::path(c).stem().string(),
                                spec::encoding(spec::parse_config_file(c))});
             }
+            for (const auto& entry : suite) {
+              for (auto& f : encoding_files(entry.encoding)) inputs.push_back(std::move(f));
+            }
+            refuse_inputs_inside_out(st->out, inputs);
+            io::check_output_directory(st->out);  // before the sweep, not after it
             o.suite_name =
                 custom ? (st->suite == "default" ? "default+custom" : "custom") : "default";
             if (isatty(STDERR_FILENO)) {
@@ -173,11 +186,16 @@ command add_merge(CLI::App& app) {
       "usage or input.");
   cmd->add_option("dirs", st->dirs, "Report directories of the shards (each with report.json)")
       ->required();
-  cmd->add_option("--out", st->out,
-                  "Output directory, replaced as a whole when the report is complete (absent, "
-                  "empty, or a previous pev output)")
+  cmd->add_option(
+         "--out", st->out,
+         "Output directory, replaced as a whole when the report is complete (absent, "
+         "empty, or a previous pev output holding nothing else; inputs may not lie inside it)")
       ->capture_default_str();
   return {cmd, [st]() -> int {
+            std::vector<input_path> inputs;
+            for (const auto& d : st->dirs) inputs.push_back({"the shard", d});
+            refuse_inputs_inside_out(st->out, inputs);
+            io::check_output_directory(st->out);
             std::vector<report::results> shards;
             for (const auto& d : st->dirs) {
               const auto file = std::filesystem::path(d) / "report.json";

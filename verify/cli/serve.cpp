@@ -3,8 +3,13 @@
 // certifies pev's own kernels through the same path as third-party code (and the protocol has a
 // reference server).
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,11 +27,87 @@ namespace {
 
 namespace protocol = impl::protocol;
 
+// The protocol channel: pev's stdin and stdout as they were at start-up, moved to descriptors of
+// their own. File descriptors 0 and 1 then become /dev/null and stderr, so that whatever the served
+// code reads from stdin or prints to stdout (a plugin's debug printf) cannot corrupt the protocol.
+struct channel {
+  int in = -1;
+  FILE* out = nullptr;
+  std::string buffer;  // read but not yet consumed
+  std::size_t at = 0;
+  bool eof = false;
+
+  // Reads more input; false at its end.
+  bool fill() {
+    if (eof) return false;
+    if (at == buffer.size()) {
+      buffer.clear();
+      at = 0;
+    }
+    char chunk[65536];
+    for (;;) {
+      const ssize_t k = ::read(in, chunk, sizeof chunk);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) {
+        eof = true;
+        return false;
+      }
+      buffer.append(chunk, static_cast<std::size_t>(k));
+      return true;
+    }
+  }
+  // One line without its '\n'; false at the end of the input. Throws pev::error for a line
+  // longer than the protocol allows.
+  bool line(std::string& out_line) {
+    for (;;) {
+      const auto nl = buffer.find('\n', at);
+      if (nl != std::string::npos) {
+        out_line.assign(buffer, at, nl - at);
+        at = nl + 1;
+        return true;
+      }
+      if (buffer.size() - at > protocol::max_header_bytes) {
+        throw error(fmt::format("a request header exceeds {} bytes", protocol::max_header_bytes));
+      }
+      if (!fill()) return false;
+    }
+  }
+  // The next n bytes into `bytes` (nullptr: skipped); false when the input ends first.
+  bool take(std::size_t n, std::string* bytes) {
+    if (bytes) bytes->clear();
+    while (n > 0) {
+      if (at == buffer.size() && !fill()) return false;
+      const std::size_t k = std::min(n, buffer.size() - at);
+      if (bytes) bytes->append(buffer, at, k);
+      at += k;
+      n -= k;
+    }
+    return true;
+  }
+};
+
+channel proto;
+
+void take_over_stdio() {
+  proto.in = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+  const int out = ::fcntl(1, F_DUPFD_CLOEXEC, 3);
+  if (proto.in < 0 || out < 0) throw error("serve: cannot duplicate stdin/stdout");
+  proto.out = ::fdopen(out, "w");
+  if (proto.out == nullptr) throw error("serve: cannot open the protocol channel");
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null >= 0) {
+    ::dup2(null, 0);
+    ::close(null);
+  }
+  std::fflush(stdout);
+  ::dup2(2, 1);
+}
+
 void reply(const protocol::answer& a, const std::vector<std::string>& payloads = {}) {
   const std::string line = protocol::answer_line(a) + "\n";
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  for (const auto& p : payloads) std::fwrite(p.data(), 1, p.size(), stdout);
-  std::fflush(stdout);
+  std::fwrite(line.data(), 1, line.size(), proto.out);
+  for (const auto& p : payloads) std::fwrite(p.data(), 1, p.size(), proto.out);
+  std::fflush(proto.out);
 }
 
 protocol::answer ok_answer(std::vector<protocol::tensor> tensors) {
@@ -168,6 +249,7 @@ command add_serve(CLI::App& app) {
                   "--isolate` runs in its child process)")
       ->excludes(strategy_opt);
   return {cmd, [st]() -> int {
+            take_over_stdio();
             served s;
             std::string load_error;
             if (st->plugin.empty()) {
@@ -180,7 +262,13 @@ command add_serve(CLI::App& app) {
               }
             }
             std::string line;
-            while (std::getline(std::cin, line)) {
+            for (;;) {
+              try {
+                if (!proto.line(line)) break;
+              } catch (const error& e) {
+                reply_error(e.what());
+                return 2;
+              }
               protocol::parsed_request p;
               try {
                 p = protocol::parse_request(line);
@@ -191,13 +279,11 @@ command add_serve(CLI::App& app) {
               }
               std::string payload;
               if (!p.problem.empty() || !load_error.empty()) {
-                std::cin.ignore(static_cast<std::streamsize>(p.r.payload_bytes));
+                proto.take(p.r.payload_bytes, nullptr);
                 reply_error(load_error.empty() ? p.problem : load_error);
                 continue;
               }
-              payload.resize(p.r.payload_bytes);
-              std::cin.read(payload.data(), static_cast<std::streamsize>(payload.size()));
-              if (static_cast<std::size_t>(std::cin.gcount()) != payload.size()) {
+              if (!proto.take(p.r.payload_bytes, &payload)) {
                 reply_error("the input ended inside a request's payload");
                 return 2;
               }

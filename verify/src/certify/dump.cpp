@@ -56,6 +56,8 @@ std::string sha256_file(const std::filesystem::path& file) {
   return hex;
 }
 
+std::string sha256_bytes(std::string_view bytes) { return detail::sha256_text(bytes); }
+
 std::string detail::sha256_text(std::string_view bytes) {
   return sha256_of([&](auto&& update) { update(bytes.data(), bytes.size()); });
 }
@@ -69,6 +71,15 @@ dump read_dump(const std::vector<std::filesystem::path>& files) {
     }
   };
   for (const auto& f : files) {
+    // Read and hashed separately: a pipe or a device would give the hash of other bytes (or
+    // none), so a dump must be a regular file.
+    std::error_code ec;
+    if (std::filesystem::exists(f, ec) && !std::filesystem::is_regular_file(f, ec)) {
+      throw error(
+          fmt::format("--impl '{}': not a regular file (pev hashes every file it "
+                      "certifies: save the dump to a file)",
+                      f.string()));
+    }
     const std::string ext = f.extension().string();
     input_file in{f.string(), "", ""};
     if (ext == ".safetensors") {

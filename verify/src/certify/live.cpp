@@ -87,21 +87,61 @@ void collect(const spec::encoding& e, const impl::live_implementation& im,
 
 }  // namespace
 
+certificate failed_certificate(const spec::encoding& e, const std::string& what,
+                               std::vector<input_file> inputs,
+                               const std::optional<std::string>& recipe, const std::string& source,
+                               dtype t, const std::string& note) {
+  certificate cert;
+  cert.prov = report::this_build();
+  cert.prov.suite = "certify";
+  report::certification& z = cert.certification.emplace();
+  z.spec = spec::to_spec_string(e);
+  z.inputs = std::move(inputs);
+  z.claimed_recipe = recipe;
+  z.explain_threshold = kExplainRho;
+  z.what = what;
+  check c;
+  c.id = "live";
+  c.spec_name = "certify";
+  c.spec = z.spec;
+  c.family = spec::family_name(e);
+  c.strategy = recipe ? "claims " + *recipe : "dump";
+  c.source = source;
+  c.dtype = to_string(t);
+  c.note = note;
+  c.best = grade::not_certified;
+  c.bound_name = "the implementation failed";
+  cert.checks.push_back(c);
+  detail::finish(cert);
+  return cert;
+}
+
 certificate certify_live(const spec::encoding& e, const impl::live_implementation& im,
                          const options& o, const live_options& lo) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<std::int64_t> pos = live_positions(lo);
   dump d;
-  input_file in{im.source(), im.kind(), ""};
-  in.sha256 = im.kind() == "plugin" ? sha256_file(im.source()) : detail::sha256_text(im.source());
-  d.files.push_back(in);
-  std::optional<std::string> failure;
-  try {
-    visit_output_float(lo.type,
-                       [&](auto tag) { collect<typename decltype(tag)::type>(e, im, pos, lo, d); });
-  } catch (const error& ex) {
-    // The implementation failed (hung, flooded, died, returned an error): a failed check.
-    failure = ex.what();
+  // Every file the implementation runs is hashed: a plugin's library (in-process or isolated),
+  // and for a command its text and the files it names (its script).
+  const std::vector<std::filesystem::path> files = im.files();
+  const bool plugin = im.kind().rfind("plugin", 0) == 0;
+  if (plugin && !files.empty()) {
+    d.files.push_back({files.front().string(), im.kind(), sha256_file(files.front())});
+  } else {
+    d.files.push_back({im.source(), im.kind(), detail::sha256_text(im.source())});
+    for (const auto& f : files) d.files.push_back({f.string(), "exec file", sha256_file(f)});
+  }
+  // A process that died, hung or broke the protocol already during the greeting is a failed
+  // check like one that does so later.
+  std::optional<std::string> failure = im.failure();
+  if (!failure) {
+    try {
+      visit_output_float(
+          lo.type, [&](auto tag) { collect<typename decltype(tag)::type>(e, im, pos, lo, d); });
+    } catch (const error& ex) {
+      // The implementation failed (hung, flooded, died, returned an error): a failed check.
+      failure = ex.what();
+    }
   }
   certificate cert;
   if (failure || d.tensors.empty()) {
@@ -109,26 +149,8 @@ certificate certify_live(const spec::encoding& e, const impl::live_implementatio
       throw error(fmt::format("{} supports none of the outputs certify asks for {} ({})", im.name(),
                               spec::to_spec_string(e), to_string(lo.type)));
     }
-    cert.prov = report::this_build();
-    cert.prov.suite = "certify";
-    report::certification& z = cert.certification.emplace();
-    z.spec = spec::to_spec_string(e);
-    z.inputs = d.files;
-    z.claimed_recipe = o.recipe;
-    z.explain_threshold = kExplainRho;
-    z.what = "live implementation " + im.name();
-    check c;
-    c.id = "live";
-    c.spec_name = "certify";
-    c.spec = z.spec;
-    c.family = spec::family_name(e);
-    c.strategy = o.recipe ? "claims " + *o.recipe : "dump";
-    c.source = im.kind() + " " + im.source();
-    c.dtype = to_string(lo.type);
-    c.note = *failure;
-    c.best = grade::not_certified;
-    c.bound_name = "the implementation failed";
-    cert.checks.push_back(c);
+    cert = failed_certificate(e, "live implementation " + im.name(), d.files, o.recipe,
+                              im.kind() + " " + im.source(), lo.type, *failure);
   } else {
     options o2 = o;
     o2.positions.clear();  // the dump holds its positions

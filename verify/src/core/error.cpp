@@ -2,10 +2,14 @@
 
 #include <cstdio>
 
+#include "pev/core/text.h"
+
 namespace pev {
 
 void warn_to_stderr(std::string_view message) {
-  std::fprintf(stderr, "pev: warning: %.*s\n", static_cast<int>(message.size()), message.data());
+  // Warnings quote config keys and values: shown escaped.
+  const std::string text = escaped(message);
+  std::fprintf(stderr, "pev: warning: %s\n", text.c_str());
 }
 
 }  // namespace pev

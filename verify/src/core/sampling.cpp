@@ -13,10 +13,11 @@ std::vector<std::int64_t> octave_positions(const octave_sampling& s, splitmix* f
   for (std::int64_t i = 0; i < std::min(s.dense_below, top); ++i) p.push_back(i);
   splitmix own(s.seed);
   splitmix& rng = from ? *from : own;
-  for (int k = 0; k < 62; ++k) {
+  for (int k = 0; k < 63; ++k) {
     const std::int64_t lo = std::int64_t{1} << k;
     if (lo >= top) break;
-    const std::int64_t hi = std::min(lo << 1, top);
+    // The last octave [2^62, 2^63) ends at `top`: 2^63 does not fit in int64.
+    const std::int64_t hi = k == 62 ? top : std::min(lo << 1, top);
     if (hi <= s.dense_below) continue;
     p.push_back(lo);
     if (s.edges) {

@@ -9,6 +9,8 @@
 #include <optional>
 
 #include "pev/core/error.h"
+#include "pev/core/json_check.h"
+#include "pev/core/text.h"
 
 namespace pev::impl::protocol {
 namespace {
@@ -19,26 +21,26 @@ using json = nlohmann::json;
 // bounds what a hostile line can make the parser build.
 constexpr int max_depth = 8;
 
-std::string clip(std::string_view s) {
-  constexpr std::size_t n = 200;
-  return s.size() <= n ? std::string(s) : std::string(s.substr(0, n)) + "…";
-}
+// Text from the other side quoted in a message: at most 200 bytes, control characters and bytes
+// that are not UTF-8 escaped (the message reaches a terminal, and certificate.json, which must be
+// valid UTF-8).
+std::string clip(std::string_view s) { return escaped(s, {.max = 200}); }
 
 json parse_header(std::string_view line, const char* what) {
   if (line.size() > max_header_bytes) {
     throw error(fmt::format("{} header exceeds {} bytes", what, max_header_bytes));
   }
-  const json::parser_callback_t limit = [&](int depth, json::parse_event_t, json&) {
-    if (depth > max_depth) {
-      throw error(fmt::format("{} header is nested more than {} levels deep", what, max_depth));
-    }
-    return true;
+  json_limits limits;
+  limits.max_depth = max_depth;
+  limits.too_deep = [&](int) {
+    throw error(fmt::format("{} header is nested more than {} levels deep", what, max_depth));
   };
+  check_json(line, limits);  // linear, before anything is built
   json j;
   try {
-    j = json::parse(line.begin(), line.end(), limit);
+    j = json::parse(line.begin(), line.end());
   } catch (const json::exception& e) {
-    throw error(fmt::format("{} header is not JSON ({}): '{}'", what, e.what(), clip(line)));
+    throw error(fmt::format("{} header is not JSON ({}): '{}'", what, clip(e.what()), clip(line)));
   }
   if (!j.is_object()) throw error(fmt::format("{} header is not a JSON object", what));
   return j;

@@ -14,14 +14,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <utility>
 
 #include "pev/core/error.h"
+#include "pev/core/text.h"
 #include "pev/impl/exec_protocol.h"
 #include "pev/plugin/pev_plugin.h"
 #include "pev/spec/parse.h"
@@ -44,6 +49,10 @@ class live_backend {
   virtual std::string kind() const = 0;
   virtual std::string source() const = 0;
   virtual std::string name() const = 0;
+  /// The files it runs (a plugin library; the files an --exec command names).
+  virtual std::vector<std::filesystem::path> files() const = 0;
+  /// Why it can no longer be asked anything (it died, hung or broke the protocol), if it cannot.
+  virtual std::optional<std::string> failure() const { return std::nullopt; }
   virtual bool has(output what) const = 0;
   virtual call_result rope_table(const live_request& r, std::int64_t pairs, void* cos,
                                  void* sin) = 0;
@@ -76,12 +85,32 @@ int abi_dtype(dtype t) {
 
 // ---- Plugin -----------------------------------------------------------------------------------
 
+// The plugin code running now, if any (plugin_call_in_progress).
+std::atomic<const char*> current_plugin_call{nullptr};
+
+// Marks the plugin code that runs while it lives.
+class in_plugin {
+ public:
+  explicit in_plugin(const char* what) { current_plugin_call.store(what); }
+  ~in_plugin() { current_plugin_call.store(nullptr); }
+  in_plugin(const in_plugin&) = delete;
+  in_plugin& operator=(const in_plugin&) = delete;
+};
+
 class plugin_backend final : public detail::live_backend {
  public:
   explicit plugin_backend(const std::filesystem::path& lib) : path_(lib.string()) {
     // RTLD_LOCAL: the plugin's symbols do not leak into pev's; RTLD_NOW: unresolved symbols are an
     // error here, not a crash later.
-    handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // A regular file only: dlopen of a FIFO would wait for a writer forever.
+    std::error_code ec;
+    if (std::filesystem::exists(lib, ec) && !std::filesystem::is_regular_file(lib, ec)) {
+      throw error(fmt::format("--plugin {}: not a regular file", path_));
+    }
+    {
+      const in_plugin running("loading it (its constructors)");
+      handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
     if (!handle_) throw error(fmt::format("--plugin {}: cannot load: {}", path_, dlerror()));
     const auto abi =
         reinterpret_cast<pev_plugin_abi_version_fn>(dlsym(handle_, PEV_PLUGIN_SYMBOL_ABI_VERSION));
@@ -90,14 +119,19 @@ class plugin_backend final : public detail::live_backend {
       throw error(fmt::format("--plugin {}: no symbol {} (is it a pev plugin? see pev_plugin.h)",
                               path_, PEV_PLUGIN_SYMBOL_ABI_VERSION));
     }
-    if (abi() != PEV_PLUGIN_ABI_VERSION) {
-      const unsigned v = abi();
+    const unsigned v = [&] {
+      const in_plugin running(PEV_PLUGIN_SYMBOL_ABI_VERSION);
+      return abi();
+    }();
+    if (v != PEV_PLUGIN_ABI_VERSION) {
       dlclose(handle_);
       throw error(fmt::format("--plugin {}: built for ABI version {}, pev speaks version {}", path_,
                               v, PEV_PLUGIN_ABI_VERSION));
     }
     if (const auto n = reinterpret_cast<pev_plugin_name_fn>(dlsym(handle_, "pev_plugin_name"))) {
-      if (const char* s = n()) name_ = s;
+      // Shown in summaries and certificates: escaped, and short.
+      const in_plugin running(PEV_PLUGIN_SYMBOL_NAME);
+      if (const char* s = n()) name_ = escaped(std::string_view(s).substr(0, 1000), {.max = 200});
     }
     if (name_.empty()) name_ = std::filesystem::path(path_).filename().string();
     table_ = reinterpret_cast<pev_rope_table_fn>(dlsym(handle_, PEV_PLUGIN_SYMBOL_ROPE_TABLE));
@@ -105,11 +139,15 @@ class plugin_backend final : public detail::live_backend {
     rotate_ = reinterpret_cast<pev_rope_rotate_fn>(dlsym(handle_, PEV_PLUGIN_SYMBOL_ROPE_ROTATE));
     pe_ = reinterpret_cast<pev_sinusoidal_pe_fn>(dlsym(handle_, PEV_PLUGIN_SYMBOL_SINUSOIDAL_PE));
   }
-  ~plugin_backend() override { dlclose(handle_); }
+  ~plugin_backend() override {
+    const in_plugin running("unloading it (its destructors)");
+    dlclose(handle_);
+  }
 
   std::string kind() const override { return "plugin"; }
   std::string source() const override { return path_; }
   std::string name() const override { return name_; }
+  std::vector<std::filesystem::path> files() const override { return {path_}; }
   bool has(output what) const override {
     switch (what) {
       case output::rope_table:
@@ -126,16 +164,20 @@ class plugin_backend final : public detail::live_backend {
   }
 
   call_result rope_table(const live_request& r, std::int64_t, void* cos, void* sin) override {
+    const in_plugin running("pev_rope_table");
     return status(table_(request(r), cos, sin, err_, sizeof err_), "pev_rope_table");
   }
   call_result inv_freq(const live_request& r, std::int64_t, float* out) override {
+    const in_plugin running("pev_rope_inv_freq");
     return status(inv_(request(r), out, err_, sizeof err_), "pev_rope_inv_freq");
   }
   call_result rope_rotate(const live_request& r, std::int64_t heads, std::int64_t dim,
                           const void* in, void* out) override {
+    const in_plugin running("pev_rope_rotate");
     return status(rotate_(request(r), heads, dim, in, out, err_, sizeof err_), "pev_rope_rotate");
   }
   call_result sinusoidal_pe(const live_request& r, std::int64_t, void* out) override {
+    const in_plugin running("pev_sinusoidal_pe");
     return status(pe_(request(r), out, err_, sizeof err_), "pev_sinusoidal_pe");
   }
 
@@ -152,7 +194,7 @@ class plugin_backend final : public detail::live_backend {
     if (rc == PEV_UNSUPPORTED) return call_result::unsupported;
     err_[sizeof err_ - 1] = '\0';
     throw error(fmt::format("plugin {}: {} failed (status {}): {}", name_, fn, rc,
-                            err_[0] ? err_ : "no message"));
+                            err_[0] ? escaped(err_, {.max = 1000}) : "no message"));
   }
 
   std::string path_, name_;
@@ -169,28 +211,105 @@ class plugin_backend final : public detail::live_backend {
 
 using clock_type = std::chrono::steady_clock;
 
+// The most of a child's stderr that pev passes on (escaped); the rest is read and dropped, so
+// that a child that floods stderr neither blocks nor floods pev's.
+constexpr std::size_t kMaxChildStderr = std::size_t{1} << 20;
+
+// The process groups of running children, for the signal handler below: a SIGINT or SIGTERM that
+// ends pev must not leave the child's own children (the shell's, a server's workers) running.
+// PR_SET_PDEATHSIG reaches only the direct child. Fixed slots of atomics: the handler may run at
+// any moment and may only use async-signal-safe calls.
+constexpr int kGroupSlots = 64;
+std::atomic<pid_t> running_groups[kGroupSlots];
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+struct sigaction previous_actions[std::size(kForwardedSignals)];
+
+extern "C" void kill_groups_and_reraise(int sig) {
+  for (auto& g : running_groups) {
+    const pid_t pg = g.load();
+    if (pg > 0) ::kill(-pg, SIGKILL);
+  }
+  for (std::size_t k = 0; k < std::size(kForwardedSignals); ++k) {
+    if (kForwardedSignals[k] == sig) ::sigaction(sig, &previous_actions[k], nullptr);
+  }
+  ::raise(sig);
+}
+
+void install_signal_forwarding() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (std::size_t k = 0; k < std::size(kForwardedSignals); ++k) {
+      struct sigaction a {};
+      ::sigaction(kForwardedSignals[k], nullptr, &previous_actions[k]);
+      if (previous_actions[k].sa_handler == SIG_IGN) continue;  // ignored (nohup): keep it so
+      a.sa_handler = kill_groups_and_reraise;
+      ::sigemptyset(&a.sa_mask);
+      a.sa_flags = SA_RESETHAND;
+      ::sigaction(kForwardedSignals[k], &a, nullptr);
+    }
+  });
+}
+
+void register_group(pid_t pg) {
+  install_signal_forwarding();
+  for (auto& g : running_groups) {
+    pid_t empty = 0;
+    if (g.compare_exchange_strong(empty, pg)) return;
+  }
+}
+
+void unregister_group(pid_t pg) {
+  for (auto& g : running_groups) {
+    pid_t mine = pg;
+    if (g.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
+void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
 class exec_backend final : public detail::live_backend {
  public:
   // `argv` empty: `command` is run by /bin/sh -c; otherwise argv is executed directly (no shell
   // in between, so that a crash shows as the process's own signal). `label` names it in messages.
+  // `files`: what it runs, for certificates (the plugin library; an --exec command's files).
   exec_backend(std::string command, std::vector<std::string> argv, std::string kind,
-               std::string label, exec_options o)
-      : command_(std::move(command)), kind_(std::move(kind)), label_(std::move(label)), o_(o) {
-    int sv[2];
-    // A socket pair rather than pipes: send(MSG_NOSIGNAL) turns a dead peer into EPIPE instead of
-    // a SIGPIPE that would kill pev.
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+               std::string label, std::vector<std::filesystem::path> files, exec_options o)
+      : command_(std::move(command)),
+        kind_(std::move(kind)),
+        label_(std::move(label)),
+        files_(std::move(files)),
+        o_(o) {
+    // Three channels: requests to its stdin and answers from its stdout on two socket pairs (so
+    // that a closed stdout is an end of file at once, not something noticed at the timeout), and
+    // its stderr on a pipe, passed on escaped and capped. Sockets rather than pipes for stdin:
+    // send(MSG_NOSIGNAL) turns a dead peer into EPIPE instead of a SIGPIPE that would kill pev.
+    int in[2], out[2], err[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) {
       throw error(fmt::format("{}: socketpair failed: {}", label_, std::strerror(errno)));
     }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) != 0) {
+      const int e = errno;
+      close(in[0]);
+      close(in[1]);
+      throw error(fmt::format("{}: socketpair failed: {}", label_, std::strerror(e)));
+    }
+    if (pipe2(err, O_CLOEXEC) != 0) {
+      const int e = errno;
+      for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
+      throw error(fmt::format("{}: pipe failed: {}", label_, std::strerror(e)));
+    }
+    // The child's ends are only used by the child; ours are half-duplex.
+    shutdown(in[0], SHUT_RD);
+    shutdown(out[0], SHUT_WR);
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
     const pid_t parent = getpid();
     pid_ = fork();
     if (pid_ < 0) {
-      close(sv[0]);
-      close(sv[1]);
-      throw error(fmt::format("{}: fork failed: {}", label_, std::strerror(errno)));
+      const int e = errno;
+      for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
+      throw error(fmt::format("{}: fork failed: {}", label_, std::strerror(e)));
     }
     if (pid_ == 0) {
       // Its own process group: the shell and whatever it starts are killed together.
@@ -198,8 +317,11 @@ class exec_backend final : public detail::live_backend {
       // And it dies with pev: a pev that is killed (even with SIGKILL) leaves no child running.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(127);  // pev died before prctl
-      dup2(sv[1], 0);
-      dup2(sv[1], 1);
+      dup2(in[1], 0);
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      // pev's handlers do not belong in the child (exec resets them, but not before it).
+      for (int sig : kForwardedSignals) signal(sig, SIG_DFL);
       if (argv.empty()) {
         execl("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr));
       } else {
@@ -208,41 +330,67 @@ class exec_backend final : public detail::live_backend {
       _exit(127);
     }
     setpgid(pid_, pid_);  // also here: whichever of parent and child runs first
-    close(sv[1]);
-    fd_ = sv[0];
-    fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
-    // Greeting: name and the outputs it serves.
+    register_group(pid_);
+    close(in[1]);
+    close(out[1]);
+    close(err[1]);
+    to_ = in[0];
+    from_ = out[0];
+    err_ = err[0];
+    for (int fd : {to_, from_, err_}) set_nonblocking(fd);
+    // Greeting: name and the outputs it serves. A process that dies, hangs or breaks the
+    // protocol here is a failed check (failure()), like one that does so later; one that answers
+    // with an error declines to serve: bad input.
+    name_ = escaped(command_, {.max = 200});  // until it names itself
     protocol::request greeting;
     greeting.what = "hello";
-    const protocol::answer hello = exchange(greeting, {});
-    if (!hello.ok) {
-      fail(fmt::format("the greeting was refused: {}",
-                       hello.error.empty() ? "no message" : hello.error));
+    protocol::answer hello;
+    try {
+      hello = exchange(greeting, {});
+    } catch (const error& e) {
+      if (not_found_) throw error(fmt::format("{}: {}", label_, failure_));
+      return;  // failure_ says what happened
     }
-    name_ = hello.name.empty() ? command_ : hello.name;
+    if (!hello.ok) {
+      throw error(fmt::format("{}: the greeting was refused: {}", label_,
+                              hello.error.empty() ? "no message" : escaped(hello.error)));
+    }
+    // Shown in summaries and certificates: escaped, and short.
+    name_ = escaped(hello.name.empty() ? command_ : hello.name, {.max = 200});
     outputs_ = hello.outputs;
   }
 
   ~exec_backend() override {
-    if (fd_ >= 0) {
-      shutdown(fd_, SHUT_WR);  // EOF on its stdin: the protocol's "done"
-      close(fd_);
-    }
+    if (to_ >= 0) close(to_);  // EOF on its stdin: the protocol's "done"
+    if (from_ >= 0) close(from_);
     if (pid_ > 0) {
-      // Up to 2 s to exit by itself, then SIGKILL.
+      // Up to 2 s to exit by itself (its stderr still passed on), then SIGKILL.
       bool exited = false;
       for (int k = 0; k < 200 && !exited; ++k) {
         exited = waitpid(pid_, nullptr, WNOHANG) == pid_;
-        if (!exited) usleep(10000);
+        if (!exited) drain_stderr(10);
       }
       kill(-pid_, SIGKILL);  // the group: anything it left running
       if (!exited) waitpid(pid_, nullptr, 0);
+      unregister_group(pid_);
+    }
+    drain_stderr(0);
+    if (err_ >= 0) close(err_);
+    if (dropped_ > 0) {
+      std::fprintf(stderr,
+                   "pev: %s: %zu more bytes of its stderr were dropped (at most %zu pass)\n",
+                   escaped(label_).c_str(), dropped_, kMaxChildStderr);
     }
   }
 
   std::string kind() const override { return kind_; }
   std::string source() const override { return command_; }
   std::string name() const override { return name_; }
+  std::vector<std::filesystem::path> files() const override { return files_; }
+  std::optional<std::string> failure() const override {
+    if (from_ >= 0) return std::nullopt;
+    return fmt::format("{}: {}", label_, failure_);
+  }
   bool has(output what) const override {
     const char* n = to_string(what);
     return std::find(outputs_.begin(), outputs_.end(), n) != outputs_.end();
@@ -260,12 +408,12 @@ class exec_backend final : public detail::live_backend {
   call_result rope_rotate(const live_request& r, std::int64_t heads, std::int64_t dim,
                           const void* in, void* out) override {
     const auto n = static_cast<std::int64_t>(r.positions.size());
+    std::string payload = bytes_of(r.positions);
+    const auto* x = static_cast<const char*>(in);
+    payload.append(x, static_cast<std::size_t>(n * heads * dim) * protocol::element_bytes(r.type));
     protocol::request h = header(r, "rope_rotate");
     h.heads = heads;
     h.head_dim = dim;
-    std::string payload = bytes_of(r.positions);
-    payload.append(static_cast<const char*>(in),
-                   static_cast<std::size_t>(n * heads * dim) * protocol::element_bytes(r.type));
     return call(h, payload, {{"out", r.type, {n, heads, dim}}}, {out});
   }
   call_result sinusoidal_pe(const live_request& r, std::int64_t d_model, void* out) override {
@@ -289,41 +437,87 @@ class exec_backend final : public detail::live_backend {
     return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(std::int64_t)};
   }
 
+  // Passes on what the child wrote to stderr (escaped: it reaches a terminal), up to
+  // kMaxChildStderr bytes in all, dropping the rest; waits up to `ms` for some (sleeps `ms` when
+  // its stderr is closed already: callers use it as their pause while polling the process).
+  void drain_stderr(int ms) {
+    if (err_ < 0) {
+      if (ms > 0) usleep(static_cast<useconds_t>(ms) * 1000);
+      return;
+    }
+    pollfd p{err_, POLLIN, 0};
+    if (poll(&p, 1, ms) <= 0) return;
+    char buffer[65536];
+    for (;;) {
+      const ssize_t k = read(err_, buffer, sizeof buffer);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) {
+        if (k == 0) {  // every writer closed it
+          close(err_);
+          err_ = -1;
+        }
+        return;
+      }
+      const std::size_t n = static_cast<std::size_t>(k);
+      const std::size_t pass = std::min(n, kMaxChildStderr - std::min(kMaxChildStderr, passed_));
+      if (pass > 0) {
+        const std::string text = escaped(std::string_view(buffer, pass), {.keep_newlines = true});
+        std::fwrite(text.data(), 1, text.size(), stderr);
+        std::fflush(stderr);
+      }
+      passed_ += pass;
+      dropped_ += n - pass;
+    }
+  }
+
   // The process broke the protocol or did not answer in time: it is not trusted any more. Kills
   // it (its whole process group), and throws saying what happened, and how it ended when it had
-  // ended by itself (a crash shows as its signal).
-  [[noreturn]] void fail(const std::string& what) {
-    if (fd_ >= 0) {
-      close(fd_);
-      fd_ = -1;
+  // ended by itself (a crash shows as its signal). `alive_what`, when given, replaces `what` if the
+  // process had not ended (it closed its stdout but kept running).
+  [[noreturn]] void fail(const std::string& what, const std::string& alive_what = {}) {
+    for (int* fd : {&to_, &from_}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
     }
     std::string ended;
+    bool exited = false;
     if (pid_ > 0) {
       int status = 0;
       bool already = waitpid(pid_, &status, WNOHANG) == pid_;
       // Its end of the socket closed: it is exiting; give it 200 ms to be reaped by itself, so
       // that a crash is reported with its signal.
       for (int k = 0; k < 100 && !already && peer_closed_; ++k) {
-        usleep(2000);
+        drain_stderr(2);
         already = waitpid(pid_, &status, WNOHANG) == pid_;
       }
       kill(-pid_, SIGKILL);  // the whole process group (the shell and what it started)
       if (!already) waitpid(pid_, &status, 0);
+      unregister_group(pid_);
+      drain_stderr(0);
       if (already && WIFSIGNALED(status)) {
         ended = fmt::format(" (it was killed by signal {}: {})", WTERMSIG(status),
                             strsignal(WTERMSIG(status)));
+        exited = true;
       } else if (already && WIFEXITED(status)) {
         ended = fmt::format(" (it exited with status {})", WEXITSTATUS(status));
+        exited = true;
+        // The shell's "command not found" (127) and "cannot execute" (126) before any answer:
+        // the command line is wrong, not the implementation.
+        not_found_ =
+            !greeted_ && argv_shell() && (WEXITSTATUS(status) == 127 || WEXITSTATUS(status) == 126);
       }
       pid_ = -1;
     }
-    failure_ = what + ended;
+    failure_ = (!exited && !alive_what.empty() ? alive_what : what) + ended;
+    if (not_found_) failure_ += ": the command was not found or cannot be executed";
     throw error(fmt::format("{}: {}", label_, failure_));
   }
 
+  bool argv_shell() const { return kind_ == "exec"; }
+
   // A process killed by an earlier failure answers nothing more.
   void check_alive() const {
-    if (fd_ < 0) {
+    if (from_ < 0) {
       throw error(fmt::format("{}: not asked: the process was killed after an earlier failure: {}",
                               label_, failure_));
     }
@@ -331,8 +525,10 @@ class exec_backend final : public detail::live_backend {
 
   clock_type::time_point deadline() const { return clock_type::now() + o_.timeout; }
 
-  // Waits for `events` on the socket until `until`; fails with a timeout message otherwise.
-  void wait(short events, clock_type::time_point until, const char* doing) {
+  // Waits for `events` on `fd` until `until`, passing stderr on meanwhile; fails with a timeout
+  // message otherwise. Returns false when, waiting to send, the process closed its stdout (it
+  // will not answer what is being sent: the caller stops sending and reads what it said).
+  bool wait(int fd, short events, clock_type::time_point until, const char* doing) {
     while (true) {
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(until - clock_type::now()).count();
@@ -340,21 +536,25 @@ class exec_backend final : public detail::live_backend {
         fail(fmt::format("no progress {} within {} ms; the process was killed", doing,
                          o_.timeout.count()));
       }
-      pollfd p{fd_, events, 0};
-      const int rc = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-      if (rc > 0) return;
+      pollfd p[3] = {{fd, events, 0}, {err_, POLLIN, 0}, {from_, POLLRDHUP, 0}};
+      const nfds_t n = fd == to_ ? 3 : 2;
+      const int rc = poll(p, n, static_cast<int>(std::min<long long>(left, 1000)));
       if (rc < 0 && errno != EINTR) fail(fmt::format("poll failed: {}", std::strerror(errno)));
+      if (rc <= 0) continue;
+      if (p[1].revents) drain_stderr(0);
+      if (n == 3 && (p[2].revents & (POLLRDHUP | POLLHUP | POLLERR))) return false;
+      if (p[0].revents) return true;
     }
   }
 
   void send_all(const std::string& bytes, clock_type::time_point until) {
     std::size_t done = 0;
     while (done < bytes.size()) {
-      const ssize_t k = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      const ssize_t k = ::send(to_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
       if (k > 0) {
         done += static_cast<std::size_t>(k);
       } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        wait(POLLOUT, until, "reading the request");
+        if (!wait(to_, POLLOUT, until, "reading the request")) return;
       } else {
         // It stopped reading (EPIPE): it may still have answered (an answer that does not wait
         // for the whole request, or an error). Stop sending; the answer, if any, is read next.
@@ -368,14 +568,17 @@ class exec_backend final : public detail::live_backend {
   void recv_exact(char* out, std::size_t n, clock_type::time_point until) {
     std::size_t done = 0;
     while (done < n) {
-      const ssize_t k = ::recv(fd_, out + done, n - done, 0);
+      const ssize_t k = ::recv(from_, out + done, n - done, 0);
       if (k > 0) {
         done += static_cast<std::size_t>(k);
       } else if (k == 0 || errno == ECONNRESET) {
         peer_closed_ = true;
-        fail(fmt::format("the process exited after {} of {} response bytes", done, n));
+        fail(fmt::format("the process exited after {} of {} response bytes", done, n),
+             fmt::format("the process closed its stdout after {} of {} response bytes (it was "
+                         "still running, and was killed)",
+                         done, n));
       } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-        wait(POLLIN, until, "on the response");
+        wait(from_, POLLIN, until, "on the response");
       } else {
         fail(fmt::format("read failed: {}", std::strerror(errno)));
       }
@@ -386,7 +589,7 @@ class exec_backend final : public detail::live_backend {
     std::string line;
     while (true) {
       char c;
-      const ssize_t k = ::recv(fd_, &c, 1, 0);
+      const ssize_t k = ::recv(from_, &c, 1, 0);
       if (k == 1) {
         if (c == '\n') return line;
         line.push_back(c);
@@ -399,9 +602,13 @@ class exec_backend final : public detail::live_backend {
       } else if (k == 0 || errno == ECONNRESET) {
         peer_closed_ = true;
         fail(line.empty() ? "the process exited without answering"
-                          : "the process exited in the middle of a response header");
+                          : "the process exited in the middle of a response header",
+             line.empty() ? "the process closed its stdout without answering (it was still "
+                            "running, and was killed)"
+                          : "the process closed its stdout in the middle of a response header (it "
+                            "was still running, and was killed)");
       } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-        wait(POLLIN, until, "on the response");
+        wait(from_, POLLIN, until, "on the response");
       } else {
         fail(fmt::format("read failed: {}", std::strerror(errno)));
       }
@@ -415,9 +622,14 @@ class exec_backend final : public detail::live_backend {
     send_all(protocol::request_line(r) + "\n" + payload, until);
     const std::string line = recv_line(until);
     try {
-      return protocol::parse_answer(line);
+      protocol::answer a = protocol::parse_answer(line);
+      greeted_ = true;
+      return a;
     } catch (const error& e) {
       fail(e.what());
+    } catch (const std::exception& e) {
+      // Anything the JSON library throws is the other side's fault too, never pev's exit 2.
+      fail(fmt::format("the response header could not be read: {}", e.what()));
     }
   }
 
@@ -430,7 +642,7 @@ class exec_backend final : public detail::live_backend {
       if (a.unsupported) return call_result::unsupported;
       // An error answer keeps to the protocol (no payload follows): the process stays.
       throw error(fmt::format("{}: {} failed: {}", label_, r.what,
-                              a.error.empty() ? "no message" : a.error));
+                              a.error.empty() ? "no message" : escaped(a.error, {.max = 1000})));
     }
     try {
       protocol::expect_tensors(a, r.what, want);
@@ -444,11 +656,15 @@ class exec_backend final : public detail::live_backend {
   }
 
   std::string command_, kind_, label_;
+  std::vector<std::filesystem::path> files_;
   exec_options o_;
   std::string failure_;
   bool peer_closed_ = false;
+  bool greeted_ = false;
+  bool not_found_ = false;
   pid_t pid_ = -1;
-  int fd_ = -1;
+  int to_ = -1, from_ = -1, err_ = -1;
+  std::size_t passed_ = 0, dropped_ = 0;
   std::string name_;
   std::vector<std::string> outputs_;
 };
@@ -472,6 +688,8 @@ std::unique_ptr<live_implementation> live_implementation::rebind(const spec::enc
 
 std::string live_implementation::kind() const { return backend_->kind(); }
 std::string live_implementation::source() const { return backend_->source(); }
+std::vector<std::filesystem::path> live_implementation::files() const { return backend_->files(); }
+std::optional<std::string> live_implementation::failure() const { return backend_->failure(); }
 std::string live_implementation::name() const { return backend_->kind() + ":" + backend_->name(); }
 
 bool live_implementation::supports(output what, dtype t) const {
@@ -593,6 +811,56 @@ void live_implementation::sinusoidal_pe(std::span<const std::int64_t> p,
   pe<bfloat16>(p, out);
 }
 
+const char* plugin_call_in_progress() { return current_plugin_call.load(); }
+
+std::vector<std::filesystem::path> command_files(const std::string& command) {
+  // Words as a shell splits them, roughly: blanks separate, quotes group (and are removed), a
+  // backslash escapes the next character. Nothing is expanded: this names files, it runs nothing.
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < command.size(); ++i) {
+    const char c = command[i];
+    if (quote) {
+      if (c == quote) {
+        quote = 0;
+      } else if (c == '\\' && quote == '"' && i + 1 < command.size()) {
+        word += command[++i];
+      } else {
+        word += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < command.size()) {
+      word += command[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|' || c == '<' ||
+               c == '>' || c == '(' || c == ')') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  std::vector<std::filesystem::path> files;
+  const auto add = [&](const std::string& w) {
+    std::error_code ec;
+    if (w.empty() || !std::filesystem::is_regular_file(w, ec)) return;
+    const std::filesystem::path p(w);
+    if (std::find(files.begin(), files.end(), p) == files.end()) files.push_back(p);
+  };
+  for (const auto& w : words) {
+    add(w);
+    if (const auto eq = w.find('='); eq != std::string::npos) add(w.substr(eq + 1));
+  }
+  return files;
+}
+
 std::unique_ptr<live_implementation> load_plugin(const std::filesystem::path& library,
                                                  const spec::encoding& claimed,
                                                  kernel::strategy accuracy,
@@ -607,7 +875,7 @@ std::unique_ptr<live_implementation> load_plugin(const std::filesystem::path& li
       std::make_shared<exec_backend>(
           lib, std::vector<std::string>{o.server.string(), "serve", "--plugin", lib},
           "plugin (isolated)", fmt::format("--plugin {} (isolated)", library.string()),
-          exec_options{o.timeout}),
+          std::vector<std::filesystem::path>{library}, exec_options{o.timeout}),
       claimed, accuracy);
 }
 
@@ -616,7 +884,8 @@ std::unique_ptr<live_implementation> start_exec(const std::string& command,
                                                 kernel::strategy accuracy, const exec_options& o) {
   return std::make_unique<live_implementation>(
       std::make_shared<exec_backend>(command, std::vector<std::string>{}, "exec",
-                                     fmt::format("--exec '{}'", command), o),
+                                     fmt::format("--exec '{}'", command), command_files(command),
+                                     o),
       claimed, accuracy);
 }
 

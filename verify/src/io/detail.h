@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pev/core/error.h"
+#include "pev/core/text.h"
 
 namespace pev::io::detail {
 
@@ -49,11 +50,13 @@ std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b);
 /// Product of non-negative dimensions, or nothing on overflow of 64 bits (dims must be ≥ 0).
 std::optional<std::uint64_t> checked_product(const std::vector<std::int64_t>& shape);
 
-/// Offset of the first byte that is not part of a valid UTF-8 sequence, or nothing.
-std::optional<std::size_t> utf8_error(std::string_view s);
+using pev::utf8_error;
 
-/// `s` for a message: printable ASCII kept, everything else as \xNN, cut after `max` characters.
-std::string printable(std::string_view s, std::size_t max = 80);
+/// `s` quoted in a message: printable ASCII kept, everything else as \xNN, cut after `max`
+/// characters.
+inline std::string printable(std::string_view s, std::size_t max = 80) {
+  return pev::escaped(s, {.max = max, .ascii_only = true});
+}
 
 /// Random-access bytes: a regular file (read with pread, never loaded whole) or a buffer.
 class byte_source {
@@ -71,12 +74,17 @@ class byte_source {
 /// A buffer as a byte_source (the buffer must outlive it).
 std::unique_ptr<byte_source> memory_source(std::string_view bytes);
 
-/// A file as a byte_source; a non-regular file (a pipe) is read whole. Throws pev::error naming the
-/// file when it cannot be opened or is a directory.
+/// A file as a byte_source; a non-regular file (a pipe) is read whole, within max_stream_bytes and
+/// input_timeout() (file.h). Throws pev::error naming the file when it cannot be opened, is a
+/// directory, or breaks those limits.
 std::unique_ptr<byte_source> file_source(const std::filesystem::path& file);
 
 /// Writes a file by streaming into a temporary file in the same directory, then commit() flushes it
 /// to disk and renames it over the target. Destroyed without commit(), the temporary is removed.
+/// Only a regular file (or a path where nothing is yet) is replaced that way: "-" is standard
+/// output, a character device, FIFO or socket (/dev/null, /dev/stdout on a pipe) is written
+/// directly, never replaced by a file; a symbolic link is followed, and the file it names is
+/// replaced, not the link.
 class atomic_writer {
  public:
   explicit atomic_writer(std::filesystem::path target);
@@ -88,16 +96,21 @@ class atomic_writer {
   void write(const void* data, std::size_t n);
   /// Appends bytes.
   void write(std::string_view s) { write(s.data(), s.size()); }
-  /// fsync, close, rename over the target (and fsync the directory, best effort).
+  /// fsync, close, rename over the target (and fsync the directory, best effort); written
+  /// directly: close.
   void commit();
 
  private:
   [[noreturn]] void fail(std::string_view what, int err);
   void discard() noexcept;
+  void open_direct();
 
-  std::filesystem::path target_;
+  std::filesystem::path target_;  // as given, for messages
+  std::filesystem::path dest_;    // the regular file replaced: target_ through its symlinks
   std::filesystem::path temp_;
   int fd_ = -1;
+  bool direct_ = false;    // writing target_ itself (a device, a pipe, stdout)
+  bool borrowed_ = false;  // fd_ is standard output: not closed here
 };
 
 }  // namespace pev::io::detail

@@ -13,6 +13,7 @@
 
 #include "detail.h"
 #include "pev/core/error.h"
+#include "pev/core/json_check.h"
 
 // The format (huggingface/safetensors, safetensors/src/tensor.rs): a u64 little-endian header
 // length N; N bytes of UTF-8 JSON mapping each tensor name to {"dtype": "F32", "shape": [2, 3],
@@ -25,7 +26,10 @@ namespace pev::io {
 
 namespace {
 
-using ordered_json = nlohmann::ordered_json;
+// nlohmann::json (std::map objects), not ordered_json: ordered_json's objects are vectors searched
+// linearly on every insertion, which made a header of n tensors cost O(n²) (10^5 tensors: 10 s).
+// The order of the tensors in the header is kept separately, by check_json.
+using json = nlohmann::json;
 
 constexpr int max_json_depth = 16;
 
@@ -33,11 +37,11 @@ std::string where(std::string_view source) { return fmt::format("safetensors fil
 
 using detail::fail;
 
-std::string json_text(const ordered_json& j) {
+std::string json_text(const json& j) {
   return detail::printable(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 60);
 }
 
-const char* json_kind(const ordered_json& j) {
+const char* json_kind(const json& j) {
   if (j.is_object()) return "an object";
   if (j.is_array()) return "an array";
   if (j.is_string()) return "a string";
@@ -48,31 +52,31 @@ const char* json_kind(const ordered_json& j) {
   return "a number";
 }
 
+// The header JSON and its top-level keys in header order.
+struct header_json {
+  json root;
+  std::vector<std::string> order;
+};
+
 // Parses the header JSON, refusing duplicate keys (the JSON grammar allows them; a tensor or field
-// given twice is ambiguous) and nesting deeper than any valid header needs.
-ordered_json parse_header_json(const std::string& text, const std::string& w) {
-  std::vector<std::set<std::string>> keys;
-  const ordered_json::parser_callback_t callback =
-      [&](int depth, nlohmann::json::parse_event_t event, ordered_json& parsed) {
-        using ev = nlohmann::json::parse_event_t;
-        if (depth > max_json_depth) fail("{}: header JSON is nested too deeply", w);
-        if (event == ev::object_start) {
-          keys.emplace_back();
-        } else if (event == ev::object_end) {
-          if (!keys.empty()) keys.pop_back();
-        } else if (event == ev::key && !keys.empty()) {
-          const std::string& key = parsed.get_ref<const std::string&>();
-          if (!keys.back().insert(key).second) {
-            fail("{}: duplicate key '{}' in the header", w, detail::printable(key, 60));
-          }
-        }
-        return true;
-      };
+// given twice is ambiguous) and nesting deeper than any valid header needs, and records the order
+// of the top-level keys. Linear in the header's size (pev/core/json_check.h).
+header_json parse_header_json(const std::string& text, const std::string& w) {
+  header_json out;
+  json_limits limits;
+  limits.max_depth = max_json_depth;
+  limits.reject_duplicate_keys = true;
+  limits.too_deep = [&](int) { fail("{}: header JSON is nested too deeply", w); };
+  limits.duplicate_key = [&](const std::string& key) {
+    fail("{}: duplicate key '{}' in the header", w, detail::printable(key, 60));
+  };
+  out.order = check_json(text, limits);
   try {
-    return ordered_json::parse(text, callback);
-  } catch (const nlohmann::json::exception& e) {
+    out.root = json::parse(text);
+  } catch (const json::exception& e) {
     fail("{}: header is not valid JSON ({})", w, e.what());
   }
+  return out;
 }
 
 struct entry {
@@ -82,7 +86,7 @@ struct entry {
   std::uint64_t begin = 0, end = 0;
 };
 
-entry parse_entry(const std::string& name, const ordered_json& j, const std::string& w,
+entry parse_entry(const std::string& name, const json& j, const std::string& w,
                   std::uint64_t data_size) {
   const std::string t = fmt::format("{}: tensor '{}'", w, detail::printable(name, 60));
   if (!j.is_object()) {
@@ -102,7 +106,7 @@ entry parse_entry(const std::string& name, const ordered_json& j, const std::str
   entry e;
   e.name = name;
 
-  const ordered_json& dt = j["dtype"];
+  const json& dt = j["dtype"];
   if (!dt.is_string()) {
     fail("{}: field 'dtype' is {} ({}), expected a string such as \"F32\"", t, json_kind(dt),
          json_text(dt));
@@ -113,14 +117,14 @@ entry parse_entry(const std::string& name, const ordered_json& j, const std::str
     fail("{}: field 'dtype': {}", t, err.what());
   }
 
-  const ordered_json& shape = j["shape"];
+  const json& shape = j["shape"];
   if (!shape.is_array()) {
     fail("{}: field 'shape' is {} ({}), expected an array of non-negative integers", t,
          json_kind(shape), json_text(shape));
   }
   constexpr auto int64_max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   for (std::size_t i = 0; i < shape.size(); ++i) {
-    const ordered_json& d = shape[i];
+    const json& d = shape[i];
     if (!d.is_number_unsigned() || d.get<std::uint64_t>() > int64_max) {
       fail("{}: field 'shape' entry {} is {} ({}), expected a non-negative integer below 2^63", t,
            i, json_kind(d), json_text(d));
@@ -128,7 +132,7 @@ entry parse_entry(const std::string& name, const ordered_json& j, const std::str
     e.shape.push_back(static_cast<std::int64_t>(d.get<std::uint64_t>()));
   }
 
-  const ordered_json& offsets = j["data_offsets"];
+  const json& offsets = j["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned()) {
     fail("{}: field 'data_offsets' is {}, expected [begin, end], two non-negative integers", t,
@@ -179,7 +183,8 @@ tensor_file read(const detail::byte_source& src, std::string_view source) {
   if (auto bad = detail::utf8_error(header)) {
     fail("{}: header is not valid UTF-8 (byte {} of the header)", w, *bad);
   }
-  const ordered_json root = parse_header_json(header, w);
+  const header_json parsed = parse_header_json(header, w);
+  const json& root = parsed.root;
   if (!root.is_object()) {
     fail(
         "{}: header is {}, expected a JSON object mapping tensor names to {{dtype, shape, "
@@ -191,7 +196,9 @@ tensor_file read(const detail::byte_source& src, std::string_view source) {
   const std::uint64_t data_size = size - data_start;
   tensor_file out;
   std::vector<entry> entries;
-  for (const auto& [key, value] : root.items()) {
+  entries.reserve(parsed.order.size());
+  for (const std::string& key : parsed.order) {
+    const json& value = root.at(key);
     if (key == "__metadata__") {
       if (!value.is_object()) {
         fail("{}: '__metadata__' is {}, expected an object mapping strings to strings", w,
@@ -258,11 +265,20 @@ std::string header_bytes(const tensor_file& t, const std::string& w) {
     fail("{}: tensor_file lists {} names but holds {} tensors", w, t.names.size(),
          t.tensors.size());
   }
-  ordered_json header = ordered_json::object();
+  // Written piece by piece, in the order of `names` (a JSON object built whole would either lose
+  // that order or, as ordered_json, cost O(n²) for n tensors).
+  const auto dump = [&](const auto& j) {
+    try {
+      return j.dump();
+    } catch (const json::exception& e) {
+      fail("{}: a tensor name or metadata string is not valid UTF-8 ({})", w, e.what());
+    }
+  };
+  std::string text = "{";
   if (!t.metadata.empty()) {
-    ordered_json meta = ordered_json::object();
+    json meta = json::object();
     for (const auto& [k, v] : t.metadata) meta[k] = v;
-    header["__metadata__"] = std::move(meta);
+    text += "\"__metadata__\":" + dump(meta);
   }
   std::uint64_t offset = 0;
   std::set<std::string> seen;
@@ -273,19 +289,16 @@ std::string header_bytes(const tensor_file& t, const std::string& w) {
     if (it == t.tensors.end()) fail("{}: tensor '{}' is listed but missing", w, name);
     const array& a = it->second;
     a.check(fmt::format("{}: tensor '{}'", w, name));
-    ordered_json entry = ordered_json::object();
+    // Three keys in the reference writer's order (an ordered_json this small costs nothing).
+    nlohmann::ordered_json entry = nlohmann::ordered_json::object();
     entry["dtype"] = std::string(safetensors_name(a.type));
     entry["shape"] = a.shape;
     entry["data_offsets"] = {offset, offset + a.data.size()};
     offset += a.data.size();
-    header[name] = std::move(entry);
+    if (text.size() > 1) text += ',';
+    text += dump(json(name)) + ":" + dump(entry);
   }
-  std::string text;
-  try {
-    text = header.dump();
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: a tensor name or metadata string is not valid UTF-8 ({})", w, e.what());
-  }
+  text += "}";
   text.append((8 - text.size() % 8) % 8, ' ');
   std::string out(8, '\0');
   detail::store_le(reinterpret_cast<std::byte*>(out.data()),

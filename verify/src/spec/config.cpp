@@ -4,15 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "detail.h"
+#include "pev/core/json_check.h"
+#include "pev/io/file.h"
 
 // config.json → spec::rope following transformers v5 (`RotaryEmbeddingConfigMixin` in
 // configuration_utils / modeling_rope_utils; docs/encodings.md §5, §7). The steps mirror
@@ -186,18 +186,19 @@ rope parse_config_text(std::string_view json_text, std::string_view source,
                        const config_options& options, const warning_sink& warn) {
   const reader in(source, warn);
   json root;
-  // Nesting is limited while parsing: nlohmann's parser is iterative, but building and walking a
-  // value nested 10^5 deep recurses once per level and overflows the stack (a crash found by
-  // fuzzing). No config.json nests more than a few levels.
+  // Nesting is limited before the value is built: nlohmann's parser is iterative, but building
+  // and walking a value nested 10^5 deep recurses once per level and overflows the stack (a crash
+  // found by fuzzing). No config.json nests more than a few levels. check_json is linear; the
+  // parser callback used before rescanned a container after each nested value (quadratic).
   constexpr int max_depth = 64;
-  const json::parser_callback_t limit_depth = [&](int depth, json::parse_event_t, json&) {
-    if (depth > max_depth) {
-      in.fail(fmt::format("invalid JSON: nested more than {} levels deep", max_depth));
-    }
-    return true;
+  json_limits limits;
+  limits.max_depth = max_depth;
+  limits.too_deep = [&](int) {
+    in.fail(fmt::format("invalid JSON: nested more than {} levels deep", max_depth));
   };
+  check_json(json_text, limits);
   try {
-    root = json::parse(json_text.begin(), json_text.end(), limit_depth);
+    root = json::parse(json_text.begin(), json_text.end());
   } catch (const json::exception& e) {
     // A syntax error (parse_error) or a number beyond double's range (out_of_range 406, e.g.
     // 2e308). nlohmann's message says "parse error at line L, column C: …" after a bracketed id.
@@ -257,10 +258,14 @@ rope parse_config_text(std::string_view json_text, std::string_view source,
     bool in_layer_types = false;
     for (const auto& [key, value] : dict.items()) all_objects = all_objects && value.is_object();
     if (const json* lt = top("layer_types"); lt != nullptr && lt->is_array()) {
+      // A set of the names: a search of the list per key was quadratic in the layer count.
+      std::set<std::string> names;
+      for (const json& v : *lt) {
+        if (v.is_string()) names.insert(v.get<std::string>());
+      }
       in_layer_types = true;
       for (const auto& [key, value] : dict.items()) {
-        in_layer_types =
-            in_layer_types && std::find(lt->begin(), lt->end(), json(key)) != lt->end();
+        in_layer_types = in_layer_types && names.count(key) != 0;
       }
     }
     nested = all_objects || in_layer_types;
@@ -756,12 +761,9 @@ rope parse_config_file(const std::filesystem::path& file, const config_options& 
   if (std::filesystem::is_directory(file, ec)) {
     throw error(fmt::format("{}: is a directory, expected a config.json file", file.string()));
   }
-  std::ifstream stream(file, std::ios::binary);
-  if (!stream) throw error(fmt::format("{}: cannot open config file", file.string()));
-  std::ostringstream text;
-  text << stream.rdbuf();
-  if (stream.bad()) throw error(fmt::format("{}: cannot read config file", file.string()));
-  return parse_config_text(text.str(), file.string(), options, warn);
+  // Bounded (size, and time for a pipe or a FIFO): a config.json is a few KiB; /dev/zero or a
+  // FIFO nobody writes to is an error naming the file.
+  return parse_config_text(io::read_file(file, max_config_bytes), file.string(), options, warn);
 }
 
 }  // namespace pev::spec

@@ -72,11 +72,14 @@ struct dump {
   const io::array* find(std::string_view name) const;
 };
 
-/// Reads the files (pev::error for unreadable or malformed files, naming the file).
+/// Reads the files (pev::error for unreadable or malformed files, naming the file; each must be a
+/// regular file, since it is hashed as well as read).
 dump read_dump(const std::vector<std::filesystem::path>& files);
 
 /// SHA-256 of a file, lowercase hex (OpenSSL).
 std::string sha256_file(const std::filesystem::path& file);
+/// SHA-256 of bytes already read (a config or positions file), lowercase hex.
+std::string sha256_bytes(std::string_view bytes);
 
 // clang-format off
 /// How a RoPE cos/sin table is laid out in the dump (docs/encodings.md §4.4):
@@ -154,6 +157,14 @@ struct live_options {
 /// output it supports (table, inv_freq, rotated q/k of seeded random inputs; PE), certifies them
 /// as a dump would be, then runs the property suites on it. A call that fails (the process hung,
 /// flooded or died; the plugin returned an error) is a failed check, not a crash.
+/// The certificate of an implementation that failed before a verdict (it hung, died, broke the
+/// protocol, ended the process): one failed check "live" whose note says what happened; not
+/// certified, so its exit code is 1.
+certificate failed_certificate(const spec::encoding& e, const std::string& what,
+                               std::vector<input_file> inputs,
+                               const std::optional<std::string>& recipe, const std::string& source,
+                               dtype t, const std::string& note);
+
 certificate certify_live(const spec::encoding& e, const impl::live_implementation& im,
                          const options& o, const live_options& lo);
 

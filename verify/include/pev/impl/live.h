@@ -16,7 +16,9 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "pev/impl/implementation.h"
 #include "pev/kernel/strategy.h"
@@ -58,6 +60,16 @@ std::unique_ptr<live_implementation> start_exec(const std::string& command,
                                                 kernel::strategy accuracy,
                                                 const exec_options& o = {});
 
+/// The in-process plugin code running at this moment ("loading it (its constructors)",
+/// "pev_plugin_abi_version", "pev_rope_table", …), or null: what an exit guard reports when a
+/// plugin ends the process.
+const char* plugin_call_in_progress();
+
+/// The existing regular files an --exec command names: each word of the command (quotes removed,
+/// no expansion), and the value of a `NAME=VALUE` word, that is a path to a regular file — the
+/// script it runs, a model it loads. Certificates hash them; pev refuses them inside --out.
+std::vector<std::filesystem::path> command_files(const std::string& command);
+
 namespace detail {
 class live_backend;
 }
@@ -70,9 +82,15 @@ class live_implementation : public implementation {
 
   /// The same backend for another encoding.
   std::unique_ptr<live_implementation> rebind(const spec::encoding& e) const;
-  /// "plugin" or "exec", and what was loaded or run (for certificates).
+  /// "plugin", "plugin (isolated)" or "exec", and what was loaded or run (for certificates).
   std::string kind() const;
   std::string source() const;
+  /// The files it runs, for certificates to hash: the plugin library (isolated too), or the files
+  /// an --exec command names (command_files).
+  std::vector<std::filesystem::path> files() const;
+  /// Why it can no longer be asked anything, when it cannot: the process died, hung or broke the
+  /// protocol (already during the greeting). Its calls then throw this.
+  std::optional<std::string> failure() const;
 
   std::string name() const override;
   const spec::encoding& claimed_spec() const override { return claimed_; }

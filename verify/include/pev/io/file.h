@@ -1,10 +1,10 @@
 #pragma once
 // File helpers shared by every writer and reader.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,31 +16,55 @@ namespace pev::io {
 void write_file_atomic(const std::filesystem::path& file, std::string_view bytes);
 
 /// Writes a directory of outputs (a report, a certificate) as one unit. `write` fills a fresh
-/// staging directory beside `dir` (`.NAME.pev-staging-PID`); it then takes `dir`'s place in one
-/// rename — an existing previous output is exchanged with it atomically (renameat2
-/// RENAME_EXCHANGE) and then removed. A run killed at any moment therefore leaves `dir` either as
-/// it was (the previous output, or none) or complete, never a mix; the staging directories of
-/// killed runs are removed by the next run. Throws pev::error (and leaves `dir` as it was) when
-/// `write` throws, and when `dir` is a file, or a non-empty directory holding none of `markers`
-/// (not a previous output: pev will not replace a directory it did not write).
+/// staging directory beside `dir` (`.NAME.pev-staging-PID`), which then gets a manifest
+/// (`.pev-manifest`: the directories and files written) and takes `dir`'s place in one rename; a
+/// previous output is exchanged with it atomically (renameat2 RENAME_EXCHANGE) and then removed
+/// entry by entry from its own manifest. A run killed at any moment therefore leaves `dir` either
+/// as it was (the previous output, or none) or complete, never a mix; the staging directories of
+/// killed runs are removed by the next run. Two runs writing the same new `dir` at once both
+/// succeed (the last one's output stays).
+///
+/// pev replaces only what pev wrote: `dir` must be absent, empty, or a previous output holding
+/// nothing its manifest does not list (checked before `write` and again just before the exchange).
+/// Throws pev::error (and leaves `dir` as it was) otherwise, when `dir` is a file, and when `write`
+/// throws.
 void write_directory_atomic(const std::filesystem::path& dir,
-                            const std::function<void(const std::filesystem::path&)>& write,
-                            std::initializer_list<std::string_view> markers = {"report.json",
-                                                                               "certificate.json"});
+                            const std::function<void(const std::filesystem::path&)>& write);
 
 /// The checks write_directory_atomic makes before it writes (run them before long work, so that a
 /// bad --out is reported at once): `dir`'s parent can be created and written; `dir` is absent, an
-/// empty directory, or a previous output. Throws pev::error saying what is wrong.
-void check_output_directory(const std::filesystem::path& dir,
-                            std::initializer_list<std::string_view> markers = {"report.json",
-                                                                               "certificate.json"});
+/// empty directory, or a previous output of pev's. Throws pev::error saying what is wrong.
+void check_output_directory(const std::filesystem::path& dir);
 
-/// Reads a whole file; throws pev::error naming the file when it cannot be read.
-std::string read_file(const std::filesystem::path& file);
+/// Inputs are bounded: a file read whole holds at most a limit of bytes (the caller's, by default
+/// max_stream_bytes), and one that is not a regular file (a pipe, a FIFO, a character device such
+/// as /dev/zero, a terminal) must reach its end within input_timeout() of being opened. A FIFO
+/// that nobody writes to, or a device that never ends, is an error naming the file, not a hang or
+/// an allocation until memory runs out.
+inline constexpr std::uint64_t max_stream_bytes = std::uint64_t{1} << 30;
 
-/// Integer positions from a file: text (one integer per line; blank lines and '#' comments
-/// skipped), .npy (int32/int64, any shape, flattened) or .safetensors (tensor "positions", or the
-/// only tensor; I32/I64). Throws pev::error naming the file and line or field.
+/// The time limit for reading a non-regular input: PEV_INPUT_TIMEOUT seconds (in (0, 86400]),
+/// 60 s by default. Throws pev::error for a malformed PEV_INPUT_TIMEOUT.
+std::chrono::milliseconds input_timeout();
+
+/// Reads a whole file, at most `max_bytes`; throws pev::error naming the file when it cannot be
+/// read, is larger, or (not a regular file) does not end within input_timeout().
+std::string read_file(const std::filesystem::path& file,
+                      std::uint64_t max_bytes = max_stream_bytes);
+
+/// The largest positions file read: 2^24 positions (the most a request takes) of up to 20
+/// characters and a newline, with room for comments.
+inline constexpr std::uint64_t max_positions_file_bytes = std::uint64_t{512} << 20;
+
+/// Integer positions from a file (at most max_positions_file_bytes): text (one integer per line;
+/// blank lines and '#' comments skipped), .npy (int32/int64, any shape, flattened) or .safetensors
+/// (tensor "positions", or the only tensor; I32/I64). Throws pev::error naming the file and line or
+/// field.
 std::vector<std::int64_t> read_positions_file(const std::filesystem::path& file);
+
+/// The positions of a positions file already read (`bytes`; `file` names it and, by its
+/// extension, its format), as read_positions_file: for a caller that also hashes the bytes.
+std::vector<std::int64_t> parse_positions(std::string_view bytes,
+                                          const std::filesystem::path& file);
 
 }  // namespace pev::io

@@ -32,6 +32,7 @@
 //   rope_theta is 10000 (default_theta).
 // clang-format on
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -47,7 +48,11 @@ struct config_options {
   std::string layer_type;
 };
 
-/// Parses a config.json file.
+/// The largest config.json read (Hugging Face configs are a few KiB).
+inline constexpr std::uint64_t max_config_bytes = std::uint64_t{64} << 20;
+
+/// Parses a config.json file (at most max_config_bytes; a pipe or FIFO within
+/// io::input_timeout()).
 rope parse_config_file(const std::filesystem::path& file, const config_options& options = {},
                        const warning_sink& warn = warn_to_stderr);
 

@@ -1,0 +1,214 @@
+// Hostile inputs and conditions that the bad-input corpus (bad_inputs.tsv) cannot express: what
+// is left on disk after a refusal, plugins that end the process, signals, floods and races. Each
+// case asserts the exit code and the message, as the corpus does, and what must hold besides.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "run.h"
+
+namespace pev {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_pev;
+
+const std::string kSpec = "rope:head_dim=64,rope_theta=500000";
+
+std::string slurp(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write(const fs::path& f, const std::string& text) {
+  fs::create_directories(f.parent_path());
+  std::ofstream(f, std::ios::binary) << text;
+}
+
+// Sets an environment variable for one scope.
+struct scoped_env {
+  scoped_env(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~scoped_env() { ::unsetenv(name_); }
+  const char* name_;
+};
+
+TEST(Hostile, AGitCheckoutOrAThesisIsNeverReplaced) {
+  const fs::path dir = test::temp_dir("hostile_owned");
+  write(dir / "repo" / ".git" / "HEAD", "ref: refs/heads/main\n");
+  write(dir / "repo" / "report.json", "{}");
+  const auto r = run_pev({"report", "--spec", "rope:head_dim=4", "--max-position", "64", "--out",
+                          (dir / "repo").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("pev did not write (it has no .pev-manifest)"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(dir / "repo" / ".git" / "HEAD"), "ref: refs/heads/main\n");
+  write(dir / "thesis" / "thesis.tex", "\\chapter{One}");
+  write(dir / "thesis" / "certificate.json", "{}");
+  const auto c = run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "0:8",
+                          "--format", "safetensors", "--out", (dir / "t.safetensors").string()});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const auto k = run_pev(
+      {"certify", "--impl", (dir / "t.safetensors").string(), "--out", (dir / "thesis").string()});
+  EXPECT_EQ(k.exit_code, 2) << k.err;
+  EXPECT_NE(k.err.find("pev did not write"), std::string::npos) << k.err;
+  EXPECT_EQ(slurp(dir / "thesis" / "thesis.tex"), "\\chapter{One}");
+  // A pev output with a user's file added is not replaced either; once it is moved out, it is.
+  const auto first = run_pev(
+      {"certify", "--impl", (dir / "t.safetensors").string(), "--out", (dir / "cert").string()});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  write(dir / "cert" / "notes.txt", "mine");
+  const auto again = run_pev(
+      {"certify", "--impl", (dir / "t.safetensors").string(), "--out", (dir / "cert").string()});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("holds 'notes.txt', which pev did not write"), std::string::npos)
+      << again.err;
+  EXPECT_EQ(slurp(dir / "cert" / "notes.txt"), "mine");
+}
+
+TEST(Hostile, ADeviceOrASymlinkIsWrittenThroughNotReplaced) {
+  const fs::path dir = test::temp_dir("hostile_device");
+  const fs::path dev = dir / "null";
+  // A private /dev/null (1:3) as root; /dev/null itself otherwise (not replaceable unprivileged).
+  const fs::path target =
+      ::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0 ? dev : "/dev/null";
+  const auto r = run_pev({"compute", "--strategy", "hf", "--spec", "rope:head_dim=4", "--positions",
+                          "0:2", "--format", "npy", "--out", target.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << target << " became a regular file";
+  // A symlink to a file: the file is replaced, the link stays a link.
+  write(dir / "real.npy", "old");
+  fs::create_symlink(dir / "real.npy", dir / "link.npy");
+  const auto l = run_pev({"compute", "--strategy", "hf", "--spec", "rope:head_dim=4", "--positions",
+                          "0:2", "--format", "npy", "--out", (dir / "link.npy").string()});
+  EXPECT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.npy"));
+  EXPECT_EQ(slurp(dir / "real.npy").substr(1, 5), "NUMPY");
+}
+
+// A plugin that calls exit(0) — in its constructor, in its ABI-version call, or in a call — must
+// not make pev exit 0: isolated (the default) or in process, it is a failed check, and the
+// certificate says so.
+TEST(Hostile, APluginThatExitsIsAFailedCheckWithACertificate) {
+  const fs::path dir = test::temp_dir("hostile_plugin_exit");
+  struct mode_case {
+    const char* mode;
+    const char* in_process_message;
+  };
+  for (const mode_case& m : {mode_case{"exit-load", "while pev was running loading it"},
+                             mode_case{"exit-abi", "while pev was running pev_plugin_abi_version"},
+                             mode_case{"exit", "while pev was running pev_rope_table"}}) {
+    const scoped_env env("PEV_PLUGIN_MISBEHAVE", m.mode);
+    for (const bool in_process : {false, true}) {
+      const fs::path out = dir / (std::string(m.mode) + (in_process ? "_in" : "_iso"));
+      std::vector<std::string> args = {"certify",  "--spec",           kSpec,
+                                       "--plugin", PEV_BUILTIN_PLUGIN, "--no-properties",
+                                       "--out",    out.string()};
+      if (in_process) args.push_back("--in-process");
+      const auto r = run_pev(args);
+      const std::string what = std::string(m.mode) + (in_process ? " in process" : " isolated");
+      EXPECT_EQ(r.exit_code, 1) << what << "\n" << r.out << r.err;
+      EXPECT_NE(r.out.find("grade     not certified"), std::string::npos) << what << "\n" << r.out;
+      const std::string want =
+          in_process
+              ? std::string("the plugin ended the process with exit(0) ") + m.in_process_message
+              : std::string("the process exited");
+      EXPECT_NE(r.out.find(want), std::string::npos) << what << "\n" << r.out;
+      ASSERT_TRUE(fs::exists(out / "certificate.json")) << what;
+      const auto j = nlohmann::json::parse(slurp(out / "certificate.json"));
+      EXPECT_EQ(j["certified"], false) << what;
+      EXPECT_NE(j["checks"][0]["note"].get<std::string>().find(want), std::string::npos) << what;
+    }
+  }
+}
+
+// Isolated, a plugin's prints to stdout go to stderr: the protocol channel is not its stdout.
+TEST(Hostile, AnIsolatedPluginThatPrintsToStdoutIsStillCertified) {
+  const fs::path dir = test::temp_dir("hostile_plugin_stdout");
+  const scoped_env env("PEV_PLUGIN_MISBEHAVE", "stdout");
+  const auto r = run_pev({"certify", "--spec", kSpec, "--plugin", PEV_BUILTIN_PLUGIN,
+                          "--no-properties", "--max-position", "8192", "--out", dir.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("CERTIFIED"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("plugin loaded (a debug print on stdout)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pev_rope_table called"), std::string::npos) << r.err;
+}
+
+// SIGINT or SIGTERM during certify --exec: the child's whole process group goes with pev.
+TEST(Hostile, ASignalToPevReachesTheChildsWholeProcessGroup) {
+  const std::string script = std::string(PEV_SOURCE_DIR) + "/tests/cli/inputs/exec_grandchild.sh";
+  for (const int sig : {SIGINT, SIGTERM}) {
+    // A marker only this grandchild carries: `sleep MARKER`.
+    const std::string marker = std::to_string(900000 + ::getpid() % 50000 + sig);
+    const auto grandchild_running = [&] {
+      return std::system(("pgrep -x -f 'sleep " + marker + "' > /dev/null").c_str()) == 0;
+    };
+    const int pid =
+        test::spawn_pev({"certify", "--spec", kSpec, "--exec", "sh " + script + " " + marker,
+                         "--timeout", "600", "--out", test::temp_dir("hostile_signal") + "/out"});
+    for (int k = 0; k < 500 && !grandchild_running(); ++k) usleep(10000);
+    ASSERT_TRUE(grandchild_running()) << "the grandchild did not start";
+    usleep(200000);  // pev is waiting for the first answer
+    ::kill(pid, sig);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
+    for (int k = 0; k < 200 && grandchild_running(); ++k) usleep(10000);
+    EXPECT_FALSE(grandchild_running()) << "signal " << sig << ": the grandchild outlived pev";
+    std::system(("pkill -x -f 'sleep " + marker + "'").c_str());  // never leave it behind
+  }
+}
+
+// A child's stderr is passed on up to 1 MiB; the rest is dropped, and pev says so.
+TEST(Hostile, AChildsStderrIsCapped) {
+  const std::string script = std::string(PEV_SOURCE_DIR) + "/tests/cli/inputs/exec_stderr_flood.sh";
+  const auto r = run_pev({"certify", "--spec", kSpec, "--exec", "sh " + script, "--out",
+                          test::temp_dir("hostile_stderr") + "/out"});
+  // It greets serving nothing: bad input (exit 2), after its 8 MiB of stderr.
+  EXPECT_EQ(r.exit_code, 2) << r.err.substr(r.err.size() -
+                                            std::min<std::size_t>(r.err.size(), 500));
+  EXPECT_LE(r.err.size(), (std::size_t{1} << 20) + 4096);
+  EXPECT_GE(r.err.size(), std::size_t{1} << 20);
+  EXPECT_NE(r.err.find("7340032 more bytes of its stderr were dropped (at most 1048576 pass)"),
+            std::string::npos)
+      << r.err.substr(r.err.size() - std::min<std::size_t>(r.err.size(), 500));
+}
+
+// Two runs writing the same fresh --out at once: both succeed, and a complete output stays.
+TEST(Hostile, TwoRunsWritingTheSameFreshOutBothSucceed) {
+  const fs::path dir = test::temp_dir("hostile_race");
+  for (int round = 0; round < 3; ++round) {
+    const fs::path out = dir / ("out" + std::to_string(round));
+    const std::vector<std::string> args = {"report", "--spec", "rope:head_dim=4", "--max-position",
+                                           "64",     "--out",  out.string()};
+    const int a = test::spawn_pev(args);
+    const int b = test::spawn_pev(args);
+    int sa = 0, sb = 0;
+    ::waitpid(a, &sa, 0);
+    ::waitpid(b, &sb, 0);
+    EXPECT_TRUE(WIFEXITED(sa) && WEXITSTATUS(sa) == 0) << "round " << round << ": " << sa;
+    EXPECT_TRUE(WIFEXITED(sb) && WEXITSTATUS(sb) == 0) << "round " << round << ": " << sb;
+    EXPECT_TRUE(fs::exists(out / "report.json"));
+    EXPECT_TRUE(fs::exists(out / ".pev-manifest"));
+    for (const auto& e : fs::directory_iterator(dir)) {
+      EXPECT_EQ(e.path().filename().string().find(".pev-staging"), std::string::npos) << e.path();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pev
