@@ -11,22 +11,26 @@
 // written by the report's writers.
 //
 // clang-format off
-// Grades, best first (each also requires every better-graded figure to be measured;
-// docs/numerics.md §13.1):
+// Grades, best first (docs/numerics.md §13.1). Below correctly-rounded they are the rungs of a
+// nested ladder: a rung holds when every error is within the largest bound of itself and every
+// tighter rung, none of them vacuous, so each grade implies every grade below it:
 //   correctly-rounded  every value is RN_T of the exact value (ulp error ≤ 0.5);
 //   faithful           every value within 1 ulp of the exact value (ulp error ≤ 1);
 //   drift-free         every absolute error ≤ 2 ulp_T at the magnitude scale of the values (m, the
 //                      attention factor, for a table; m·(|x0| + |x1|) for a rotated pair; the
 //                      largest frequency for inv_freq; 1 for PE; the value itself for ALiBi):
 //                      bounded independently of position, over the positions given;
-//   recipe:hf          every error within the analytic bound of transformers' fp32 recipe
-//                      (pev/impl/contract.h, docs/numerics.md §8, §13.3): the error grows with
-//                      position as that recipe's does, no faster;
-//   recipe:vllm        the same recipe with the cache stored in fp16 or bf16 before the dump's
-//                      dtype (vLLM keeps its cos/sin cache in the model dtype): the contract of
-//                      the table-fp16 / table-bf16 strategies;
+//   recipe:hf          every error within the analytic bound of transformers' recipe (fp32
+//                      table; 16-bit q/k rotated in the model dtype, each op rounded;
+//                      pev/impl/contract.h, docs/numerics.md §8, §9.4, §13.3): the error grows
+//                      with position as that recipe's does, no faster;
 //   recipe:ggml        the same for llama.cpp's fp32 θ recurrence;
+//   recipe:vllm        transformers' table stored in fp16 or bf16 before the dump's dtype (vLLM
+//                      keeps its cos/sin cache in the model dtype; q/k rotated in fp32): the
+//                      contract of the table-fp16 / table-bf16 strategies;
 //   not certified      none of the above.
+// Every recipe bound is derived for a math-library class (options::libm, default any conforming
+// library; docs/numerics.md §5.4).
 // clang-format on
 // The grade of a dump is the worst over its checks (one check per tensor role).
 
