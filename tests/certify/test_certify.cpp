@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -36,7 +37,8 @@ namespace fs = std::filesystem;
 using certify::grade;
 
 fs::path temp_dir(const std::string& name) {
-  const fs::path d = fs::path(testing::TempDir()) / ("pev_certify_" + name);
+  const fs::path d =
+      fs::path(testing::TempDir()) / ("pev_certify_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -3,6 +3,7 @@
 // strategy, 512 MiB of safetensors) through `pev certify --exhaustive`.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -33,7 +34,8 @@ TEST(CertifyExhaustive, MillionPositionFp32Table) {
   tf.add("sin", io::array::from_floats({P, n}, sn));
   c = {};
   sn = {};
-  const auto dir = std::filesystem::path(testing::TempDir()) / "pev_certify_million";
+  const auto dir = std::filesystem::path(testing::TempDir()) /
+                   ("pev_certify_million_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "hf.safetensors";
   io::write_safetensors(file, tf);

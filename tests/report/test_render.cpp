@@ -3,6 +3,7 @@
 // install-deps.sh installs it.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -49,7 +50,8 @@ std::size_t count(const std::string& text, const std::string& what) {
 TEST(ReportRender, HeadlessChromiumShowsEveryPlotWithoutConsoleErrors) {
   const std::string chromium = find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh adds it)";
-  const auto dir = std::filesystem::temp_directory_path() / "pev_test_report_render";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("pev_test_report_render_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   report::write_report(test::synthetic_results(), dir, {PEV_GNUPLOT});
   std::size_t svgs = 0;

@@ -1,6 +1,7 @@
 // Report writers on synthetic results, checked with per-line rules (not byte goldens).
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -139,7 +140,8 @@ TEST(ReportMerge, OrdersByIndexAndRefusesForeignShards) {
 
 TEST(ReportWrite, EveryFileWrittenAndPlotsRendered) {
   const auto r = test::synthetic_results();
-  const auto dir = std::filesystem::temp_directory_path() / "pev_test_report_write";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("pev_test_report_write_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   report::write_report(r, dir, {PEV_GNUPLOT});
   for (const char* f :
@@ -174,7 +176,8 @@ TEST(ReportWrite, EveryFileWrittenAndPlotsRendered) {
 }
 
 TEST(ReportWrite, GnuplotFailureIsAnError) {
-  const auto dir = std::filesystem::temp_directory_path() / "pev_test_report_nognuplot";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("pev_test_report_nognuplot_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   EXPECT_THROW(report::write_report(test::synthetic_results(), dir, {"/nonexistent/gnuplot"}),
                error);

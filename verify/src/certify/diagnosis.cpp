@@ -110,8 +110,10 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
         own_dtheta.resize(dtheta.size());
         for (std::size_t r = 0; r < pos.size(); ++r) {
           own->angle_errors(pos[r], row);
-          std::copy(row.begin(), row.end(),
-                    own_dtheta.begin() + static_cast<std::ptrdiff_t>(r * P));
+          // The table holds the spec's P pairs; a plan that rotates more pairs (a pass-through
+          // tail rotated) has no column for the extra ones.
+          std::copy_n(row.begin(), std::min(row.size(), P),
+                      own_dtheta.begin() + static_cast<std::ptrdiff_t>(r * P));
         }
       }
       const std::vector<double>& dth = own ? own_dtheta : dtheta;
@@ -147,6 +149,18 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
       spec::rope rs = s;
       if (info.hooks.rotation) info.hooks.rotation(rs);
       const std::vector<std::int64_t> pair = spec::dim_pairs(rs);
+      // A layout mistake that rotates another number of pairs (pass-through dims rotated) is
+      // judged by the contract of the pairs it rotates.
+      std::optional<impl::rope_contract> layout_own;
+      if (info.hooks.rotation && rs.pairs() != s.pairs()) {
+        const std::optional<std::int64_t> rseq = rs.stateful() ? own_seq : std::nullopt;
+        const double rm = ref::rope_reference(rs, ref::exact_recipe(), rseq)
+                              .attention_factor()
+                              .convert_to<double>();
+        layout_own.emplace(rs, base.st, rseq, rm, base.contract->lib(),
+                           base.contract->arithmetic());
+      }
+      const impl::rope_contract& rjudge = layout_own ? *layout_own : judge;
       for (std::size_t qi = 0;
            qi < qk.size() && m->supports(impl::output::rope_rotate, dtype_of<T>()); ++qi) {
         const qk_source& q = qk[qi];
@@ -157,7 +171,7 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
         std::vector<double> x(static_cast<std::size_t>(q.dim));
         for (std::int64_t tok = 0; tok < q.tokens; ++tok) {
           const std::int64_t p = qk_pos[static_cast<std::size_t>(tok)];
-          judge.angle_errors(p, row);
+          rjudge.angle_errors(p, row);
           for (std::int64_t h = 0; h < q.heads; ++h) {
             const auto b0 = static_cast<std::size_t>((tok * q.heads + h) * q.dim);
             for (std::size_t j = 0; j < x.size(); ++j) {
@@ -172,8 +186,10 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
               const double x1 = pair[j] >= 0 ? x[static_cast<std::size_t>(c)] : 0;
               const double g = scalar_traits<T>::to_double(element<T>(*q.out, b0 + j));
               const double mv = scalar_traits<T>::to_double(got[b0 + j]);
-              const double b = judge.rotation_bound_at(row[static_cast<std::size_t>(i)], x0, x1,
-                                                       std::max(std::fabs(g), std::fabs(mv)), out);
+              // Pairs the judging pipeline does not rotate pass through: no angle error.
+              const auto ui = static_cast<std::size_t>(i);
+              const double b = rjudge.rotation_bound_at(ui < row.size() ? row[ui] : 0.0, x0, x1,
+                                                        std::max(std::fabs(g), std::fabs(mv)), out);
               rp.ev.add(rho_against(g, mv, b));
             }
           }
