@@ -223,7 +223,11 @@ spec::rope plain_rope(const spec::rope& s) {
 }
 
 bool builtin_supports(const spec::encoding& e, kernel::strategy st) {
-  if (std::holds_alternative<spec::rope>(e)) return true;
+  if (const auto* r = std::get_if<spec::rope>(&e)) {
+    // The ggml form has the ggml pipeline and the exact one only (docs/encodings.md §8.7).
+    return r->type != spec::rope_type::ggml || st == kernel::strategy::ggml ||
+           st == kernel::strategy::accurate;
+  }
   if (st == kernel::strategy::ggml) return false;
   return std::holds_alternative<spec::sinusoidal>(e) || std::holds_alternative<spec::alibi>(e) ||
          std::holds_alternative<spec::t5>(e);
