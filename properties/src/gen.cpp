@@ -68,6 +68,20 @@ V pick(const std::vector<V>& options, int c) {
 std::string rope_text(spec::rope_type t, const std::vector<int>& c, std::int64_t head_dim,
                       double theta, bool interleaved, double prf) {
   using rt = spec::rope_type;
+  if (t == rt::ggml) {
+    // The ggml form (ggml_rope_ext's own parameters): a YaRN mix of weight ext_factor, factors
+    // below and above 1, n_ctx_orig 0 or a context, partial n_dims.
+    auto n_dims = static_cast<std::int64_t>(static_cast<double>(head_dim) * prf);
+    if (n_dims < 2 || n_dims % 2 != 0) n_dims = head_dim;
+    std::string s = "ggml:head_dim=" + std::to_string(head_dim) +
+                    ",n_dims=" + std::to_string(n_dims) +
+                    ",mode=" + (interleaved ? "normal" : "neox") + ",freq_base=" + fmt_num(theta) +
+                    ",freq_scale=" + fmt_num(pick<double>({1, 0.25, 1.4245, 0.5}, c[0])) +
+                    ",ext_factor=" + fmt_num(pick<double>({0, 1, 0.7465, 0.5}, c[1])) +
+                    ",attn_factor=" + fmt_num(pick<double>({1, 1.4245, 0.75}, c[2])) +
+                    ",n_ctx_orig=" + std::to_string(pick<int>({0, 4096, 512}, c[3]));
+    return s;
+  }
   // NTK-style exponents d/(d − 2) need rotary_dim ≥ 4: the 2-dim head only for plain types.
   const bool tiny_ok = t == rt::default_ || t == rt::linear;
   if (!tiny_ok && head_dim < 4) head_dim = 4;
@@ -86,6 +100,7 @@ std::string rope_text(spec::rope_type t, const std::vector<int>& c, std::int64_t
   switch (t) {
     case rt::default_:
     case rt::proportional:
+    case rt::ggml:  // above
       break;
     case rt::linear:
       s += ",factor=" + fmt_num(pick<double>({2, 4, 8, 16, 1.5, 10}, c[0]));

@@ -270,6 +270,117 @@ TEST(Certify, BuiltinStrategiesGetTheirContractsGradeBf16) {
 }
 
 // Specs under which each mutant changes something: the first one it applies to.
+// test-backend-ops' rope grid (llama.cpp tests/test-backend-ops.cpp, test_rope): fs {1, 1.4245}
+// × ef {0, 0.7465} × af {1, 1.4245} × freq_factors {none, uniform in [0.9, 1.1]} over its shapes
+// (head 128 / n_dims 128 NORMAL, 64/64 NEOX, 80 with n_dims 20 and 32 in both modes), n_ctx_orig 0,
+// base 10000, betas 1/1 — written as ggml SPECs and certified on pev's own ggml strategy (table and
+// rotated q/k, fp32 and fp16): recipe:ggml or better, and `--recipe ggml` holds. Prints each
+// spec's grade and ρ against the ggml bound (docs/encodings.md §8.7, docs/numerics.md §8.7).
+std::string backend_ops_spec(std::int64_t head_dim, std::int64_t n_dims, const char* mode,
+                             double fscale, double ef, double af, bool ff, std::mt19937_64& rng) {
+  std::string s = fmt::format("ggml:head_dim={},n_dims={},mode={}", head_dim, n_dims, mode);
+  if (fscale != 1) s += fmt::format(",freq_scale={}", fscale);
+  if (ef != 0) s += fmt::format(",ext_factor={}", ef);
+  if (af != 1) s += fmt::format(",attn_factor={}", af);
+  s += ",beta_fast=1,beta_slow=1,n_ctx_orig=0";
+  if (ff) {
+    // init_tensor_uniform(t, 0.9f, 1.1f) of the freq tensor: floats in [0.9, 1.1].
+    std::uniform_real_distribution<float> u(0.9f, 1.1f);
+    s += ",freq_factors=[";
+    for (std::int64_t i = 0; i < n_dims / 2; ++i) {
+      s += fmt::format("{}{}", i ? "," : "", u(rng));
+    }
+    s += "]";
+  }
+  return s;
+}
+
+template <class T>
+void backend_ops_grid(const char* dtype_name) {
+  const std::uint64_t seed = test::test_seed(20261124);
+  std::cout << "backend-ops grid " << dtype_name << ": freq_factors seed " << seed << "\n";
+  std::mt19937_64 rng(seed);
+  // Positions as test-backend-ops draws them (< 512), then far beyond: 0..767 and up to 2^17.
+  const auto pos = test_positions();
+  struct shape {
+    std::int64_t head_dim, n_dims;
+    const char* mode;
+  };
+  const shape shapes[] = {{128, 128, "normal"}, {64, 64, "neox"}, {80, 20, "normal"},
+                          {80, 32, "normal"},   {80, 20, "neox"}, {80, 32, "neox"}};
+  int n = 0;
+  double worst = 0;
+  for (double fscale : {1.0, 1.4245}) {
+    for (double ef : {0.0, 0.7465}) {
+      for (double af : {1.0, 1.4245}) {
+        for (bool ff : {false, true}) {
+          for (const shape& sh : shapes) {
+            const std::string text =
+                backend_ops_spec(sh.head_dim, sh.n_dims, sh.mode, fscale, ef, af, ff, rng);
+            const spec::encoding e = spec::parse_spec(text);
+            ASSERT_TRUE(impl::builtin_supports(e, kernel::strategy::ggml)) << text;
+            const auto im = impl::make_builtin(e, kernel::strategy::ggml);
+            const fs::path dir = temp_dir(std::string("grid_") + dtype_name);
+            const auto files = dump<T>(*im, e, pos, dir, false, true);
+            certify::options o;
+            o.recipe = "ggml";
+            const auto cert = certify::certify_dump(e, certify::read_dump(files), o);
+            const grade g = cert.certification->result;
+            EXPECT_TRUE(g != grade::not_certified && g <= grade::recipe_ggml)
+                << text << ": " << certify::to_string(g) << "\n"
+                << certify::to_text(cert);
+            EXPECT_EQ(cert.exit_code(), 0) << text << "\n" << certify::to_text(cert);
+            ASSERT_EQ(cert.checks.size(), 4u) << certify::to_text(cert);  // cos sin q k
+            double rho = 0;
+            for (const auto& c : cert.checks) {
+              ASSERT_TRUE(c.recipe_rho.count("ggml")) << c.id;
+              EXPECT_EQ(c.recipe_rho.count("hf"), 0u) << c.id << ": the ggml form has no hf rung";
+              rho = std::max(rho, c.recipe_rho.at("ggml"));
+            }
+            worst = std::max(worst, rho);
+            std::cout << dtype_name << " " << text.substr(0, text.find(",freq_factors"))
+                      << (ff ? ",freq_factors=[…]" : "") << " -> " << certify::to_string(g)
+                      << ", rho ggml " << fmt::format("{:.3g}", rho) << "\n";
+            ++n;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(n, 96);
+  std::cout << "backend-ops grid " << dtype_name << ": " << n << " specs, worst rho ggml "
+            << fmt::format("{:.3g}", worst) << "\n";
+}
+
+TEST(Certify, BackendOpsRopeGridOnTheGgmlStrategyFp32) { backend_ops_grid<float>("fp32"); }
+TEST(Certify, BackendOpsRopeGridOnTheGgmlStrategyFp16) { backend_ops_grid<half>("fp16"); }
+
+// A mistake in a ggml-form dump is caught: the same op run with ext_factor 1 instead of 0.7465
+// (a YaRN mix of the wrong weight) is not certified under the 0.7465 spec.
+TEST(Certify, GgmlFormWrongExtFactorIsNotCertified) {
+  const auto pos = test_positions();
+  const std::string base =
+      "ggml:head_dim=128,mode=normal,freq_scale=0.25,attn_factor=1,"
+      "n_ctx_orig=4096,freq_base=500000";
+  const spec::encoding claimed = spec::parse_spec(base + ",ext_factor=0.7465");
+  const spec::encoding ran = spec::parse_spec(base + ",ext_factor=1");
+  const auto im = impl::make_builtin(ran, kernel::strategy::ggml);
+  const fs::path dir = temp_dir("grid_wrong");
+  const auto files = dump<float>(*im, ran, pos, dir, false, true);
+  certify::options o;
+  o.recipe = "ggml";
+  const auto cert = certify::certify_dump(claimed, certify::read_dump(files), o);
+  EXPECT_EQ(cert.certification->result, grade::not_certified) << certify::to_text(cert);
+  EXPECT_EQ(cert.exit_code(), 1);
+  // The hf strategies have no pipeline for the form: refused, naming the ones that do.
+  try {
+    (void)impl::make_builtin(claimed, kernel::strategy::hf);
+    ADD_FAILURE() << "hf strategy accepted a ggml-form spec";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("ggml and accurate"), std::string::npos) << e.what();
+  }
+}
+
 spec::encoding longrope_spec() {
   auto e = spec::parse_spec("rope:head_dim=96,rope_theta=10000");
   auto& r = std::get<spec::rope>(e);

@@ -3,11 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "helpers.h"
 #include "pev/ref/rope.h"
+#include "pev/spec/parse.h"
 
 namespace pev {
 namespace {
@@ -349,6 +354,75 @@ TEST(RopeRecipe, GgmlYarnMagnitudeReproducesTransformersFactor) {
   const auto row0 = gg.row(0);
   // cos(0)·mscale: fp32(attn_factor·(1 + 0.1f·logf(16))) ≈ 0.1·ln 16 + 1 = 1.2772588722.
   EXPECT_NEAR(to_d(row0[0].cos), 1.2772588722, 3e-7);
+}
+
+// The ggml form's exact reference (docs/encodings.md §8.7) against an independent evaluation of the
+// same formulas in long double (64-bit significand), at a few points: ggml_rope_ext's parameters as
+// floats, the correction dims from n_ctx_orig (0: [0, −∞]), the ramp·ext_factor mix, the per-pair
+// factors and the magnitude attn_factor·(1 + 0.1·ln(1/freq_scale)).
+TEST(RopeReference, GgmlFormMatchesAnIndependentEvaluation) {
+  std::string ff = "[";
+  for (int i = 0; i < 64; ++i)
+    ff += (i ? "," : "") + std::to_string(0.9 + 0.2 * ((i * 37) % 64) / 64.0);
+  ff += "]";
+  const std::vector<std::string> specs = {
+      // test-backend-ops: fs 1.4245, ef 0.7465, af 1.4245, n_ctx_orig 0, betas 1/1, factors.
+      "ggml:head_dim=128,mode=normal,freq_scale=1.4245,ext_factor=0.7465,attn_factor=1.4245,"
+      "beta_fast=1,beta_slow=1,freq_factors=" +
+          ff,
+      // YaRN-like, a partial mix, NEOX.
+      "ggml:head_dim=128,mode=neox,freq_base=500000,freq_scale=0.25,ext_factor=0.5,"
+      "attn_factor=0.9,n_ctx_orig=8192",
+      // Partial n_dims, full mix, a short original context.
+      "ggml:head_dim=80,n_dims=20,mode=normal,freq_scale=0.5,ext_factor=1,n_ctx_orig=512",
+      // ext_factor 0: plain scaled RoPE, attn_factor alone.
+      "ggml:head_dim=64,mode=neox,freq_base=1000000,freq_scale=1.4245,attn_factor=0.75",
+  };
+  using ld = long double;
+  const auto F = [](double v) { return static_cast<ld>(static_cast<float>(v)); };
+  for (const std::string& text : specs) {
+    SCOPED_TRACE(text);
+    const spec::rope s = std::get<spec::rope>(spec::parse_spec(text));
+    const ref::rope_reference r(s);
+    const std::int64_t n = s.rotary_dim;
+    const ld b = F(s.rope_theta), fs = F(s.freq_scale), ef = F(s.ext_factor);
+    ld low = 0, high = -std::numeric_limits<ld>::infinity();
+    if (s.original_max_position_embeddings != 0) {
+      const auto cdim = [&](double beta) {
+        return ld(n) *
+               std::log(ld(s.original_max_position_embeddings) /
+                        (F(beta) * 2 * 3.141592653589793238462643383279502884L)) /
+               (2 * std::log(b));
+      };
+      low = std::max<ld>(0, std::floor(cdim(s.beta_fast)));
+      high = std::min<ld>(ld(n - 1), std::ceil(cdim(s.beta_slow)));
+    }
+    std::vector<ld> theta(static_cast<std::size_t>(n / 2));
+    for (std::int64_t i = 0; i < n / 2; ++i) {
+      ld t = std::pow(b, -ld(2 * i) / ld(n));
+      if (!s.freq_factors.empty()) t /= F(s.freq_factors[static_cast<std::size_t>(i)]);
+      const ld y = (ld(i) - low) / std::max<ld>(0.001L, high - low);
+      const ld ramp = 1 - std::min<ld>(1, std::max<ld>(0, y));
+      const ld mix = ef == 0 ? 0 : ramp * ef;
+      theta[static_cast<std::size_t>(i)] = fs * t * (1 - mix) + t * mix;
+      EXPECT_NEAR(to_d(r.inv_freq()[static_cast<std::size_t>(i)]) /
+                      double(theta[static_cast<std::size_t>(i)]),
+                  1.0, 1e-15)
+          << "pair " << i;
+    }
+    const ld m = ef == 0 ? F(s.attn_factor) : F(s.attn_factor) * (1 + 0.1L * std::log(1 / fs));
+    EXPECT_NEAR(to_d(r.attention_factor()) / double(m), 1.0, 1e-15);
+    for (std::int64_t p : {1, 100, 511, 4097}) {
+      const auto row = r.row(p);
+      for (std::int64_t i = 0; i < n / 2; ++i) {
+        const ld a = ld(p) * theta[static_cast<std::size_t>(i)];
+        EXPECT_NEAR(to_d(row[static_cast<std::size_t>(i)].cos), double(m * std::cos(a)), 1e-13)
+            << "p " << p << " pair " << i;
+        EXPECT_NEAR(to_d(row[static_cast<std::size_t>(i)].sin), double(m * std::sin(a)), 1e-13)
+            << "p " << p << " pair " << i;
+      }
+    }
+  }
 }
 
 }  // namespace

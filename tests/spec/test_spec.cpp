@@ -380,4 +380,66 @@ TEST(SpecParse, StrictErrorsNameTheKey) {
             std::string::npos);
 }
 
+// The ggml form (docs/encodings.md §8.7): ggml_rope_ext's parameters, their defaults, and the
+// canonical SPEC that parses back; a GGUF rope_freqs tensor from npy bytes.
+TEST(SpecGgmlForm, ParsesDefaultsAndRoundTrips) {
+  const auto r = std::get<rope>(
+      parse_spec("ggml:head_dim=80,n_dims=20,mode=normal,freq_scale=1.4245,ext_factor=0.7465,"
+                 "attn_factor=1.4245,beta_fast=1,beta_slow=1,n_ctx_orig=0,"
+                 "freq_factors=[1,0.9,1.1,1,1.05,1,1,1,1,0.95]"));
+  EXPECT_EQ(r.type, rope_type::ggml);
+  EXPECT_EQ(r.head_dim, 80);
+  EXPECT_EQ(r.rotary_dim, 20);
+  EXPECT_EQ(r.layout, rope_layout::interleaved);
+  EXPECT_EQ(r.rope_theta, 10000.0);
+  EXPECT_EQ(r.freq_scale, 1.4245);
+  EXPECT_EQ(r.ext_factor, 0.7465);
+  EXPECT_EQ(r.attn_factor, 1.4245);
+  EXPECT_EQ(r.beta_fast, 1.0);
+  EXPECT_EQ(r.beta_slow, 1.0);
+  EXPECT_EQ(r.original_max_position_embeddings, 0);
+  EXPECT_EQ(r.freq_factors, (std::vector<double>{1, 0.9, 1.1, 1, 1.05, 1, 1, 1, 1, 0.95}));
+  EXPECT_EQ(std::get<rope>(parse_spec(to_spec_string(r))), r) << to_spec_string(r);
+
+  // Defaults: ggml_rope_ext's off values, n_dims = head_dim; mode 2 is NEOX.
+  const auto d = std::get<rope>(parse_spec("ggml:head_dim=64,mode=2"));
+  EXPECT_EQ(d.rotary_dim, 64);
+  EXPECT_EQ(d.layout, rope_layout::neox);
+  EXPECT_EQ(d.freq_scale, 1.0);
+  EXPECT_EQ(d.ext_factor, 0.0);
+  EXPECT_EQ(d.attn_factor, 1.0);
+  EXPECT_EQ(d.beta_fast, 32.0);
+  EXPECT_EQ(d.beta_slow, 1.0);
+  EXPECT_EQ(to_spec_string(d), "ggml:head_dim=64,mode=neox");
+
+  // The form's fields are refused on a transformers rope_type.
+  rope bad = d;
+  bad.type = rope_type::default_;
+  bad.ext_factor = 0.5;
+  EXPECT_THROW(validate(bad), pev::error);
+
+  // rope_freqs as a float32 npy of n_dims/2 values, and as [1, n] (a leading 1 dropped).
+  const auto npy = [](const std::string& shape, const std::vector<float>& v) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::string out = std::string("\x93NUMPY\x01\x00", 8);
+    out += static_cast<char>(header.size() & 0xff);
+    out += static_cast<char>(header.size() >> 8);
+    out += header;
+    out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    return out;
+  };
+  EXPECT_EQ(freq_factors_from_bytes(npy("(4,)", {1.0f, 2.0f, 0.5f, 1.0f}), "f.npy", 4),
+            (std::vector<double>{1, 2, 0.5, 1}));
+  EXPECT_EQ(freq_factors_from_bytes(npy("(1, 2)", {1.0f, 3.0f}), "f.npy", 2),
+            (std::vector<double>{1, 3}));
+  try {
+    (void)freq_factors_from_bytes(npy("(3,)", {1.0f, 2.0f, 3.0f}), "f.npy", 4);
+    ADD_FAILURE() << "wrong length accepted";
+  } catch (const pev::error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected [4] (n_dims/2)"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

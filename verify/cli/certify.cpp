@@ -89,7 +89,9 @@ command add_certify(CLI::App& app) {
   auto* s = cmd->add_option("--spec", st->spec_text,
                             "The encoding the implementation claims (see `pev list`); default: "
                             "the `spec` entry of the safetensors metadata");
-  auto* c = cmd->add_option("--config", st->config_file, "A Hugging Face config.json (RoPE)")
+  auto* c = cmd->add_option("--config", st->config_file,
+                            "A Hugging Face config.json, read as its model family does in "
+                            "transformers (docs/encodings.md §7.8)")
                 ->check(CLI::ExistingFile);
   s->excludes(c);
   cmd->add_option("--layer-type", st->layer_type,
@@ -216,7 +218,7 @@ command add_certify(CLI::App& app) {
               spec::config_options co;
               co.layer_type = st->layer_type;
               const std::string text = io::read_file(st->config_file, spec::max_config_bytes);
-              e = spec::parse_config_text(text, st->config_file, co);
+              e = spec::parse_config_encoding_text(text, st->config_file, co);
               used.push_back({st->config_file, "config", certify::sha256_bytes(text)});
             } else if (!st->spec_text.empty()) {
               e = spec::parse_spec(st->spec_text);

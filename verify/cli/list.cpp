@@ -32,6 +32,11 @@ command add_list(CLI::App& app) {
              "              beta_fast=32, beta_slow=1, truncate=true, mscale, mscale_all_dim,\n"
              "              attention_factor, low_freq_factor, high_freq_factor,\n"
              "              short_factor=[...], long_factor=[...]\n";
+        s += "  ggml        head_dim, mode=normal|neox, n_dims=head_dim, freq_base=10000,\n"
+             "              freq_scale=1, ext_factor=0, attn_factor=1, beta_fast=32, "
+             "beta_slow=1,\n"
+             "              n_ctx_orig=0, freq_factors=[...]|FILE (llama.cpp's ggml_rope_ext; "
+             "strategies ggml, accurate)\n";
         s += "rope types:\n";
         s += "  default linear ntk dynamic yarn llama3 longrope proportional\n";
         s += "recipes (reference levels):\n";

@@ -124,9 +124,11 @@ void encoding_options::add_to(CLI::App& cmd) {
                            "rope:head_dim=128,rope_theta=500000,rope_type=llama3,factor=8,"
                            "low_freq_factor=1,high_freq_factor=4,"
                            "original_max_position_embeddings=8192 (see `pev list`)");
-  auto* c = cmd.add_option("--config", config_file,
-                           "A Hugging Face config.json (RoPE); validated as transformers does")
-                ->check(CLI::ExistingFile);
+  auto* c =
+      cmd.add_option("--config", config_file,
+                     "A Hugging Face config.json, read as its model family does in transformers "
+                     "(RoPE; ALiBi, T5, sinusoidal families too; docs/encodings.md §7.8)")
+          ->check(CLI::ExistingFile);
   s->excludes(c);
   cmd.add_option("--layer-type", layer_type,
                  "Layer-type group of a per-layer-type config (default: full_attention)")
@@ -164,7 +166,7 @@ spec::encoding encoding_options::encoding() const {
   if (!config_file.empty()) {
     spec::config_options o;
     o.layer_type = layer_type;
-    return spec::parse_config_file(config_file, o);
+    return spec::parse_config_encoding_file(config_file, o);
   }
   spec::encoding e = spec::parse_spec(spec_text);
   if (auto* l = std::get_if<spec::learned>(&e)) load_learned_table(*l);

@@ -53,35 +53,42 @@ grade claim_grade(std::string_view recipe) {
       fmt::format("--recipe: '{}' is not a recipe (expected exact, hf, ggml or vllm)", recipe));
 }
 
-std::vector<std::string> bound_names(bool ggml) {
+std::vector<std::string> bound_names(bool ggml, bool hf) {
   std::vector<std::string> v;
   for (const rung& r : kLadder) {
-    if (ggml || std::string_view(r.bound) != "ggml") v.push_back(r.bound);
+    const std::string_view b = r.bound;
+    if (!ggml && b == "ggml") continue;
+    if (!hf && (b == "hf" || b == "vllm-fp16" || b == "vllm-bf16")) continue;
+    v.push_back(r.bound);
   }
   return v;
 }
 
 compare::figures::options figure_options(const options& o, std::int64_t max_position,
                                          std::int64_t indices, bool ggml,
-                                         std::vector<report::mismatch>* mismatches) {
+                                         std::vector<report::mismatch>* mismatches, bool hf) {
   compare::figures::options f;
   f.max_position = std::max<std::int64_t>(2, max_position);
   f.indices = std::max<std::int64_t>(1, indices);
-  f.bounds = bound_names(ggml);
+  f.bounds = bound_names(ggml, hf);
   auto index = [&](std::string_view name) {
     return static_cast<std::size_t>(std::find(f.bounds.begin(), f.bounds.end(), name) -
                                     f.bounds.begin());
   };
-  f.gate = index("hf");  // the check's max_rho: ρ against transformers' recipe, as the summary
+  // The check's max_rho: ρ against transformers' recipe, as the summary; for the ggml form
+  // (no transformers pipeline) against ggml's, else the drift-free bound.
+  const std::string gate = hf ? "hf" : (ggml ? "ggml" : "drift-free");
+  f.gate = index(gate);
   f.per_bound_rho = true;
   for (std::size_t k = 0; k < f.bounds.size(); ++k) f.ladder.push_back(k);
   f.zero_floor = true;
   f.worst = compare::worst_by::ulp_error;
   // The first values beyond the claimed recipe's own bound (hf without a claim; a vllm claim:
-  // the looser of its caches).
-  std::string claimed = o.recipe.value_or("hf");
+  // the looser of its caches); a recipe the value has no bound of: the gate's.
+  std::string claimed = o.recipe.value_or(gate);
   if (claimed == "vllm") claimed = "vllm-bf16";
-  if (claimed == "ggml" && !ggml) claimed = "hf";
+  if (claimed == "ggml" && !ggml) claimed = gate;
+  if (index(claimed) == f.bounds.size()) claimed = gate;
   f.mismatch_bound = index(claimed);
   f.mismatches = mismatches;
   f.max_mismatches = kFirstMismatches;
@@ -108,11 +115,16 @@ check make_check(const std::string& name, const std::string& source, dtype t,
   c.strategy = o.recipe ? "claims " + *o.recipe : "dump";
   c.dtype = to_string(t);
   c.source = source;
-  const std::vector<std::string> names = bound_names(c.recipe_rho.count("ggml") > 0);
+  const std::vector<std::string> names =
+      bound_names(c.recipe_rho.count("ggml") > 0, c.recipe_rho.count("hf") > 0);
   const auto drift = std::find(names.begin(), names.end(), "drift-free") - names.begin();
   c.drift_free_bound = f.max_bound(static_cast<std::size_t>(drift));
   c.best = grade_of(c);
-  c.bound_name = "hf recipe bound (rho); grade " + std::string(to_string(*c.best));
+  // The gate of figure_options: hf, or ggml for the ggml form (no transformers pipeline).
+  const char* gate = c.recipe_rho.count("hf") > 0     ? "hf recipe bound"
+                     : c.recipe_rho.count("ggml") > 0 ? "ggml recipe bound"
+                                                      : "drift-free bound";
+  c.bound_name = std::string(gate) + " (rho); grade " + std::string(to_string(*c.best));
   c.pass = *c.best != grade::not_certified;
   return c;
 }

@@ -79,8 +79,9 @@ void record_positions(report::certification& c, const std::vector<std::int64_t>&
 
 /// The bounds a certified value is measured against, by name, tightest first: one ulp
 /// ("exact"), drift-free, every recipe (hf, ggml where the family has a ggml pipeline, vllm-fp16,
-/// vllm-bf16). They are the rungs of the grade ladder.
-std::vector<std::string> bound_names(bool ggml);
+/// vllm-bf16). They are the rungs of the grade ladder. `hf` false: no transformers pipeline (the
+/// ggml form), so neither hf nor vllm.
+std::vector<std::string> bound_names(bool ggml, bool hf = true);
 /// The grade a claimed recipe needs (exact: faithful; hf, ggml, vllm: their recipe grades);
 /// pev::error for an unknown recipe.
 grade claim_grade(std::string_view recipe);
@@ -89,7 +90,7 @@ grade claim_grade(std::string_view recipe);
 /// `mismatches`.
 compare::figures::options figure_options(const options& o, std::int64_t max_position,
                                          std::int64_t indices, bool ggml,
-                                         std::vector<report::mismatch>* mismatches);
+                                         std::vector<report::mismatch>* mismatches, bool hf = true);
 /// The bounds (bound_names(false)) of a value of a family without a ggml pipeline, whose hf
 /// recipe error before its storage and output roundings is e and whose exact magnitude is y, in
 /// output format `out`: 1 ulp, drift-free `drift`, hf, vllm-fp16, vllm-bf16 (the value stored in

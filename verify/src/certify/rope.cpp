@@ -30,13 +30,13 @@ constexpr std::size_t kChunkRows = 2048;
 /// claim assumes. transformers rotates q/k in the model dtype (each product and the sum rounded
 /// there, the table cast to it first); vLLM (its cache in the model dtype) and ggml rotate in
 /// fp32 and store once.
-std::vector<compare::named_bound> rope_recipes(const options& o) {
+std::vector<compare::named_bound> rope_recipes(const options& o, bool hf_pipeline) {
   using compare::named_bound;
   using impl::rotation_arithmetic;
   using kernel::strategy;
   const metric::libm& lib = *o.libm;
   std::vector<named_bound> v;
-  for (const std::string& name : bound_names(true)) {
+  for (const std::string& name : bound_names(true, hf_pipeline)) {
     if (name == "hf") {
       v.push_back(named_bound::of(name, strategy::hf, lib, rotation_arithmetic::output));
     }
@@ -53,8 +53,11 @@ std::int64_t max_of(const std::vector<std::int64_t>& v) {
   return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
 }
 
+// inv_freq and the attention factor take the hf contract's bounds (recipe_bounds); the ggml form
+// has no transformers pipeline, so its inv_freq has the exact and drift-free bounds only and its
+// attention factor the ggml contract's too (`hf` null, `ggml` its contract).
 template <class T>
-void inv_freq_check(context& k, compare::rope_reference& ref, const impl::rope_contract& hf,
+void inv_freq_check(context& k, compare::rope_reference& ref, const impl::rope_contract* hf,
                     const io::array& a) {
   constexpr format out = format_of<T>();
   const auto sh = squeezed(a.shape);
@@ -66,12 +69,17 @@ void inv_freq_check(context& k, compare::rope_reference& ref, const impl::rope_c
   const auto& rn = ref.fast().inv_freq<T>();
   const auto& y = ref.fast().inv_freq<double>();
   const double f_max = pairs > 0 ? *std::max_element(y.begin(), y.end()) : 1;
-  compare::figures f(figure_options(k.o, 2, pairs, false, &k.mismatches));
-  std::vector<double> b(bound_names(false).size());
+  compare::figures f(figure_options(k.o, 2, pairs, false, &k.mismatches, hf != nullptr));
+  std::vector<double> b(bound_names(false, hf != nullptr).size());
   for (std::int64_t i = 0; i < pairs; ++i) {
     const auto u = static_cast<std::size_t>(i);
     const T got = element<T>(a, u);
-    recipe_bounds(*hf.inv_freq_bound(i), y[u], out, 2 * metric::ulp_at(f_max, out), b);
+    if (hf) {
+      recipe_bounds(*hf->inv_freq_bound(i), y[u], out, 2 * metric::ulp_at(f_max, out), b);
+    } else {
+      b[0] = metric::ulp_at(std::fabs(y[u]), out);
+      b[1] = 2 * metric::ulp_at(f_max, out);
+    }
     f.add({0, i, scalar_traits<T>::to_double(got), y[u], metric::ulp_distance(got, rn[u]),
            metric::ulp_at(std::fabs(y[u]), out)},
           "inv_freq", b);
@@ -80,8 +88,9 @@ void inv_freq_check(context& k, compare::rope_reference& ref, const impl::rope_c
 }
 
 template <class T>
-void attention_factor_check(context& k, compare::rope_reference& ref, const impl::rope_contract& hf,
-                            const io::array& a, const std::string& name) {
+void attention_factor_check(context& k, compare::rope_reference& ref, const impl::rope_contract* hf,
+                            const impl::rope_contract* ggml, const io::array& a,
+                            const std::string& name) {
   constexpr format out = format_of<T>();
   if (a.elements() != 1) {
     throw error(fmt::format("tensor '{}' has shape {}, expected one value", name,
@@ -89,10 +98,16 @@ void attention_factor_check(context& k, compare::rope_reference& ref, const impl
   }
   const double m = ref.attention_factor();
   const T rn = round_to<T>(ref.fast().reference().attention_factor());
-  compare::figures f(figure_options(k.o, 2, 1, false, &k.mismatches));
-  std::vector<double> b(bound_names(false).size());
+  compare::figures f(figure_options(k.o, 2, 1, hf == nullptr, &k.mismatches, hf != nullptr));
+  std::vector<double> b(bound_names(hf == nullptr, hf != nullptr).size());
   const T got = element<T>(a, 0);
-  recipe_bounds(hf.attention_factor_bound(), m, out, 2 * metric::ulp_at(m, out), b);
+  if (hf) {
+    recipe_bounds(hf->attention_factor_bound(), m, out, 2 * metric::ulp_at(m, out), b);
+  } else {
+    b[0] = metric::ulp_at(m, out);
+    b[1] = 2 * metric::ulp_at(m, out);
+    b[2] = impl::path_bound(ggml->attention_factor_bound(), m, std::nullopt, out, metric::kF32);
+  }
   f.add({0, 0, scalar_traits<T>::to_double(got), m, metric::ulp_distance(got, rn),
          metric::ulp_at(m, out)},
         name.c_str(), b);
@@ -104,7 +119,8 @@ template <class T>
 void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
                   const table_source& t, const std::vector<std::int64_t>& pos,
                   std::optional<std::int64_t> seq, table_fit& fit) {
-  const auto opts = figure_options(k.o, max_of(pos) + 1, t.width, true, &k.mismatches);
+  const bool hf = ref.spec().type != spec::rope_type::ggml;
+  const auto opts = figure_options(k.o, max_of(pos) + 1, t.width, true, &k.mismatches, hf);
   compare::figures cos(opts), sin(opts);
   compare::typed_values<T> rc, rs;
   for (std::size_t r0 = 0; r0 < pos.size(); r0 += kChunkRows) {
@@ -150,7 +166,8 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
                      const qk_source& q, const std::vector<std::int64_t>& pos) {
   const std::int64_t D = q.dim;
   const std::string name = q.name + "_out";
-  compare::figures f(figure_options(k.o, max_of(pos) + 1, q.heads * D, true, &k.mismatches));
+  const bool hf = ref.spec().type != spec::rope_type::ggml;
+  compare::figures f(figure_options(k.o, max_of(pos) + 1, q.heads * D, true, &k.mismatches, hf));
   const std::vector<std::int64_t> dim_pair = spec::dim_pairs(ref.spec());
   std::vector<double> x(static_cast<std::size_t>(D)), y(x.size());
   std::vector<T> got(x.size()), rn(x.size());
@@ -213,8 +230,12 @@ void certify_rope(const spec::rope& s, context& k) {
   if (s.stateful()) seq = k.o.seq_len.value_or(std::max(k.c().max_position, max_of(qk_pos)) + 1);
 
   compare::rope_reference ref(s, seq, k.path());
-  compare::rope_bounds bounds(s, seq, ref.attention_factor(), rope_recipes(k.o));
-  const impl::rope_contract& hf = *bounds.contract(*bounds.find("hf"));
+  // The ggml form (ggml_rope_ext's own parameters) has no transformers pipeline: no hf or vllm
+  // bounds, and its mistakes are replayed on ggml's pipeline.
+  const bool hf_pipeline = s.type != spec::rope_type::ggml;
+  compare::rope_bounds bounds(s, seq, ref.attention_factor(), rope_recipes(k.o, hf_pipeline));
+  const impl::rope_contract* hf = hf_pipeline ? bounds.contract(*bounds.find("hf")) : nullptr;
+  const impl::rope_contract* ggml_contract = bounds.contract(*bounds.find("ggml"));
   if (const io::array* f = d.find("inv_freq")) {
     visit_tensor(*f, "tensor 'inv_freq'",
                  [&](auto tag) { inv_freq_check<typename decltype(tag)::type>(k, ref, hf, *f); });
@@ -222,7 +243,7 @@ void certify_rope(const spec::rope& s, context& k) {
   std::string an;
   if (const io::array* a = find_any(d, {"attention_factor", "attention_scaling", "mscale"}, &an)) {
     visit_tensor(*a, fmt::format("tensor '{}'", an), [&](auto tag) {
-      attention_factor_check<typename decltype(tag)::type>(k, ref, hf, *a, an);
+      attention_factor_check<typename decltype(tag)::type>(k, ref, hf, ggml_contract, *a, an);
     });
   }
   table_fit fit;
@@ -245,10 +266,9 @@ void certify_rope(const spec::rope& s, context& k) {
   std::vector<replay_base> bases;
   std::string pipeline = k.o.recipe.value_or(fit.angles);
   if (pipeline == "exact" || pipeline == "vllm") pipeline = "hf";
-  if (pipeline != "ggml") bases.push_back({kernel::strategy::hf, &hf, true});
-  if (pipeline != "hf") {
-    bases.push_back({kernel::strategy::ggml, bounds.contract(*bounds.find("ggml")), false});
-  }
+  if (!hf_pipeline) pipeline = "ggml";
+  if (pipeline != "ggml") bases.push_back({kernel::strategy::hf, hf, true});
+  if (pipeline != "hf") bases.push_back({kernel::strategy::ggml, ggml_contract, false});
   evidence_map ev;
   diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);
   add_explanations(ev, k.cert);

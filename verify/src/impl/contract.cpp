@@ -10,7 +10,9 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <numbers>
+#include <string>
 
 #include "pev/core/real.h"
 #include "pev/kernel/rope.h"
@@ -120,10 +122,40 @@ const std::vector<double>& longrope_factors(const spec::rope& s, std::optional<s
   return long_ ? s.long_factor : s.short_factor;
 }
 
+namespace {
+// The exact frequencies of the ggml form in double (docs/encodings.md §8.7): b^(−2i/n)/c_i ·
+// (fs·(1 − mix_i) + mix_i), mix_i = ramp_i·ext_factor, every parameter the float ggml receives.
+std::vector<double> ggml_form_frequencies(const spec::rope& s) {
+  const auto f = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+  const auto [low_r, high_r] = ref::ggml_corr_dims(s);
+  const double low = to_d(low_r), high = to_d(high_r);
+  const double width = std::max(high - low, 0.001);
+  const double b = f(s.rope_theta), fs = f(s.freq_scale), ef = f(s.ext_factor);
+  std::vector<double> out(static_cast<std::size_t>(s.pairs()));
+  for (std::int64_t i = 0; i < s.pairs(); ++i) {
+    double v = std::pow(b, -2.0 * double(i) / double(s.rotary_dim));
+    if (!s.freq_factors.empty()) v /= f(s.freq_factors[static_cast<std::size_t>(i)]);
+    const double ramp = 1 - std::clamp((double(i) - low) / width, 0.0, 1.0);
+    const double mix = ef == 0 ? 0.0 : ramp * ef;
+    out[static_cast<std::size_t>(i)] = v * (fs * (1 - mix) + mix);
+  }
+  return out;
+}
+}  // namespace
+
 rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double m_exact,
                     const metric::libm& lib) {
   using spec::rope_type;
   rope_model out;
+  if (s.type == rope_type::ggml) {
+    // No transformers pipeline: the exact values only (for the accurate strategy's contract),
+    // with no bound of an hf computation.
+    for (double x : ggml_form_frequencies(s)) {
+      out.freq.push_back({x, std::numeric_limits<double>::infinity()});
+    }
+    out.m = {m_exact, 0};
+    return out;
+  }
   const std::int64_t d = s.rotary_dim;
   const std::int64_t pairs = s.pairs();
   const double b = s.rope_theta;
@@ -223,6 +255,8 @@ rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double
       out.freq.resize(static_cast<std::size_t>(pairs), tv{0, 0});
       break;
     }
+    case rope_type::ggml:
+      break;  // above
   }
   // Attention factor: a host double (≤ 8 double roundings and libm calls, each ≤ 2^−53·m),
   // cast to fp32.
@@ -276,6 +310,29 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq,
   const tv e_ntk{nd / (nd - 2.0), std::fabs(double(float(nd / (nd - 2.0))) * (nd - 2.0) - nd) /
                                       (nd - 2.0) * (1 + 0x1p-50)};
   switch (s.type) {
+    case rope_type::ggml: {
+      // ggml_rope_ext's own parameters (docs/numerics.md §8.8): the floats ggml receives are the
+      // exact values of the reference, so they enter without error; the correction dims are the
+      // exact ones (assumption (a) of docs/numerics.md §8.7).
+      const auto f = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+      base = exact(f(s.rope_theta));
+      g.freq_scale = exact(f(s.freq_scale));
+      for (double c : s.freq_factors) g.factors.push_back(exact(f(c)));
+      const tv attn = exact(f(s.attn_factor));
+      g.m = attn;
+      if (f(s.ext_factor) != 0.0) {
+        g.yarn = true;
+        g.ext_factor = f(s.ext_factor);
+        const auto [low, high] = ref::ggml_corr_dims(s);
+        g.corr_low = to_d(low);
+        g.corr_width = std::max(to_d(high) - g.corr_low, 0.001);
+        // mscale·(1 + 0.1f·logf(1/freq_scale)), exact value attn·(1 + 0.1·ln(1/freq_scale)).
+        const tv inv_fs = f32.div(exact(1), g.freq_scale);
+        g.m = f32.mul(
+            attn, f32.add(exact(1), f32.mul(metric::as_f32(0.1, 0.1), f32.log(inv_fs, lib.log))));
+      }
+      break;
+    }
     case rope_type::default_:
       g.freq_scale = metric::as_f32(s.freq_scale);
       break;
@@ -392,7 +449,9 @@ std::vector<tv> ggml_model::angles(std::int64_t p) const {
     if (yarn) {
       const tv y =
           metric::clamp01(f32.div(f32.sub(exact(double(i)), exact(corr_low)), exact(corr_width)));
-      const tv mix = f32.sub(exact(1), y);  // times ext_factor 1: exact
+      const tv ramp = f32.sub(exact(1), y);
+      // ramp_mix = ramp·ext_factor (exact for ext_factor 1).
+      const tv mix = ext_factor == 1.0 ? ramp : f32.mul(ramp, exact(ext_factor));
       angle = f32.add(f32.mul(interp, f32.sub(exact(1), mix)), f32.mul(extrap, mix));
     }
     out[i] = angle;
@@ -413,6 +472,12 @@ rope_contract::rope_contract(const spec::rope& s, kernel::strategy st,
                              const metric::libm& lib, rotation_arithmetic arith)
     : st_(st), m_(m_exact), lib_(&lib), arith_(arith), hf_(hf_model(s, seq, m_exact, lib)) {
   if (st == kernel::strategy::ggml) ggml_ = make_ggml_model(s, seq, lib);
+  const bool hf_pipeline = st == kernel::strategy::hf || st == kernel::strategy::table_fp16 ||
+                           st == kernel::strategy::table_bf16;
+  if (hf_pipeline && s.type == spec::rope_type::ggml) {
+    throw error(std::string("contract of strategy ") + kernel::to_string(st) +
+                ": the ggml form has no transformers pipeline (strategies ggml and accurate)");
+  }
 }
 
 double rope_contract::table_bound(std::int64_t p, std::int64_t i, double y, format out) const {

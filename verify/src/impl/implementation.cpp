@@ -111,6 +111,12 @@ class builtin final : public typed_implementation<builtin> {
   builtin(const spec::encoding& e, kernel::strategy st) : spec_(e), st_(st) {
     spec::validate(e);
     if (!builtin_supports(e, st)) {
+      const auto* r = std::get_if<spec::rope>(&e);
+      if (r && r->type == spec::rope_type::ggml) {
+        throw error(std::string("strategy ") + kernel::to_string(st) +
+                    " has no pipeline for the ggml form (ggml_rope_ext's own parameters, "
+                    "docs/encodings.md §8.7): its strategies are ggml and accurate");
+      }
       throw error(std::string("strategy ") + kernel::to_string(st) + " has no " +
                   spec::family_name(e) + " pipeline");
     }
@@ -223,7 +229,11 @@ spec::rope plain_rope(const spec::rope& s) {
 }
 
 bool builtin_supports(const spec::encoding& e, kernel::strategy st) {
-  if (std::holds_alternative<spec::rope>(e)) return true;
+  if (const auto* r = std::get_if<spec::rope>(&e)) {
+    // The ggml form has the ggml pipeline and the exact one only (docs/encodings.md §8.7).
+    return r->type != spec::rope_type::ggml || st == kernel::strategy::ggml ||
+           st == kernel::strategy::accurate;
+  }
   if (st == kernel::strategy::ggml) return false;
   return std::holds_alternative<spec::sinusoidal>(e) || std::holds_alternative<spec::alibi>(e) ||
          std::holds_alternative<spec::t5>(e);

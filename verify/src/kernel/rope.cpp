@@ -195,6 +195,8 @@ std::vector<float> hf_frequencies(const spec::rope& s, std::optional<std::int64_
       for (float& v : inv) v = v / f32(s.factor);
       return inv;
     }
+    case rope_type::ggml:
+      break;  // refused by the constructor: no transformers pipeline
   }
   throw error("rope: unsupported rope_type");
 }
@@ -238,6 +240,25 @@ detail::ggml_rope_params ggml_plan(const spec::rope& s, std::optional<std::int64
   float attn = 1.0f;
   g.rotating = rotating_pairs(s);
   switch (s.type) {
+    case rope_type::ggml: {
+      // ggml_rope_ext's own parameters (docs/encodings.md §8.7), as floats.
+      g.freq_scale = f32(s.freq_scale);
+      g.ext_factor = f32(s.ext_factor);
+      attn = f32(s.attn_factor);
+      // ggml_rope_yarn_corr_dims: float arithmetic, logf, (float)M_PI; n_ctx_orig 0 gives
+      // logf(0) = −∞, hence dims [0, −∞].
+      const float pi_f = f32(std::numbers::pi);
+      const float two_log_b = 2.0f * std::log(f32(b));
+      const float Lo = static_cast<float>(s.original_max_position_embeddings);
+      auto cdim = [&](double beta) {
+        const float rot = (f32(beta) * 2.0f) * pi_f;
+        return (static_cast<float>(n_dims) * std::log(Lo / rot)) / two_log_b;
+      };
+      g.corr_low = std::max(0.0f, std::floor(cdim(s.beta_fast)));
+      g.corr_high = std::min(static_cast<float>(n_dims - 1), std::ceil(cdim(s.beta_slow)));
+      for (double c : s.freq_factors) g.freq_factors.push_back(f32(c));
+      break;
+    }
     case rope_type::default_:
       g.freq_scale = f32(s.freq_scale);
       break;
@@ -337,6 +358,12 @@ rope_kernel::rope_kernel(const spec::rope& s, strategy st, std::optional<std::in
     case strategy::hf:
     case strategy::table_fp16:
     case strategy::table_bf16:
+      if (s.type == rope_type::ggml) {
+        throw error(fmt::format(
+            "strategy {}: the ggml form (ggml_rope_ext's own parameters) has no transformers "
+            "pipeline; its strategies are ggml and accurate",
+            to_string(st)));
+      }
       k.inv_freq = hf_frequencies(s, seq_len);
       // The attention factor is a host double, an fp32 operand of the multiplication.
       k.attention_factor = f32(hf_attention_factor(s));

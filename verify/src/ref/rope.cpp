@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "pev/core/error.h"
@@ -52,6 +53,21 @@ std::vector<real> reciprocals(const std::vector<real>& p, const arith& fr) {
 
 bool truthy(const std::optional<double>& v) { return v.has_value() && *v != 0.0; }
 
+// A ggml parameter as ggml receives it: the float32 nearest the value given (spec.h).
+real F(double v) { return round(dtype::fp32, D(v)); }
+
+// rope_yarn_ramp of pair i: 1 − clamp((i − low)/max(0.001, high − low), 0, 1) (exact: with low
+// and high integers or −∞, the 0.001 only matters where the clamp removes it).
+real ggml_ramp(std::int64_t i, const real& low, const real& high, const arith& a) {
+  real width = a.sub(high, low);
+  const real min_width = a.r(real("0.001"));
+  if (width < min_width) width = min_width;
+  real y = a.div(a.sub(I(i), low), width);
+  if (y < 0) y = 0;
+  if (y > 1) y = 1;
+  return a.sub(I(1), y);
+}
+
 // Base after static or dynamic NTK scaling, b·α^(d/(d−2)). `fr` rounds each operation.
 real ntk_base(const real& b, const real& alpha, std::int64_t d, const arith& fr,
               const arith& host) {
@@ -77,6 +93,14 @@ bool longrope_long(const spec::rope& s, std::optional<std::int64_t> seq_len) {
 }
 
 real attention_factor_of(const spec::rope& s, const arith& host) {
+  if (s.type == rope_type::ggml) {
+    // rope_yarn: mscale = attn_factor, times 1 + 0.1·ln(1/freq_scale) when ext_factor ≠ 0 (no
+    // guard: below 1 for freq_scale > 1).
+    const real af = F(s.attn_factor);
+    if (F(s.ext_factor) == 0) return af;
+    return host.mul(af, host.add(I(1), host.mul(host.r(real("0.1")),
+                                                host.log(host.div(I(1), F(s.freq_scale))))));
+  }
   if (s.type == rope_type::yarn) {
     if (s.attention_factor) return host.r(D(*s.attention_factor));
     const real f = D(s.factor);
@@ -179,6 +203,25 @@ std::vector<real> power_frequencies(const spec::rope& s, std::optional<std::int6
       for (auto& v : inv) v = fr.div(v, fr.r(D(s.factor)));
       return inv;
     }
+    case rope_type::ggml: {
+      // ggml's rope as mathematics (docs/encodings.md §8.7): θ_extrap = p·b^(−2i/n)/c_i,
+      // θ_interp = freq_scale·θ_extrap, θ = θ_interp·(1 − mix_i) + θ_extrap·mix_i with mix_i =
+      // ramp_i·ext_factor — linear in p, so a frequency per pair. Only the exact recipe evaluates
+      // it this way; the ggml recipe runs the recurrence.
+      if (fr.f) throw error("the ggml form has no pipeline of transformers' recipe (hf)");
+      const auto inv = reciprocals(base_powers(F(s.rope_theta), d, pairs, fr), fr);
+      const real fs = F(s.freq_scale);
+      const real ef = F(s.ext_factor);
+      const auto [low, high] = ggml_corr_dims(s, fr.f);
+      std::vector<real> out(static_cast<std::size_t>(pairs));
+      for (std::int64_t i = 0; i < pairs; ++i) {
+        real v = inv[i];
+        if (!s.freq_factors.empty()) v = v / F(s.freq_factors[i]);
+        const real mix = ef == 0 ? real(0) : ggml_ramp(i, low, high, fr) * ef;
+        out[i] = v * (fs * (1 - mix) + mix);
+      }
+      return out;
+    }
   }
   throw error("rope: unsupported rope_type");
 }
@@ -190,6 +233,30 @@ real yarn_get_mscale(const real& scale, const real& mu, rounding host_fmt) {
   if (scale <= 1) return I(1);
   // 0.1 * mscale * math.log(scale) + 1.0, left to right.
   return host.add(host.mul(host.mul(host.r(real("0.1")), mu), host.log(scale)), I(1));
+}
+
+// ggml_rope_yarn_corr_dims for the ggml form: cdim(β) = n·ln(n_ctx_orig/(2π·β))/(2·ln b), low =
+// max(0, floor(cdim(β_fast))), high = min(n − 1, ceil(cdim(β_slow))), in the arithmetic `a` (exact,
+// or ggml's fp32 with logf). n_ctx_orig = 0 gives ln 0 = −∞: low 0, high −∞ (then every pair but
+// the first has ramp 0; docs/encodings.md §8.7).
+std::pair<real, real> ggml_corr_dims(const spec::rope& s, rounding arithmetic) {
+  const arith a{arithmetic};
+  const std::int64_t n = s.rotary_dim;
+  if (s.original_max_position_embeddings == 0) {
+    return {I(0), real(-std::numeric_limits<double>::infinity())};
+  }
+  const real pi_f = a.r(pi());
+  const real two_log_b = a.mul(I(2), a.log(F(s.rope_theta)));
+  auto cdim = [&](double beta) {
+    const real rot = a.mul(a.mul(F(beta), I(2)), pi_f);
+    return a.div(a.mul(I(n), a.log(a.div(a.r(I(s.original_max_position_embeddings)), rot))),
+                 two_log_b);
+  };
+  real low = floor(cdim(s.beta_fast));
+  real high = ceil(cdim(s.beta_slow));
+  if (low < 0) low = 0;
+  if (high > I(n - 1)) high = I(n - 1);
+  return {low, high};
 }
 
 yarn_range yarn_correction_range(const spec::rope& s, rounding host_fmt) {
@@ -254,6 +321,18 @@ rope_reference::rope_reference(const spec::rope& s, const recipe& r,
   ext_factor_ = I(0);
   real attn = I(1);
   switch (s.type) {
+    case rope_type::ggml: {
+      // ggml_rope_ext's own parameters, as floats.
+      freq_scale_ = fr.r(F(s.freq_scale));
+      ext_factor_ = fr.r(F(s.ext_factor));
+      attn = fr.r(F(s.attn_factor));
+      b = F(s.rope_theta);
+      const auto [low, high] = ggml_corr_dims(s, fr.f);
+      corr_low_ = low;
+      corr_high_ = high;
+      for (double c : s.freq_factors) freq_factors_.push_back(fr.r(F(c)));
+      break;
+    }
     case rope_type::default_:
       freq_scale_ = fr.r(D(s.freq_scale));
       break;

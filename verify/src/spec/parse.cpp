@@ -12,6 +12,9 @@
 
 #include "detail.h"
 #include "pev/core/splitmix.h"
+#include "pev/io/file.h"
+#include "pev/io/npy.h"
+#include "pev/io/safetensors.h"
 
 namespace pev::spec {
 namespace {
@@ -185,7 +188,7 @@ std::pair<std::string, items> split(std::string_view text) {
   if (family.empty()) {
     throw error(detail::clip_message(fmt::format(
         "SPEC '{}': missing family (expected family[:key=value,...], family one of sinusoidal, "
-        "learned, alibi, t5, shaw, rope)",
+        "learned, alibi, t5, shaw, rope, ggml)",
         text)));
   }
   std::map<std::string, item, std::less<>> map;
@@ -372,6 +375,8 @@ rope parse_rope(const items& in, const warning_sink& warn) {
     case rope_type::longrope:
       require(in, for_type, {"short_factor", "long_factor", "original_max_position_embeddings"});
       break;
+    case rope_type::ggml:
+      break;  // parse_rope_type refuses it: the ggml form is its own family
   }
 
   r.head_dim = *in.integer("head_dim");
@@ -504,7 +509,114 @@ rope parse_rope(const items& in, const warning_sink& warn) {
   return r;
 }
 
+// The ggml form (parse.h): ggml_rope_ext's parameters into a rope of rope_type ggml.
+rope parse_ggml(const items& in) {
+  in.check_known({"head_dim", "n_dims", "mode", "freq_base", "freq_scale", "ext_factor",
+                  "attn_factor", "beta_fast", "beta_slow", "n_ctx_orig", "freq_factors"});
+  require(in, "for ggml", {"head_dim", "mode"});
+  rope r;
+  r.type = rope_type::ggml;
+  r.head_dim = *in.integer("head_dim");
+  if (r.head_dim < 2 || r.head_dim > detail::max_head_dim) {
+    in.fail(fmt::format("head_dim must be an integer in [2, {}], got {}", detail::max_head_dim,
+                        r.head_dim));
+  }
+  const std::int64_t n_dims = in.integer("n_dims").value_or(r.head_dim);
+  if (n_dims < 2 || n_dims > r.head_dim || n_dims % 2 != 0) {
+    in.fail(
+        fmt::format("n_dims must be even and in [2, head_dim = {}], got {}", r.head_dim, n_dims));
+  }
+  // n_dims as the factor that gives it back (the SPEC's rotary_dim rule).
+  double f = static_cast<double>(n_dims) / static_cast<double>(r.head_dim);
+  while (detail::expected_rotary_dim(r.head_dim, f, r.type) < n_dims) f = std::nextafter(f, 2.0);
+  r.partial_rotary_factor = f;
+  r.rotary_dim = n_dims;
+  // ggml_rope_ext's mode: GGML_ROPE_TYPE_NORMAL (0) rotates adjacent pairs, NEOX (2) the halves.
+  const std::string mode = *in.text("mode");
+  if (mode == "normal" || mode == "0") {
+    r.layout = rope_layout::interleaved;
+  } else if (mode == "neox" || mode == "2") {
+    r.layout = rope_layout::neox;
+  } else if (mode == "8" || mode == "40" || mode == "24" || mode == "mrope" || mode == "imrope" ||
+             mode == "vision") {
+    in.fail(
+        fmt::format("mode={}: ggml's multimodal modes (MROPE 8, IMROPE 40, VISION 24) are not "
+                    "supported; modes: normal (0), neox (2)",
+                    mode));
+  } else {
+    in.fail(fmt::format("mode must be normal (0) or neox (2), got '{}'", mode));
+  }
+  r.rope_theta = in.number("freq_base").value_or(r.rope_theta);
+  r.freq_scale = in.number("freq_scale").value_or(r.freq_scale);
+  r.ext_factor = in.number("ext_factor").value_or(r.ext_factor);
+  r.attn_factor = in.number("attn_factor").value_or(r.attn_factor);
+  r.beta_fast = in.number("beta_fast").value_or(r.beta_fast);
+  r.beta_slow = in.number("beta_slow").value_or(r.beta_slow);
+  r.original_max_position_embeddings = in.integer("n_ctx_orig").value_or(0);
+  if (in.has("freq_factors")) {
+    if (in.all().at("freq_factors").list) {
+      r.freq_factors = *in.list("freq_factors");
+    } else {
+      // A file: the GGUF rope_freqs tensor exported as npy or safetensors.
+      r.freq_factors_file = *in.text("freq_factors");
+      const std::string bytes = io::read_file(r.freq_factors_file, max_freq_factors_bytes);
+      try {
+        r.freq_factors = freq_factors_from_bytes(bytes, r.freq_factors_file, r.pairs());
+      } catch (const error& e) {
+        in.fail(fmt::format("freq_factors={}: {}", r.freq_factors_file, e.what()));
+      }
+    }
+  }
+  try {
+    validate(r);
+  } catch (const error& e) {
+    throw error(detail::clip_message(e.what()));
+  }
+  return r;
+}
+
 }  // namespace
+
+std::vector<double> freq_factors_from_bytes(std::string_view bytes, std::string_view source,
+                                            std::int64_t pairs) {
+  io::array a;
+  const bool npy = bytes.size() >= 6 && bytes.substr(0, 6) == "\x93NUMPY";
+  if (npy) {
+    a = io::parse_npy(bytes, source);
+  } else {
+    const io::tensor_file tf = io::parse_safetensors(bytes, source);
+    std::string found;
+    for (const char* name : {"rope_freqs.weight", "rope_freqs"}) {
+      if (tf.tensors.count(name) != 0) {
+        found = name;
+        break;
+      }
+    }
+    if (found.empty() && tf.names.size() == 1) found = tf.names.front();
+    if (found.empty()) {
+      std::string names;
+      for (const auto& n : tf.names) names += (names.empty() ? "'" : ", '") + n + "'";
+      throw error(
+          fmt::format("expected a tensor named rope_freqs.weight or rope_freqs, or a "
+                      "single tensor; found {}",
+                      names.empty() ? std::string("no tensors") : names));
+    }
+    a = tf.tensors.at(found);
+  }
+  if (a.type != dtype::fp32 && a.type != dtype::fp64 && a.type != dtype::fp16 &&
+      a.type != dtype::bf16) {
+    throw error(fmt::format("the factors must be floating point, got {}", to_string(a.type)));
+  }
+  std::vector<std::int64_t> shape;
+  for (std::int64_t d : a.shape) {
+    if (d != 1 || !shape.empty()) shape.push_back(d);
+  }
+  if (shape.size() != 1 || shape[0] != pairs) {
+    throw error(fmt::format("the factors have shape {}, expected [{}] (n_dims/2)",
+                            io::shape_string(a.shape), pairs));
+  }
+  return a.to_doubles();
+}
 
 encoding parse_spec(std::string_view text) { return parse_spec(text, warn_to_stderr); }
 
@@ -523,9 +635,12 @@ encoding parse_spec(std::string_view text, const warning_sink& warn) {
     e = parse_shaw(in);
   } else if (family == "rope") {
     e = parse_rope(in, warn);
+  } else if (family == "ggml") {
+    e = parse_ggml(in);
   } else {
     throw error(detail::clip_message(fmt::format(
-        "unknown family '{}' (expected sinusoidal, learned, alibi, t5, shaw or rope)", family)));
+        "unknown family '{}' (expected sinusoidal, learned, alibi, t5, shaw, rope or ggml)",
+        family)));
   }
   validate(e);
   return e;

@@ -46,6 +46,7 @@ constexpr key_rule kKeyRules[] = {
     {"rotary_dim", ~bit(rt::proportional)},
 };
 
+// transformers' rope_types (ggml is the ggml form's own, checked by check_ggml).
 constexpr rope_type kAllTypes[] = {rt::default_, rt::linear, rt::ntk,      rt::dynamic,
                                    rt::yarn,     rt::llama3, rt::longrope, rt::proportional};
 
@@ -137,6 +138,8 @@ const char* to_string(rope_type t) {
       return "longrope";
     case rope_type::proportional:
       return "proportional";
+    case rope_type::ggml:
+      return "ggml";
   }
   return "?";
 }
@@ -150,6 +153,12 @@ const char* to_string(sinusoidal_layout l) {
 }
 
 rope_type parse_rope_type(std::string_view name, std::string_view key) {
+  if (name == "ggml") {
+    throw error(fmt::format(
+        "{} = 'ggml' is not a rope_type: ggml_rope_ext's own parameters are written as the ggml "
+        "SPEC form, ggml:head_dim=…,mode=…,freq_base=…",
+        key));
+  }
   for (rope_type t : detail::kAllTypes) {
     if (name == to_string(t)) return t;
   }
@@ -240,10 +249,34 @@ std::string spec_string(const shaw& s) {
   return std::move(w).str();
 }
 
+// The ggml form: ggml_rope_ext's own parameter names (parse.h).
+std::string ggml_spec_string(const rope& r) {
+  spec_writer w("ggml");
+  w.add_int("head_dim", r.head_dim);
+  if (r.rotary_dim != r.head_dim) w.add_int("n_dims", r.rotary_dim);
+  w.add("mode", r.layout == rope_layout::neox ? "neox" : "normal");
+  if (r.rope_theta != 10000.0) w.add("freq_base", r.rope_theta);
+  if (r.freq_scale != 1.0) w.add("freq_scale", r.freq_scale);
+  if (r.ext_factor != 0.0) w.add("ext_factor", r.ext_factor);
+  if (r.attn_factor != 1.0) w.add("attn_factor", r.attn_factor);
+  if (r.beta_fast != 32.0) w.add("beta_fast", r.beta_fast);
+  if (r.beta_slow != 1.0) w.add("beta_slow", r.beta_slow);
+  if (r.original_max_position_embeddings != 0) {
+    w.add_int("n_ctx_orig", r.original_max_position_embeddings);
+  }
+  if (!r.freq_factors_file.empty()) {
+    w.add("freq_factors", r.freq_factors_file);
+  } else if (!r.freq_factors.empty()) {
+    w.add_list("freq_factors", r.freq_factors);
+  }
+  return std::move(w).str();
+}
+
 std::string spec_string(const rope& r) {
   // Keys a SPEC requires for the rope_type are always written (parse_spec would reject the string
   // otherwise, or derive a different factor for longrope); the others only when not at default.
   const rope_type t = r.type;
+  if (t == rope_type::ggml) return ggml_spec_string(r);
   const bool scaled = t != rope_type::default_ && t != rope_type::proportional;
   const bool uses_lo = t == rope_type::yarn || t == rope_type::llama3 || t == rope_type::longrope;
   spec_writer w("rope");
@@ -418,9 +451,12 @@ void check_factor_list(const rope& r, std::string_view key, const std::vector<do
   }
 }
 
+void check_ggml(const rope& r);
+
 void check(const rope& r) {
   constexpr std::string_view f = "rope";
   const rope_type t = r.type;
+  if (t == rope_type::ggml) return check_ggml(r);
   check_int(f, "head_dim", r.head_dim, 2, detail::max_head_dim);
   if (!std::isfinite(r.partial_rotary_factor) || !(r.partial_rotary_factor > 0.0) ||
       r.partial_rotary_factor > 1.0) {
@@ -470,6 +506,12 @@ void check(const rope& r) {
   check_not_set(r, "high_freq_factor", r.high_freq_factor == 4.0);
   check_not_set(r, "short_factor", r.short_factor.empty());
   check_not_set(r, "long_factor", r.long_factor.empty());
+  if (r.ext_factor != 0.0 || r.attn_factor != 1.0 || !r.freq_factors.empty() ||
+      !r.freq_factors_file.empty()) {
+    fail(f,
+         "ext_factor, attn_factor and freq_factors belong to the ggml form "
+         "(ggml:head_dim=…,mode=…), not to a transformers rope_type");
+  }
 
   const auto need_lo = [&] {
     if (r.original_max_position_embeddings < 1) {
@@ -521,6 +563,68 @@ void check(const rope& r) {
              ">= 2 (m = sqrt(1 + ln factor / ln original_max_position_embeddings))");
       }
       break;
+    case rope_type::ggml:
+      break;  // check_ggml
+  }
+}
+
+// The ggml form, in ggml_rope_ext's names (docs/encodings.md §8.7).
+void check_ggml(const rope& r) {
+  constexpr std::string_view f = "ggml";
+  check_int(f, "head_dim", r.head_dim, 2, detail::max_head_dim);
+  // ggml_rope_impl: GGML_ASSERT(n_dims <= ne0) and (n_dims % 2 == 0).
+  if (r.rotary_dim < 2 || r.rotary_dim > r.head_dim || r.rotary_dim % 2 != 0) {
+    fail(f, fmt::format("n_dims must be even and in [2, head_dim = {}], got {}", r.head_dim,
+                        r.rotary_dim));
+  }
+  if (detail::expected_rotary_dim(r.head_dim, r.partial_rotary_factor, r.type) != r.rotary_dim) {
+    fail(f, fmt::format("n_dims = {} disagrees with int(head_dim·partial_rotary_factor) = {}",
+                        r.rotary_dim,
+                        detail::expected_rotary_dim(r.head_dim, r.partial_rotary_factor, r.type)));
+  }
+  if (!std::isfinite(r.rope_theta) || !(r.rope_theta > 1.0)) {
+    fail(f, fmt::format("freq_base must be finite and > 1, got {}",
+                        detail::format_number(r.rope_theta)));
+  }
+  check_positive_finite(f, "freq_scale", r.freq_scale);
+  if (!std::isfinite(r.ext_factor) || r.ext_factor < 0.0 || r.ext_factor > 1.0) {
+    fail(f, fmt::format("ext_factor must be in [0, 1] (the weight of YaRN's extrapolation "
+                        "mix), got {}",
+                        detail::format_number(r.ext_factor)));
+  }
+  check_positive_finite(f, "attn_factor", r.attn_factor);
+  for (const auto& [key, v] : {std::pair{"beta_fast", r.beta_fast}, {"beta_slow", r.beta_slow}}) {
+    // The correction dims take ln(n_ctx_orig/(2π·β)): a zero β gives ±∞ or NaN dims, which
+    // matter only when ext_factor mixes them in.
+    if (!std::isfinite(v) || v < 0.0 || (r.ext_factor != 0.0 && !(v > 0.0))) {
+      fail(f, fmt::format(
+                  "{} must be finite and {} 0{}, got {}", key, r.ext_factor != 0.0 ? ">" : ">=",
+                  r.ext_factor != 0.0 ? " when ext_factor != 0" : "", detail::format_number(v)));
+    }
+  }
+  if (!in_range(r.original_max_position_embeddings, 0, detail::max_context - 1)) {
+    fail(f, fmt::format("n_ctx_orig must be an integer in [0, 2^40), got {}",
+                        r.original_max_position_embeddings));
+  }
+  // A factors file is loaded by the parser (an empty list with a file: not loaded yet).
+  if (!r.freq_factors.empty() && static_cast<std::int64_t>(r.freq_factors.size()) != r.pairs()) {
+    fail(f, fmt::format("freq_factors must have n_dims/2 = {} entries, got {}", r.pairs(),
+                        r.freq_factors.size()));
+  }
+  for (std::size_t i = 0; i < r.freq_factors.size(); ++i) {
+    if (!std::isfinite(r.freq_factors[i]) || !(r.freq_factors[i] > 0.0)) {
+      fail(f, fmt::format("freq_factors[{}] must be finite and > 0 (θ is divided by it), got {}", i,
+                          detail::format_number(r.freq_factors[i])));
+    }
+  }
+  // Keys of transformers' rope_types have no meaning here.
+  const bool plain = r.factor == 1.0 && r.max_position_embeddings == 0 && r.truncate && !r.mscale &&
+                     !r.mscale_all_dim && !r.attention_factor && r.low_freq_factor == 1.0 &&
+                     r.high_freq_factor == 4.0 && r.short_factor.empty() && r.long_factor.empty();
+  if (!plain) {
+    fail(f,
+         "fields of transformers' rope_types (factor, max_position_embeddings, truncate, "
+         "mscale, attention_factor, llama3 and longrope keys) do not apply to the ggml form");
   }
 }
 

@@ -673,8 +673,16 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
                             ": strategy ggml left out: llama.cpp's YaRN always truncates the "
                             "correction range (floor/ceil), this spec has truncate=false");
       }
+      // The ggml form (ggml_rope_ext's own parameters) has no transformers pipeline.
+      const bool ggml_form = s->type == spec::rope_type::ggml;
+      if (ggml_form) {
+        res.notes.push_back(e.name +
+                            ": strategies hf, table-fp16 and table-bf16 left out: the ggml form "
+                            "has no transformers pipeline (docs/encodings.md §8.7)");
+      }
       for (strategy st : kernel::all_strategies()) {
         if (st == strategy::ggml && !ggml_applies) continue;
+        if (ggml_form && st != strategy::ggml && st != strategy::accurate) continue;
         for (dtype dt : kDtypes) {
           const auto i = take();
           if (!i) continue;

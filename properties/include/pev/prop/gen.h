@@ -40,7 +40,7 @@ rc::Gen<std::int64_t> position(std::int64_t max = std::int64_t{1} << 31);
 const char* position_bucket(std::int64_t p);
 
 /// Valid specs (built as SPEC strings and parsed, so derived fields are consistent).
-rc::Gen<spec::rope> rope_spec();                      // every rope_type, both layouts
+rc::Gen<spec::rope> rope_spec();  // every transformers rope_type (not ggml), both layouts
 rc::Gen<spec::rope> rope_spec(spec::rope_type type);  // one rope_type
 rc::Gen<spec::sinusoidal> sinusoidal_spec();
 rc::Gen<spec::alibi> alibi_spec();

@@ -33,7 +33,8 @@ struct rope_model {
 struct ggml_model {
   tv ts, freq_scale{1, 0};
   std::vector<tv> factors;  // empty: none
-  bool yarn = false;
+  bool yarn = false;        // ext_factor ≠ 0: the YaRN mix
+  double ext_factor = 1;    // the mix weight (an exact fp32 value)
   double corr_low = 0, corr_width = 0;
   std::int64_t rotating = 0, pairs = 0;
   tv m{1, 0};
@@ -46,7 +47,7 @@ struct ggml_model {
 /// class `lib`; m_exact is the reference's exact attention factor.
 rope_model hf_model(const spec::rope& s, std::optional<std::int64_t> seq, double m_exact,
                     const metric::libm& lib = metric::kGlibc);
-/// The ggml recurrence model.
+/// The ggml recurrence model (every rope_type, and the ggml form's own parameters).
 ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq,
                            const metric::libm& lib = metric::kGlibc);
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "pev/core/real.h"
@@ -90,6 +91,11 @@ yarn_range yarn_correction_range(const spec::rope& s, rounding host = std::nullo
 /// YaRN ramp value of pair j: clamp((j − low)/(high − low), 0, 1) (extrapolation weight = 1 −
 /// ramp).
 std::vector<real> yarn_ramp(const spec::rope& s, rounding arithmetic = std::nullopt);
+/// ggml_rope_yarn_corr_dims of a ggml-form spec (rope_type ggml): low = max(0,
+/// floor(cdim(β_fast))), high = min(n_dims − 1, ceil(cdim(β_slow))), cdim(β) =
+/// n_dims·ln(n_ctx_orig/(2π·β))/(2·ln freq_base), exact or in `arithmetic` (ggml's fp32);
+/// n_ctx_orig 0 gives [0, −∞] (docs/encodings.md §8.7).
+std::pair<real, real> ggml_corr_dims(const spec::rope& s, rounding arithmetic = std::nullopt);
 /// get_mscale(s, μ) = 1 if s ≤ 1 else 0.1·μ·ln s + 1.
 real yarn_get_mscale(const real& scale, const real& mu, rounding host = std::nullopt);
 

@@ -31,6 +31,15 @@
 //                                required), attention_factor
 //                 proportional:  factor (default 1), partial_rotary_factor (default 1)
 //               (L = max_position_embeddings, Lo = original_max_position_embeddings).
+//   ggml:       llama.cpp's ggml_rope_ext(…, freq_factors, n_dims, mode, n_ctx_orig, freq_base,
+//               freq_scale, ext_factor, attn_factor, beta_fast, beta_slow) in its own names
+//               (docs/encodings.md §8.7): head_dim* (the tensor's ne0), mode* (normal|neox, or
+//               ggml's 0|2), n_dims (default head_dim), freq_base (10000), freq_scale (1),
+//               ext_factor (0; any value in [0, 1]), attn_factor (1), beta_fast (32),
+//               beta_slow (1), n_ctx_orig (0; 0 allowed), freq_factors ([c_0,…] or a file: an
+//               npy array, or a safetensors tensor rope_freqs.weight / rope_freqs / the only
+//               one, of n_dims/2 values, the GGUF rope_freqs tensor). Every value is taken as the
+//               float32 ggml receives.
 // clang-format on
 //
 // A SPEC is pev's own, hand-written input, so it is strict: an unknown key, a malformed value, and
@@ -62,6 +71,16 @@ encoding parse_spec(std::string_view text, const warning_sink& warn);
 /// (state += 0x9e3779b97f4a7c15; z = (state ^ (state >> 30))·0xbf58476d1ce4e5b9;
 /// z = (z ^ (z >> 27))·0x94d049bb133111eb; z ^= z >> 31). Every value lies in [−1, 1) and is
 /// exactly representable in float32, so a float32 dump of the table is bit-exact.
+/// The per-pair factors of a ggml rope (the GGUF `rope_freqs` tensor) from the bytes of an npy
+/// file or a safetensors file (a tensor named rope_freqs.weight or rope_freqs, or the only one),
+/// of `pairs` values (leading dimensions of size 1 are dropped); `source` names the file in
+/// messages. Throws pev::error for another shape, an integer dtype or a malformed file.
+std::vector<double> freq_factors_from_bytes(std::string_view bytes, std::string_view source,
+                                            std::int64_t pairs);
+
+/// The largest freq_factors file read (n_dims/2 ≤ 32768 values).
+inline constexpr std::uint64_t max_freq_factors_bytes = std::uint64_t{16} << 20;
+
 std::vector<double> learned_table_from_seed(std::uint64_t seed, std::int64_t num_positions,
                                             std::int64_t d_model);
 

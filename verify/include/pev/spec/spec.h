@@ -79,7 +79,9 @@ struct shaw {
   bool operator==(const shaw&) const = default;
 };
 
-enum class rope_type { default_, linear, ntk, dynamic, yarn, llama3, longrope, proportional };
+/// `ggml` is not a transformers rope_type: it is llama.cpp's ggml_rope_ext stated with its own
+/// parameters (the `ggml:` SPEC form, docs/encodings.md §8.7), never read from a config.json.
+enum class rope_type { default_, linear, ntk, dynamic, yarn, llama3, longrope, proportional, ggml };
 enum class rope_layout { neox, interleaved };
 
 /// RoPE and its scalings (docs/encodings.md §4, §5). Frequencies are per pair i = 0 … pairs()−1.
@@ -115,6 +117,21 @@ struct rope {
   // longrope
   std::vector<double> short_factor;
   std::vector<double> long_factor;
+
+  // clang-format off
+  // ggml: ggml_rope_ext(a, pos, freq_factors, n_dims, mode, n_ctx_orig, freq_base, freq_scale,
+  // ext_factor, attn_factor, beta_fast, beta_slow) stated as it is called (docs/encodings.md §8.7):
+  //   n_dims      rotary_dim            freq_base    rope_theta
+  //   mode        layout (0 NORMAL: interleaved, 2 NEOX: neox)
+  //   n_ctx_orig  original_max_position_embeddings (0 allowed)
+  //   freq_scale, beta_fast, beta_slow   the fields above
+  // ggml's parameters are floats: the reference and the kernels take each value as the float32
+  // ggml receives (fl32 of the double given).
+  // clang-format on
+  double ext_factor = 0.0;   // YaRN mix weight, in [0, 1]
+  double attn_factor = 1.0;  // multiplies cos and sin (times 1 + 0.1·ln(1/freq_scale) if ext ≠ 0)
+  std::vector<double> freq_factors;  // per-pair divisors of θ (GGUF rope_freqs); empty: none
+  std::string freq_factors_file;     // npy/safetensors the factors were read from (empty: a list)
 
   /// Number of frequency pairs: rotary_dim / 2.
   std::int64_t pairs() const { return rotary_dim / 2; }
