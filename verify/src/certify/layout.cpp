@@ -377,6 +377,9 @@ table_source find_rope_table(const dump& d, const spec::rope& s,
   if (forced) {
     l = *forced;
     by = "--layout";
+    // A lone [P, rot] tensor is the table the option names.
+    if (flat && l == table_layout::vllm) cache = flat, cache_name = flat_name;
+    if (flat && l == table_layout::pairs) pairs_t = flat, pairs_name = flat_name;
   } else if (cos_t && sin_t) {
     const auto sh = drop_ones(cos_t->shape, 2);
     l = !sh.empty() && sh.back() == rot && rot != pairs ? table_layout::halves
