@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -31,7 +32,9 @@ namespace fs = std::filesystem;
 using certify::grade;
 
 fs::path temp_dir(const std::string& name) {
-  const fs::path d = fs::path(testing::TempDir()) / ("pev_layouts_" + name);
+  // The process id keeps runs of other checkouts on the same machine apart.
+  const fs::path d =
+      fs::path(testing::TempDir()) / fmt::format("pev_layouts_{}_{}", ::getpid(), name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
