@@ -47,6 +47,20 @@ TEST(Npz, MalformedArchivesAreRefused) {
   std::string bad = good;
   bad[30 + 7 + 20] = static_cast<char>(bad[30 + 7 + 20] ^ 0x55);
   EXPECT_PEV_ERROR(parse_npz(bad, "flip.npz"), "member 'cos.npy'");
+  // A deflated member declaring more than deflate can expand to (1032:1) is refused before its
+  // buffer is allocated.
+  {
+    const std::string small = npz_bytes({{"z", array::from_floats({4}, {0, 0, 0, 0})}}, true);
+    std::string claim = small;
+    const std::size_t cd = claim.find(test::le32(0x02014b50));  // central directory record
+    ASSERT_NE(cd, std::string::npos);
+    const std::string big = test::le32(std::uint32_t{1} << 29);
+    claim.replace(cd + 24, 4, big);  // uncompressed size: 512 MiB
+    claim.replace(22, 4, big);       // and in the local header
+    test::allocation_watch watch;
+    EXPECT_PEV_ERROR(parse_npz(claim, "bomb.npz"), "more than deflate can produce");
+    EXPECT_LT(watch.largest(), std::size_t{1} << 20);
+  }
   // A member that is not an .npy file, and a key given twice.
   std::string renamed = npz_bytes({{"cos", array::from_floats({1}, {1})}});
   for (std::size_t at = renamed.find("cos.npy"); at != std::string::npos;

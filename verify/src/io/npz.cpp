@@ -39,6 +39,8 @@ constexpr std::uint64_t kEndSize = 22, kLocator64Size = 20, kEnd64Size = 56, kCe
 // More members than any archive of arrays holds; bounds what the central directory can make us
 // allocate (its records are read from a buffer of its declared size, itself within the file).
 constexpr std::uint64_t kMaxMembers = std::uint64_t{1} << 20;
+// The largest expansion of deflate (zlib's technical notes: 1032:1), with room for tiny streams.
+constexpr std::uint64_t kMaxDeflateRatio = 1032, kDeflateSlack = 64;
 constexpr std::uint32_t k32 = 0xFFFFFFFFu;
 
 std::string where(std::string_view source) { return fmt::format("npz file '{}'", source); }
@@ -243,6 +245,13 @@ std::vector<npz_member> read(const detail::byte_source& src, std::string_view so
            max_stream_bytes);
     }
     total += m.size;
+    // Deflate expands at most 1032:1 (a 258-byte match per 2 bits, plus block headers): a member
+    // declaring more than that of its compressed bytes is refused before its buffer is allocated,
+    // so that a few bytes cannot claim a gigabyte.
+    if (m.method == 8 && m.size > kMaxDeflateRatio * m.compressed + kDeflateSlack) {
+      fail("{} declares {} bytes from {} compressed bytes, more than deflate can produce", what,
+           m.size, m.compressed);
+    }
     if (m.method == 0 && m.compressed != m.size) {
       fail("{} is stored (not compressed) but its sizes differ ({} and {} bytes)", what,
            m.compressed, m.size);
