@@ -525,6 +525,14 @@ TEST(CertifyLayouts, ALoneTableIsReadByItsData) {
   const std::string msg = error_of([&] { run(e, {g}); });
   EXPECT_NE(msg.find("--layout vllm"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--layout pairs"), std::string::npos) << msg;
+  // A q/k option on a dump without q/k is bad usage, not ignored.
+  certify::options qo;
+  qo.qk_layout = certify::qk_layout::bhtd;
+  const std::string qm = error_of([&] {
+    run(e, {write_st("cache2", {{"cos_sin_cache", io::array::from_floats({t.P, 2 * t.n}, neox)}})},
+        qo);
+  });
+  EXPECT_NE(qm.find("--qk-layout: the dump holds no rotated q/k"), std::string::npos) << qm;
   // Stated: the reading is the option's.
   certify::options o;
   o.layout = certify::table_layout::vllm;

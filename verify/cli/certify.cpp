@@ -172,17 +172,20 @@ command add_certify(CLI::App& app) {
                   "or [P, rot] of (cos, sin) pairs: freqs_cis, ggml's NORMAL order). Default: "
                   "detected from tensor names, shapes and data, and stated in the certificate; "
                   "where two fit, pev asks for this option (exit 2)");
+  // Both describe a dump's tensors: --impl only.
   cmd->add_option("--qk-layout", st->qk_layout,
                   "Layout of rotated q/k (q_in/q_out, k_in/k_out; D = head_dim last): bhtd "
                   "[B, H, T, D] (transformers), bthd [B, T, H, D], thd [T, H, D], or t(hd) "
                   "[T, H*D] (vLLM; quote it in a shell). Default: from the dump's metadata "
                   "(qk_layout), the positions (position_ids [B, T]), the shapes and the data, "
-                  "stated in the certificate; where two fit, pev asks for this option (exit 2)");
+                  "stated in the certificate; where two fit, pev asks for this option (exit 2)")
+      ->needs(impl_opt);
   cmd->add_option("--qk-order", st->qk_order,
                   "Where q_out/k_out hold the rotated pairs: input (each pair where its input "
                   "pair was) or half-split (pair i at (i, i + rot/2) after an interleaved "
                   "rotation, as DeepSeek-V3's apply_rotary_pos_emb_interleave writes them). "
-                  "Default: from the metadata (qk_order) or the data, stated in the certificate");
+                  "Default: from the metadata (qk_order) or the data, stated in the certificate")
+      ->needs(impl_opt);
   auto* p = cmd->add_option("--positions", st->positions,
                             "Positions of the dump's rows, A:B[:STEP] (default: the dump's "
                             "`positions` tensor, else 0..P-1)");

@@ -638,7 +638,14 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
     }
     found.push_back({n, in, out, {}, {}});
   }
-  if (found.empty()) return set;
+  if (found.empty()) {
+    if (o.qk_layout || o.qk_order) {
+      throw error(
+          fmt::format("{}: the dump holds no rotated q/k (q_in/q_out, k_in/k_out); it holds {}",
+                      o.qk_layout ? "--qk-layout" : "--qk-order", tensor_list(d)));
+    }
+    return set;
+  }
 
   // The options, else the dump's metadata (pev's own keys), decide first.
   std::optional<qk_layout> forced = o.qk_layout;
