@@ -25,7 +25,7 @@ packages=(
   build-essential cmake make git pkg-config
   libboost-dev libmpfr-dev libgmp-dev
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev libtbb-dev libssl-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev libtbb-dev libssl-dev zlib1g-dev
   gnuplot-nox clang-format python3 python3-numpy
   clang libclang-rt-14-dev
 )

@@ -54,6 +54,15 @@ json steps(const worst_case& w) {
 json certification_fields(const certification& c, json j) {
   j["spec"] = c.spec;
   j["what"] = c.what;
+  json layouts = json::array();
+  for (const auto& l : c.layouts) {
+    layouts.push_back({{"role", l.role},
+                       {"layout", l.layout},
+                       {"tensors", l.tensors},
+                       {"read_as", l.read_as},
+                       {"decided_by", l.decided_by}});
+  }
+  j["layouts"] = layouts;
   json inputs = json::array();
   for (const auto& f : c.inputs) {
     inputs.push_back({{"path", f.path}, {"format", f.format}, {"sha256", f.sha256}});

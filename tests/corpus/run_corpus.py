@@ -14,7 +14,9 @@ Asserts (issue 14, scope item 6):
      the mutant id it is tagged with, or with a mistake pev reports as indistinguishable from it
      (each unnamed one is printed with what pev said);
   4. the ladder property on every dump: a dump graded G passes `--recipe r` (exit 0) for every
-     recipe r whose rung in LADDER is G's or looser.
+     recipe r whose rung in LADDER is G's or looser;
+  5. every layout case (layout_cases.py) is read as it was written: the certificate's `layouts`
+     entry of each role names the expected layout and states the expected phrase (issue 15).
 Prints a summary table (case, config, dtype, kind, planted bug, grade, exit codes, named mutant),
 the seed, and how to replay a failure. Exit 0 when every assertion holds, 1 otherwise, 77 when
 /usr/bin/python3 lacks torch or numpy (ctest SKIP_RETURN_CODE).
@@ -206,6 +208,7 @@ def main() -> int:
     import torch  # noqa: F811
 
     import ggml_rope
+    import layout_cases
     import torch_rope
     from common import DEFAULT_SEED
 
@@ -218,6 +221,7 @@ def main() -> int:
     os.makedirs(work, exist_ok=True)
     cases = torch_rope.generate(os.path.join(work, "torch"), seed, a.only)
     cases += ggml_rope.generate(os.path.join(work, "ggml"), seed, a.only)
+    cases += layout_cases.generate(os.path.join(work, "layout"), seed, a.only)
     if a.only is None or "reference" in a.only:
         cases += make_cr_cases(pev, work, seed)
     t_gen = time.monotonic() - t0
@@ -244,6 +248,7 @@ def main() -> int:
     rows = []
     bugs = named = 0
     unnamed_notes = []
+    layout_notes = []  # the reading of every layout case (layout_cases.py)
     for entry in by_case.values():
         c = entry["case"]
         base = entry["runs"][None]
@@ -273,6 +278,16 @@ def main() -> int:
                 unnamed_notes.append(
                     f"  {c['case']}: expected {c['bug']}, pev named {s['named'] or 'nothing'}; "
                     f"closest {', '.join(f'{m} (rho {x:.3g})' for m, x in s['closest']) or '-'}")
+        readings = (base["cert"] or {}).get("layouts") or []
+        for role, (layout, phrase) in (c.get("layout") or {}).items():
+            got = [r for r in readings if r.get("role") == role]
+            if not got or got[0].get("layout") != layout or phrase not in got[0].get("read_as", ""):
+                problems.append(f"{role} not read as {layout} ({phrase!r}): pev read "
+                                f"{got[0] if got else 'nothing'}")
+            elif got:
+                layout_notes.append(f"  {c['case']}: {role} {got[0]['layout']}: "
+                                    f"{got[0]['read_as']} (decided by {got[0]['decided_by']}); "
+                                    f"grade {s['grade']}, exit {base['rc']}")
         ladder_bad = [cl for cl in claims_implied(s["grade"])
                       if entry["runs"].get(cl, {}).get("rc") != 0]
         if ladder_bad:
@@ -305,6 +320,9 @@ def main() -> int:
     if unnamed_notes:
         print("corpus: bugs not named with their tag:")
         print("\n".join(unnamed_notes))
+    if layout_notes:
+        print("corpus: layouts read (layout_cases.py):")
+        print("\n".join(layout_notes))
     elapsed = time.monotonic() - t0
     print(f"corpus: {runner.runs} pev runs, {elapsed:.0f} s in total")
     if a.markdown:

@@ -23,6 +23,7 @@ _DTYPES = {
     "BF16": np.dtype("<u2"),  # raw encodings
     "I64": np.dtype("<i8"),
     "I32": np.dtype("<i4"),
+    "C64": np.dtype("<c8"),  # complex64: (real, imag) float32 pairs (Meta's freqs_cis)
 }
 
 

@@ -60,6 +60,31 @@ put("npy", "negative_shape", b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) 
 put("npy", "header_len_beyond_file", b"\x93NUMPY\x01\x00\xff\xff{'descr'")
 
 
+# ---- npz (numpy.savez archives: a zip of .npy members) ------------------------------------
+def npz(compressed=False, **arrays):
+    b = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(b, **arrays)
+    return b.getvalue()
+
+
+tab = rng.standard_normal((4, 2, 2)).astype("<f4")
+put("npz", "stored", npz(cos=tab[..., 0], sin=tab[..., 1], positions=np.arange(4)))
+put("npz", "deflated", npz(True, table=tab, positions=np.arange(4, dtype="<i4")))
+put("npz", "complex64", npz(freqs_cis=(tab[..., 0] + 1j * tab[..., 1]).astype("<c8")))
+put("npz", "bf16_bits", npz(cos=np.array([0x3F80, 0x4000], dtype="<u2")))
+put("npz", "empty", npz())
+good = npz(True, a=np.arange(8, dtype="<f4"))
+put("npz", "truncated", good[:-7])
+crc = bytearray(npz(a=np.arange(8, dtype="<f4")))
+crc[30 + len("a.npy") + 128 + 8] ^= 0xFF  # in the array data (local header, name, npy header)
+put("npz", "corrupt_data", bytes(crc))
+b = io.BytesIO()
+import zipfile  # noqa: E402
+with zipfile.ZipFile(b, "w") as z:
+    z.writestr("notes.txt", "not an array")
+put("npz", "not_npy_member", b.getvalue())
+
+
 # ---- safetensors ------------------------------------------------------------------------------
 def st(tensors, metadata=None, header_override=None):
     header, blobs, off = {}, [], 0

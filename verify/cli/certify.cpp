@@ -53,6 +53,7 @@ certify::certificate plugin_exit_certificate(const spec::encoding& e, const std:
 command add_certify(CLI::App& app) {
   struct state {
     std::string spec_text, config_file, layer_type, recipe, layout, positions, positions_file;
+    std::string qk_layout, qk_order;
     std::vector<std::string> impl;
     std::string plugin, exec, dtype = "fp32", accuracy = "hf";
     double timeout = 60;
@@ -80,10 +81,13 @@ command add_certify(CLI::App& app) {
       "against the recipe's own angles and reported. When not certified, pev tries the known "
       "mistakes of the field and names the one that explains the data.\n"
       "RoPE tables: tensors cos and sin [P, rot/2] (or [P, rot] with duplicated halves or "
-      "repeated pairs, as transformers and GPT-J return them), cos_sin_cache [P, rot] (vLLM), or "
-      "table/freqs_cis [P, rot/2, 2]; optional inv_freq [rot/2], attention_factor (scalar) and "
-      "positions [P] (default 0..P-1). Sinusoidal: pe [P, d_model]. With npy files the tensor "
-      "name is the file name (cos.npy, sin.npy). Writes certificate.json into --out.\n"
+      "repeated pairs, as transformers and GPT-J return them; a batch [B, P, rot] too), "
+      "cos_sin_cache [P, rot] (vLLM), or table/freqs_cis [P, rot/2, 2] (or complex [P, rot/2]); "
+      "rotated q/k: q_in/q_out, k_in/k_out in [B, H, T, D], [B, T, H, D], [T, H, D] or [T, H*D] "
+      "(--qk-layout); optional inv_freq [rot/2], attention_factor (scalar) and positions [P] or "
+      "position_ids [B, P] (default 0..P-1). Sinusoidal: pe [P, d_model]. With npy files the "
+      "tensor name is the file name (cos.npy, sin.npy). The layout read is stated in the "
+      "certificate (`layouts`). Writes certificate.json into --out.\n"
       "Exit codes: 0 certified (and the claimed recipe holds), 1 not certified, 2 bad usage or "
       "input.");
   auto* s = cmd->add_option("--spec", st->spec_text,
@@ -99,8 +103,11 @@ command add_certify(CLI::App& app) {
       ->needs(c);
   auto* impl_opt =
       cmd->add_option("--impl", st->impl,
-                      "Dump file(s): one .safetensors, or .npy files named by tensor (repeatable)")
-          ->check(CLI::ExistingFile);
+                      "Dump file(s) (repeatable): a .safetensors file, .npy files named by tensor "
+                      "(cos.npy holds cos), an .npz archive (numpy.savez), or a directory of .npy "
+                      "files; complex tensors (Meta's freqs_cis, complex64) are read as "
+                      "(real, imag) pairs")
+          ->check(CLI::ExistingPath);
   auto* plugin_opt =
       cmd->add_option("--plugin", st->plugin,
                       "A shared library implementing pev's C ABI (pev/plugin/pev_plugin.h)")
@@ -161,8 +168,26 @@ command add_certify(CLI::App& app) {
                   "Tighten the claim: the trig error measured against the recipe's own angles "
                   "(fp32 tables) must not exceed this many ulps");
   cmd->add_option("--layout", st->layout,
-                  "RoPE table layout: separate, halves, repeated, vllm or pairs (default: "
-                  "detected from tensor names, shapes and data, and reported)");
+                  "RoPE table layout: separate (cos, sin [P, rot/2]), halves (cos, sin [P, rot], "
+                  "transformers), repeated (cos, sin [P, rot], GPT-J), vllm ([P, rot] = [cos | "
+                  "sin] per row: vLLM's cos_sin_cache, ggml's NEOX order) or pairs ([P, rot/2, 2] "
+                  "or [P, rot] of (cos, sin) pairs: freqs_cis, ggml's NORMAL order). Default: "
+                  "detected from tensor names, shapes and data, and stated in the certificate; "
+                  "where two fit, pev asks for this option (exit 2)");
+  // Both describe a dump's tensors: --impl only.
+  cmd->add_option("--qk-layout", st->qk_layout,
+                  "Layout of rotated q/k (q_in/q_out, k_in/k_out; D = head_dim last): bhtd "
+                  "[B, H, T, D] (transformers), bthd [B, T, H, D], thd [T, H, D], or t(hd) "
+                  "[T, H*D] (vLLM; quote it in a shell). Default: from the dump's metadata "
+                  "(qk_layout), the positions (position_ids [B, T]), the shapes and the data, "
+                  "stated in the certificate; where two fit, pev asks for this option (exit 2)")
+      ->needs(impl_opt);
+  cmd->add_option("--qk-order", st->qk_order,
+                  "Where q_out/k_out hold the rotated pairs: input (each pair where its input "
+                  "pair was) or half-split (pair i at (i, i + rot/2) after an interleaved "
+                  "rotation, as DeepSeek-V3's apply_rotary_pos_emb_interleave writes them). "
+                  "Default: from the metadata (qk_order) or the data, stated in the certificate")
+      ->needs(impl_opt);
   auto* p = cmd->add_option("--positions", st->positions,
                             "Positions of the dump's rows, A:B[:STEP] (default: the dump's "
                             "`positions` tensor, else 0..P-1)");
@@ -234,6 +259,8 @@ command add_certify(CLI::App& app) {
             certify::options o;
             if (!st->recipe.empty()) o.recipe = st->recipe;
             if (!st->layout.empty()) o.layout = certify::parse_table_layout(st->layout);
+            if (!st->qk_layout.empty()) o.qk_layout = certify::parse_qk_layout(st->qk_layout);
+            if (!st->qk_order.empty()) o.qk_order = certify::parse_qk_order(st->qk_order);
             if (!st->positions.empty()) o.positions = parse_position_range(st->positions, false);
             if (!st->positions_file.empty()) {
               const std::string bytes =

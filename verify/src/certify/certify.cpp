@@ -32,6 +32,8 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
   report::certification& z = cert.certification.emplace();
   z.spec = spec::to_spec_string(e);
   z.inputs = d.files;
+  // Files of an --impl directory that were not read are said, not dropped silently.
+  cert.notes.insert(cert.notes.end(), d.skipped.begin(), d.skipped.end());
   z.claimed_recipe = o.recipe;
   z.explain_threshold = kExplainRho;
   z.library.assumed = o.libm->name;

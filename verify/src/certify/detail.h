@@ -65,11 +65,14 @@ decltype(auto) visit_tensor(const io::array& a, std::string_view what, F&& f) {
 /// Whether `pos` holds every position 0 … max; with `required`, pev::error naming the first one
 /// missing.
 bool covers_every_position(const std::vector<std::int64_t>& pos, bool required);
-/// Positions of `rows` rows: --positions, else the first of `names` in the dump, else 0 … rows − 1
-/// (pev::error for a count that differs from `rows`, or negative positions).
+/// Positions of `rows` table rows, `batch` sequences of rows/batch each: --positions, else the
+/// first of `names` in the dump ([rows], or [batch, rows/batch] as position_ids), else 0 …
+/// rows/batch − 1 in every sequence; positions of one sequence are shared by every sequence of the
+/// batch (pev::error for a count that differs, or negative positions).
 std::vector<std::int64_t> row_positions(const dump& d, const options& o, std::int64_t rows,
-                                        std::initializer_list<const char*> names = {
-                                            "positions", "position_ids"});
+                                        std::initializer_list<const char*> names = {"positions",
+                                                                                    "position_ids"},
+                                        std::int64_t batch = 1);
 /// Positions of an index axis of n entries: tensor `name`, else 0 … n − 1.
 std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::int64_t n);
 /// Records what the certificate covers: count, range, whether every position 0 … max is there.

@@ -300,7 +300,7 @@ void diagnose_rope(context& k, const spec::rope& s, std::optional<std::int64_t> 
                    const std::vector<replay_base>& bases, const table_source* t,
                    const std::vector<std::int64_t>& pos, const std::vector<qk_source>& qk,
                    const std::vector<std::int64_t>& qk_pos, evidence_map& ev) {
-  const io::array* any = t ? t->cos.a : qk.front().in;
+  const io::array* any = t ? t->cos.a : qk.front().in.get();
   visit_float(any->type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, double>) {

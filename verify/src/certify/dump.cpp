@@ -1,8 +1,10 @@
-// Reading dumps for certification: safetensors and npy files, their SHA-256, names of layouts.
+// Reading dumps for certification: safetensors, npy and npz files and directories of npy files,
+// their SHA-256, names of layouts.
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
 #include "pev/io/npy.h"
+#include "pev/io/npz.h"
 #include "pev/io/safetensors.h"
 #include "pev/report/result.h"
 
@@ -62,6 +65,27 @@ std::string detail::sha256_text(std::string_view bytes) {
   return sha256_of([&](auto&& update) { update(bytes.data(), bytes.size()); });
 }
 
+namespace {
+
+// Reading options of a dump: bf16 npy arrays are '<u2' encodings (numpy has no bfloat16), and
+// complex tables (Meta's freqs_cis: complex64 cos + i·sin) are read as (real, imag) pairs.
+constexpr io::npy_options kNpy{/*u2_is_bf16=*/true, /*complex_as_pairs=*/true};
+constexpr io::safetensors_options kSafetensors{/*complex_as_pairs=*/true};
+
+// A dump file must be a regular file: a pipe or a device would give the hash of other bytes (or
+// none).
+void require_regular(const std::filesystem::path& f) {
+  std::error_code ec;
+  if (std::filesystem::exists(f, ec) && !std::filesystem::is_regular_file(f, ec)) {
+    throw error(
+        fmt::format("--impl '{}': not a regular file (pev hashes every file it "
+                    "certifies: save the dump to a file)",
+                    f.string()));
+  }
+}
+
+}  // namespace
+
 dump read_dump(const std::vector<std::filesystem::path>& files) {
   if (files.empty()) throw error("--impl: no input file given");
   dump d;
@@ -70,32 +94,61 @@ dump read_dump(const std::vector<std::filesystem::path>& files) {
       throw error(fmt::format("tensor '{}' is given twice (again in '{}')", name, file));
     }
   };
+  auto add_npy = [&](const std::filesystem::path& f) {
+    require_regular(f);
+    add(f.stem().string(), io::read_npy(f, kNpy), f.string());
+    d.files.push_back({f.string(), "npy", sha256_file(f)});
+  };
   for (const auto& f : files) {
-    // Read and hashed separately: a pipe or a device would give the hash of other bytes (or
-    // none), so a dump must be a regular file.
     std::error_code ec;
-    if (std::filesystem::exists(f, ec) && !std::filesystem::is_regular_file(f, ec)) {
-      throw error(
-          fmt::format("--impl '{}': not a regular file (pev hashes every file it "
-                      "certifies: save the dump to a file)",
-                      f.string()));
+    if (std::filesystem::is_directory(f, ec)) {
+      // A directory of .npy files, one tensor each (numpy.save per tensor), in name order; other
+      // entries are listed in the certificate's notes, not silently dropped.
+      std::vector<std::filesystem::path> npy;
+      std::vector<std::string> other;
+      for (const auto& e : std::filesystem::directory_iterator(f)) {
+        if (e.path().extension() == ".npy" && !e.is_directory(ec)) {
+          npy.push_back(e.path());
+        } else {
+          other.push_back(e.path().filename().string());
+        }
+      }
+      std::sort(npy.begin(), npy.end());
+      std::sort(other.begin(), other.end());
+      if (npy.empty()) {
+        throw error(fmt::format(
+            "--impl '{}': a directory is read as one .npy file per tensor (cos.npy holds 'cos'), "
+            "and it holds none{}",
+            f.string(),
+            other.empty() ? " (it is empty)"
+                          : fmt::format(" (it holds {})", fmt::join(other, ", "))));
+      }
+      for (const auto& p : npy) add_npy(p);
+      for (const auto& o : other) {
+        d.skipped.push_back(
+            fmt::format("--impl '{}': '{}' was not read (not an .npy file)", f.string(), o));
+      }
+      continue;
     }
+    require_regular(f);
     const std::string ext = f.extension().string();
-    input_file in{f.string(), "", ""};
     if (ext == ".safetensors") {
-      in.format = "safetensors";
-      io::tensor_file t = io::read_safetensors(f);
+      io::tensor_file t = io::read_safetensors(f, kSafetensors);
       for (const auto& name : t.names) add(name, std::move(t.tensors.at(name)), f.string());
       for (auto& [k, v] : t.metadata) d.metadata[k] = v;
+      d.files.push_back({f.string(), "safetensors", sha256_file(f)});
     } else if (ext == ".npy") {
-      in.format = "npy";
-      // bf16 tables are stored in npy as '<u2' encodings (numpy has no bfloat16).
-      add(f.stem().string(), io::read_npy(f, /*u2_is_bf16=*/true), f.string());
+      add_npy(f);
+    } else if (ext == ".npz") {
+      // numpy.savez / savez_compressed: one tensor per member, named by its key.
+      for (io::npz_member& m : io::read_npz(f, kNpy)) add(m.name, std::move(m.a), f.string());
+      d.files.push_back({f.string(), "npz", sha256_file(f)});
     } else {
-      throw error(fmt::format("--impl '{}': expected a .safetensors or .npy file", f.string()));
+      throw error(fmt::format(
+          "--impl '{}': expected a .safetensors, .npy or .npz file, or a directory of .npy files "
+          "(one tensor per file, named by the file)",
+          f.string()));
     }
-    in.sha256 = sha256_file(f);
-    d.files.push_back(std::move(in));
   }
   return d;
 }
@@ -123,6 +176,42 @@ table_layout parse_table_layout(std::string_view name) {
   }
   throw error(fmt::format(
       "--layout: '{}' is not a table layout (expected separate, halves, repeated, vllm or pairs)",
+      name));
+}
+
+const char* to_string(qk_layout l) {
+  switch (l) {
+    case qk_layout::bhtd:
+      return "bhtd";
+    case qk_layout::bthd:
+      return "bthd";
+    case qk_layout::thd:
+      return "thd";
+    case qk_layout::t_hd:
+      return "t(hd)";
+  }
+  return "?";
+}
+
+qk_layout parse_qk_layout(std::string_view name) {
+  for (auto l : {qk_layout::bhtd, qk_layout::bthd, qk_layout::thd, qk_layout::t_hd}) {
+    if (name == to_string(l)) return l;
+  }
+  throw error(fmt::format(
+      "--qk-layout: '{}' is not a q/k layout (expected bhtd [B, H, T, D], bthd [B, T, H, D], thd "
+      "[T, H, D] or t(hd) [T, H·D])",
+      name));
+}
+
+const char* to_string(qk_order o) { return o == qk_order::input ? "input" : "half-split"; }
+
+qk_order parse_qk_order(std::string_view name) {
+  if (name == "input") return qk_order::input;
+  if (name == "half-split") return qk_order::half_split;
+  throw error(fmt::format(
+      "--qk-order: '{}' is not an output order (expected input: each rotated pair where its "
+      "input pair was; half-split: pair i at (i, i + rot/2), as DeepSeek-V3's "
+      "apply_rotary_pos_emb_interleave writes them)",
       name));
 }
 

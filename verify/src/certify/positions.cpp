@@ -51,19 +51,38 @@ bool covers_every_position(const std::vector<std::int64_t>& pos, bool required) 
 }
 
 std::vector<std::int64_t> row_positions(const dump& d, const options& o, std::int64_t rows,
-                                        std::initializer_list<const char*> names) {
+                                        std::initializer_list<const char*> names,
+                                        std::int64_t batch) {
   std::vector<std::int64_t> pos = o.positions;
+  const std::int64_t per = batch > 0 ? rows / batch : rows;
+  std::string source = "--positions";
   if (pos.empty()) {
     std::string name;
     if (const io::array* a = find_any(d, names, &name)) {
       pos = a->to_int64();
+      source = fmt::format("'{}' {}", name, io::shape_string(a->shape));
+      const auto sh = squeezed(a->shape);
+      if (sh.size() == 2 && sh[0] != batch) {
+        throw error(fmt::format(
+            "tensor {} holds the positions of {} sequences, the table {} (a batch of {})", source,
+            sh[0], batch, batch));
+      }
     } else {
-      pos.resize(static_cast<std::size_t>(rows));
-      for (std::int64_t r = 0; r < rows; ++r) pos[static_cast<std::size_t>(r)] = r;
+      for (std::int64_t b = 0; b < batch; ++b) {
+        for (std::int64_t r = 0; r < per; ++r) pos.push_back(r);
+      }
     }
   }
+  if (batch > 1 && static_cast<std::int64_t>(pos.size()) == per) {
+    // Positions [P] shared by every sequence of the batch.
+    std::vector<std::int64_t> all;
+    for (std::int64_t b = 0; b < batch; ++b) all.insert(all.end(), pos.begin(), pos.end());
+    pos = std::move(all);
+  }
   if (static_cast<std::int64_t>(pos.size()) != rows) {
-    throw error(fmt::format("the table has {} rows but {} positions are given", rows, pos.size()));
+    throw error(fmt::format("the table has {} rows{} but {} positions are given ({})", rows,
+                            batch > 1 ? fmt::format(" ({} × {})", batch, per) : "", pos.size(),
+                            source));
   }
   if (!pos.empty() && *std::min_element(pos.begin(), pos.end()) < 0) {
     throw error("negative positions cannot be certified");

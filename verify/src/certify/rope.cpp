@@ -186,41 +186,35 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
                                    name.c_str());
     }
   }
-  k.cert.checks.push_back(make_check(
-      name,
-      fmt::format("tensors '{0}_in' and '{0}_out' {1}", q.name, io::shape_string(q.out->shape)),
-      dtype_of<T>(), f, k.o));
+  k.cert.checks.push_back(make_check(name, q.source, dtype_of<T>(), f, k.o));
 }
 
 }  // namespace
 
 void certify_rope(const spec::rope& s, context& k) {
   const dump& d = k.d;
-  const std::vector<qk_source> qk = find_qk(d, s);
+  const bool with_table = table_present(d, s, k.o);
+  // Every q/k pair has one row per token (after their layout is read: layout.h).
+  const qk_set qks = find_qk(d, s, k.o, with_table);
+  const std::vector<qk_source>& qk = qks.qk;
   std::optional<table_source> t;
-  if (table_present(d, s, k.o) || qk.empty()) t = find_rope_table(d, s, k.o.layout);
-  std::vector<std::int64_t> pos, qk_pos;
+  if (with_table || qk.empty()) t = find_rope_table(d, s, k.o.layout);
+  std::vector<std::int64_t> pos;
+  const std::vector<std::int64_t>& qk_pos = qks.pos;
   std::vector<std::string> what;
   if (t) {
-    pos = row_positions(d, k.o, t->rows);
+    pos = row_positions(d, k.o, t->rows, {"positions", "position_ids"}, t->batch);
     if (pos.empty()) throw error("the table has no rows");
-    what.push_back(fmt::format("rope table ({} layout{})", to_string(t->layout),
-                               t->detected ? ", detected" : ""));
+    fold_identical_batches(*t, pos);
+    what.push_back(
+        fmt::format("rope table ({} layout, {}: {})", to_string(t->layout),
+                    t->detected ? "detected from " + t->reading.decided_by : "forced by --layout",
+                    t->reading.read_as));
+    k.c().layouts.push_back(t->reading);
   }
   if (!qk.empty()) {
-    // Every q/k pair has one row per token; their positions: qk_positions, else (without a table)
-    // positions, else 0 … T − 1.
-    for (const qk_source& q : qk) {
-      if (q.tokens != qk.front().tokens) {
-        throw error("tensors q_in and k_in have different numbers of tokens");
-      }
-    }
-    qk_pos =
-        t ? row_positions(d, {}, qk.front().tokens, {"qk_positions"})
-          : row_positions(d, k.o, qk.front().tokens, {"qk_positions", "positions", "position_ids"});
-    what.push_back(fmt::format("rotated {} ({} tokens × {} heads × {}, {} layout)",
-                               qk.size() == 2 ? "q and k" : qk.front().name, qk.front().tokens,
-                               qk.front().heads, qk.front().dim, spec::to_string(s.layout)));
+    what.push_back(qks.what);
+    k.c().layouts.push_back(qks.reading);
   }
   const std::vector<std::int64_t>& main_pos = t ? pos : qk_pos;
   if (main_pos.empty()) throw error("the dump has no rows to certify");

@@ -317,16 +317,28 @@ std::string bf16_hint() {
          "read_npy(file, /*u2_is_bf16=*/true)";
 }
 
-dtype parse_descr(const std::string& d, std::string_view source, bool u2_is_bf16) {
-  if (d == "<f8") return dtype::fp64;
-  if (d == "<f4") return dtype::fp32;
-  if (d == "<f2") return dtype::fp16;
-  if (d == "<i4") return dtype::int32;
-  if (d == "<i8") return dtype::int64;
+struct npy_type {
+  dtype type = dtype::fp64;
+  bool complex = false;  // each element is two of `type`: (real, imag)
+};
+
+npy_type parse_descr(const std::string& d, std::string_view source, const npy_options& o) {
+  if (d == "<f8") return {dtype::fp64};
+  if (d == "<f4") return {dtype::fp32};
+  if (d == "<f2") return {dtype::fp16};
+  if (d == "<i4") return {dtype::int32};
+  if (d == "<i8") return {dtype::int64};
   if (d == "<u2") {
-    if (u2_is_bf16) return dtype::bf16;
+    if (o.u2_is_bf16) return {dtype::bf16};
     fail("{}: header field 'descr' is '<u2' (uint16), which pev reads only as bf16 when asked: {}",
          where(source), bf16_hint());
+  }
+  if (d == "<c8" || d == "<c16") {
+    if (o.complex_as_pairs) return {d == "<c8" ? dtype::fp32 : dtype::fp64, true};
+    fail(
+        "{}: header field 'descr' is '{}', which is not supported here; complex arrays are read "
+        "only where pev expects them, as (real, imag) pairs (pev certify: a complex freqs_cis)",
+        where(source), d);
   }
   const std::string head =
       fmt::format("{}: header field 'descr' is '{}'", where(source), detail::printable(d, 40));
@@ -354,11 +366,11 @@ dtype parse_descr(const std::string& d, std::string_view source, bool u2_is_bf16
 }
 
 struct npy_header {
-  dtype type = dtype::fp64;
+  npy_type type;
   std::vector<std::int64_t> shape;
 };
 
-npy_header interpret_header(const py_value& d, std::string_view source, bool u2_is_bf16) {
+npy_header interpret_header(const py_value& d, std::string_view source, const npy_options& o) {
   const std::string w = where(source);
   if (d.k != py_value::kind::dict) {
     fail("{}: header is {} ({}), expected a dict with keys 'descr', 'fortran_order' and 'shape'", w,
@@ -408,7 +420,7 @@ npy_header interpret_header(const py_value& d, std::string_view source, bool u2_
     fail("{}: header field 'descr' is {} ({}), expected a dtype string such as '<f4'", w,
          kind_name(descr->k), detail::printable(descr->text, 40));
   }
-  h.type = parse_descr(descr->str, source, u2_is_bf16);
+  h.type = parse_descr(descr->str, source, o);
 
   if (fortran->k != py_value::kind::boolean) {
     fail("{}: header field 'fortran_order' is {} ({}), expected True or False", w,
@@ -441,7 +453,7 @@ npy_header interpret_header(const py_value& d, std::string_view source, bool u2_
   return h;
 }
 
-array read(const detail::byte_source& src, std::string_view source, bool u2_is_bf16) {
+array read(const detail::byte_source& src, std::string_view source, const npy_options& o) {
   const std::string w = where(source);
   const std::uint64_t size = src.size();
   // Magic and version.
@@ -483,20 +495,22 @@ array read(const detail::byte_source& src, std::string_view source, bool u2_is_b
     }
   }
   const py_value dict = literal_parser(header, source, major <= 2).parse_document();
-  npy_header h = interpret_header(dict, source, u2_is_bf16);
+  npy_header h = interpret_header(dict, source, o);
 
   // The data must be exactly product(shape)·itemsize bytes: checked (overflow first) before
   // allocating, so that a header claiming terabytes costs nothing.
   const std::uint64_t data_start = header_start + header_length;
   const std::uint64_t available = size - data_start;
-  const std::string what =
-      fmt::format("shape {} of '{}'", shape_string(h.shape), npy_descr(h.type));
+  const std::string what = fmt::format(
+      "shape {} of '{}'", shape_string(h.shape),
+      h.type.complex ? (h.type.type == dtype::fp32 ? "<c8" : "<c16") : npy_descr(h.type.type));
   const auto elements = detail::checked_product(h.shape);
   if (!elements) {
     fail("{}: header field 'shape' {} has more elements than fit in 64 bits", w,
          shape_string(h.shape));
   }
-  const auto needed = detail::checked_mul(*elements, size_of(h.type));
+  const auto needed =
+      detail::checked_mul(*elements, size_of(h.type.type) * (h.type.complex ? 2 : 1));
   if (!needed) {
     fail("{}: {} needs more than 2^64 bytes of data", w, what);
   }
@@ -511,8 +525,10 @@ array read(const detail::byte_source& src, std::string_view source, bool u2_is_b
          what);
   }
   array a;
-  a.type = h.type;
+  a.type = h.type.type;
   a.shape = std::move(h.shape);
+  if (h.type.complex) a.shape.push_back(2);  // (real, imag), as torch.view_as_real
+  a.complex = h.type.complex;
   a.data.resize(static_cast<std::size_t>(*needed));
   src.read(data_start, a.data.data(), a.data.size());
   return a;
@@ -590,11 +606,19 @@ void write_npy(const std::filesystem::path& file, const array& a) {
 }
 
 array parse_npy(std::string_view bytes, std::string_view source, bool u2_is_bf16) {
-  return read(*detail::memory_source(bytes), source, u2_is_bf16);
+  return parse_npy(bytes, source, npy_options{u2_is_bf16, false});
+}
+
+array parse_npy(std::string_view bytes, std::string_view source, const npy_options& o) {
+  return read(*detail::memory_source(bytes), source, o);
 }
 
 array read_npy(const std::filesystem::path& file, bool u2_is_bf16) {
-  return read(*detail::file_source(file), file.string(), u2_is_bf16);
+  return read_npy(file, npy_options{u2_is_bf16, false});
+}
+
+array read_npy(const std::filesystem::path& file, const npy_options& o) {
+  return read(*detail::file_source(file), file.string(), o);
 }
 
 array read_npy(const std::filesystem::path& file) { return read_npy(file, false); }

@@ -82,12 +82,13 @@ header_json parse_header_json(const std::string& text, const std::string& w) {
 struct entry {
   std::string name;
   dtype type = dtype::fp64;
+  bool complex = false;  // C64: each element two F32 (real, imag)
   std::vector<std::int64_t> shape;
   std::uint64_t begin = 0, end = 0;
 };
 
 entry parse_entry(const std::string& name, const json& j, const std::string& w,
-                  std::uint64_t data_size) {
+                  std::uint64_t data_size, const safetensors_options& o) {
   const std::string t = fmt::format("{}: tensor '{}'", w, detail::printable(name, 60));
   if (!j.is_object()) {
     fail("{} is {}, expected an object with 'dtype', 'shape' and 'data_offsets'", t, json_kind(j));
@@ -111,10 +112,22 @@ entry parse_entry(const std::string& name, const json& j, const std::string& w,
     fail("{}: field 'dtype' is {} ({}), expected a string such as \"F32\"", t, json_kind(dt),
          json_text(dt));
   }
-  try {
-    e.type = parse_safetensors_dtype(dt.get_ref<const std::string&>());
-  } catch (const pev::error& err) {
-    fail("{}: field 'dtype': {}", t, err.what());
+  if (dt.get_ref<const std::string&>() == "C64") {
+    if (!o.complex_as_pairs) {
+      fail(
+          "{}: field 'dtype': dtype 'C64' (complex64) is not supported here; complex tensors are "
+          "read only where pev expects them, as (real, imag) pairs (pev certify: a complex "
+          "freqs_cis)",
+          t);
+    }
+    e.type = dtype::fp32;
+    e.complex = true;
+  } else {
+    try {
+      e.type = parse_safetensors_dtype(dt.get_ref<const std::string&>());
+    } catch (const pev::error& err) {
+      fail("{}: field 'dtype': {}", t, err.what());
+    }
   }
 
   const json& shape = j["shape"];
@@ -148,9 +161,9 @@ entry parse_entry(const std::string& name, const json& j, const std::string& w,
   if (!elements) {
     fail("{}: field 'shape' {} has more elements than fit in 64 bits", t, shape_string(e.shape));
   }
-  const std::string what =
-      fmt::format("shape {} of {}", shape_string(e.shape), safetensors_name(e.type));
-  const auto bytes = detail::checked_mul(*elements, size_of(e.type));
+  const std::string what = fmt::format("shape {} of {}", shape_string(e.shape),
+                                       e.complex ? "C64" : safetensors_name(e.type));
+  const auto bytes = detail::checked_mul(*elements, size_of(e.type) * (e.complex ? 2 : 1));
   if (!bytes) fail("{}: {} needs more than 2^64 bytes", t, what);
   if (*bytes != e.end - e.begin) {
     fail("{}: field 'data_offsets' {} spans {} bytes but {} needs {}", t, range, e.end - e.begin,
@@ -163,7 +176,8 @@ entry parse_entry(const std::string& name, const json& j, const std::string& w,
   return e;
 }
 
-tensor_file read(const detail::byte_source& src, std::string_view source) {
+tensor_file read(const detail::byte_source& src, std::string_view source,
+                 const safetensors_options& o) {
   const std::string w = where(source);
   const std::uint64_t size = src.size();
   if (size < 8) {
@@ -215,7 +229,7 @@ tensor_file read(const detail::byte_source& src, std::string_view source) {
       }
       continue;
     }
-    entries.push_back(parse_entry(key, value, w, data_size));
+    entries.push_back(parse_entry(key, value, w, data_size, o));
   }
 
   // File order is data order (ties, i.e. empty tensors, in header order); the data must tile
@@ -251,6 +265,8 @@ tensor_file read(const detail::byte_source& src, std::string_view source) {
     array a;
     a.type = e.type;
     a.shape = std::move(e.shape);
+    if (e.complex) a.shape.push_back(2);  // (real, imag), as torch.view_as_real
+    a.complex = e.complex;
     a.data.resize(static_cast<std::size_t>(e.end - e.begin));
     src.read(data_start + e.begin, a.data.data(), a.data.size());
     out.names.push_back(e.name);
@@ -344,11 +360,20 @@ void write_safetensors(const std::filesystem::path& file, const tensor_file& t) 
 }
 
 tensor_file parse_safetensors(std::string_view bytes, std::string_view source) {
-  return read(*detail::memory_source(bytes), source);
+  return parse_safetensors(bytes, source, {});
+}
+
+tensor_file parse_safetensors(std::string_view bytes, std::string_view source,
+                              const safetensors_options& o) {
+  return read(*detail::memory_source(bytes), source, o);
 }
 
 tensor_file read_safetensors(const std::filesystem::path& file) {
-  return read(*detail::file_source(file), file.string());
+  return read_safetensors(file, {});
+}
+
+tensor_file read_safetensors(const std::filesystem::path& file, const safetensors_options& o) {
+  return read(*detail::file_source(file), file.string(), o);
 }
 
 }  // namespace pev::io

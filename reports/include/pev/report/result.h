@@ -240,10 +240,21 @@ struct library_figures {
   std::string note;    // why a figure was not measured
 };
 
+/// How certification read one role of a dump (docs/design.md §6.2): which tensors, in which
+/// layout, as which shape, and what decided it.
+struct layout_reading {
+  std::string role;        // "table", "q/k"
+  std::string layout;      // "halves", "vllm", "bhtd", …
+  std::string tensors;     // the tensors and their shapes as dumped
+  std::string read_as;     // "[B=1, H=4, T=512, D=128]; outputs in half-split order", …
+  std::string decided_by;  // "--qk-layout", "the positions 'position_ids' [1, 512]", "the data: …"
+};
+
 /// What certification adds to a report (docs/design.md §4.2, §6.9).
 struct certification {
-  std::string spec;  // canonical SPEC string
-  std::string what;  // "rope table (separate layout, detected)", …
+  std::string spec;                     // canonical SPEC string
+  std::string what;                     // "rope table (separate layout, detected)", …
+  std::vector<layout_reading> layouts;  // how each role was read (RoPE tables and q/k)
   std::vector<input_file> inputs;
   std::uint64_t positions = 0;
   std::int64_t min_position = 0, max_position = 0;

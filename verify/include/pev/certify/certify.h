@@ -65,19 +65,24 @@ using report::to_string;  // of a grade
 
 // ---- Inputs ---------------------------------------------------------------------------------
 
-/// The tensors of a dump: every tensor of a safetensors file, or one tensor per npy file named by
-/// the file's stem ("cos.npy" holds tensor "cos"). Several files may be combined; a name given
-/// twice is an error.
+/// The tensors of a dump: every tensor of a safetensors file, every array of an npz archive, or
+/// one tensor per npy file named by the file's stem ("cos.npy" holds tensor "cos"; a directory
+/// gives every .npy file in it). Several files may be combined; a name given twice is an error.
+/// Complex tensors (safetensors C64, npy '<c8'/'<c16': Meta's freqs_cis) are read as (real, imag)
+/// pairs along a last axis of 2 (io::array::complex).
 struct dump {
   std::vector<input_file> files;
   std::map<std::string, io::array> tensors;
   std::map<std::string, std::string> metadata;  // safetensors __metadata__ (merged)
+  /// What a directory held besides its .npy files: not read, and said so in the certificate.
+  std::vector<std::string> skipped;
 
   const io::array* find(std::string_view name) const;
 };
 
-/// Reads the files (pev::error for unreadable or malformed files, naming the file; each must be a
-/// regular file, since it is hashed as well as read).
+/// Reads the files: .safetensors, .npy, .npz, or a directory of .npy files (pev::error for
+/// unreadable or malformed files, naming the file; each must be a regular file, since it is
+/// hashed as well as read).
 dump read_dump(const std::vector<std::filesystem::path>& files);
 
 /// SHA-256 of a file, lowercase hex (OpenSSL).
@@ -93,15 +98,43 @@ std::string sha256_bytes(std::string_view bytes);
 ///                 them (cos[:, j] = cos[:, j + pairs]);
 ///   repeated      `cos` and `sin` [P, rotary_dim] with each value repeated twice (GPT-J /
 ///                 interleaved layouts: cos[:, 2i] = cos[:, 2i + 1]);
-///   vllm          `cos_sin_cache` [P, rotary_dim] = [cos | sin] (vLLM);
-///   pairs         [P, pairs, 2] of (cos, sin): `table` (pev reference npy), `freqs_cis` (Meta
-///                 complex as real pairs), `cos_sin` or a lone 3-d tensor.
-/// Leading dimensions of size 1 ([1, P, …] from a batch of one) are dropped.
+///   vllm          [P, rotary_dim] = [cos | sin] per row: vLLM's `cos_sin_cache`, and ggml's
+///                 NEOX order (ggml_rope in NEOX mode on [1…1 | 0…0] writes exactly this row);
+///   pairs         [P, pairs, 2] of (cos, sin): `table` (pev reference npy), `freqs_cis` (Meta's
+///                 complex64, or as real pairs), `cos_sin`, a lone 3-d tensor, or a lone
+///                 [P, rotary_dim] = (cos, sin) pairs flattened (ggml's NORMAL order and its own
+///                 cache).
+/// Size-1 dimensions before the last two (three for pairs) are dropped ([1, P, …] from a batch of
+/// one, [B, 1, P, rot] unsqueezed for heads); a leading batch B > 1 is read as B·P rows with
+/// position_ids [B, P] (or positions [P] shared), or once when every batch is the same.
 // clang-format on
 enum class table_layout { separate, halves, repeated, vllm, pairs };
 const char* to_string(table_layout l);
 /// Parses a layout name; pev::error listing the names otherwise.
 table_layout parse_table_layout(std::string_view name);
+
+// clang-format off
+/// How rotated q/k (`q_in`/`q_out`, `k_in`/`k_out`) are laid out, D = head_dim last
+/// (docs/certify.md §4):
+///   bhtd   [B, H, T, D]: transformers' own (query_states after transpose(1, 2)); [H, T, D]
+///          without the batch;
+///   bthd   [B, T, H, D]: FlashAttention, before transformers' transpose;
+///   thd    [T, H, D]: pev's own dumps (bthd without the batch);
+///   t_hd   [T, H·D] ("t(hd)"), or [B, T, H·D]: vLLM's flattened heads.
+// clang-format on
+enum class qk_layout { bhtd, bthd, thd, t_hd };
+const char* to_string(qk_layout l);
+/// Parses "bhtd", "bthd", "thd" or "t(hd)"; pev::error listing the names otherwise.
+qk_layout parse_qk_layout(std::string_view name);
+
+/// Where q_out/k_out hold the rotated pairs: `input`, each pair where its input pair was (the
+/// spec's layout: (2i, 2i + 1) interleaved, (i, i + rot/2) NeoX); `half_split`, pair i at
+/// (i, i + rot/2) whatever the input layout (DeepSeek-V3's apply_rotary_pos_emb_interleave, which
+/// rotates interleaved inputs and leaves its outputs de-interleaved).
+enum class qk_order { input, half_split };
+const char* to_string(qk_order o);
+/// Parses "input" or "half-split"; pev::error listing the names otherwise.
+qk_order parse_qk_order(std::string_view name);
 
 // ---- Certification ------------------------------------------------------------------------------
 
@@ -115,6 +148,11 @@ struct options {
   /// The recipe the implementation claims (exact, hf, ggml, vllm); none: report the best grade.
   std::optional<std::string> recipe;
   std::optional<table_layout> layout;
+  /// The layout of rotated q/k and the order of their outputs; none: from the dump's metadata
+  /// (`qk_layout`, `qk_order`), the positions, the shapes and the data, and exit 2 (pev::error
+  /// naming the option) where two readings still fit.
+  std::optional<certify::qk_layout> qk_layout;
+  std::optional<certify::qk_order> qk_order;
   /// Positions of the dump's rows; empty: a `positions` (or `position_ids`) tensor, else 0..P−1.
   std::vector<std::int64_t> positions;
   /// Sequence length of stateful rope types; none: max(position) + 1 (transformers).

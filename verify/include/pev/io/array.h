@@ -26,6 +26,9 @@ struct array {
   dtype type = dtype::fp64;
   std::vector<std::int64_t> shape;
   std::vector<std::byte> data;  // little-endian, row-major, size = elements()·size_of(type)
+  /// Read from a complex dtype (safetensors C64, npy '<c8'/'<c16', when the reader is asked to):
+  /// the last axis, of size 2, holds (real, imag) — what torch.view_as_real gives.
+  bool complex = false;
 
   /// Product of the shape (1 for a scalar).
   std::size_t elements() const;

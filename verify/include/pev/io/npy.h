@@ -13,18 +13,32 @@
 
 namespace pev::io {
 
+/// How a reader interprets the dtypes that have no pev::dtype of their own.
+struct npy_options {
+  /// '<u2' holds bfloat16 encodings (what write_npy writes for bf16); otherwise refused.
+  bool u2_is_bf16 = false;
+  /// '<c8' (complex64) and '<c16' (complex128) are read as '<f4' / '<f8' with a last axis of 2
+  /// holding (real, imag) (array::complex set); otherwise refused.
+  bool complex_as_pairs = false;
+};
+
 /// Writes `a` as `numpy.save` would (format 1.0, or 2.0 when the header needs it), atomically.
 void write_npy(const std::filesystem::path& file, const array& a);
-/// Reads an npy file of dtype '<f8', '<f4', '<f2', '<i4' or '<i8'; '<u2' is refused (see below).
+/// Reads an npy file of dtype '<f8', '<f4', '<f2', '<i4' or '<i8'; '<u2' and complex dtypes are
+/// refused (see npy_options).
 array read_npy(const std::filesystem::path& file);
 /// As above; with `u2_is_bf16` a '<u2' file is read as bf16 encodings (what write_npy writes for
 /// bf16).
 array read_npy(const std::filesystem::path& file, bool u2_is_bf16);
+/// As above, with every interpretation of npy_options.
+array read_npy(const std::filesystem::path& file, const npy_options& o);
 
 /// The bytes write_npy writes for `a`.
 std::string npy_bytes(const array& a);
 /// Parses npy bytes held in memory, as read_npy does; `source` names them in messages.
 array parse_npy(std::string_view bytes, std::string_view source, bool u2_is_bf16 = false);
+/// As above, with every interpretation of npy_options.
+array parse_npy(std::string_view bytes, std::string_view source, const npy_options& o);
 /// The npy descr of `t`: "<f8", "<f4", "<f2", "<u2" (bf16), "<i4", "<i8".
 std::string_view npy_descr(dtype t);
 

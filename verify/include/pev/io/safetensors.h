@@ -28,17 +28,29 @@ struct tensor_file {
   const array& at(const std::string& name) const;
 };
 
+/// How a reader interprets the dtypes that have no pev::dtype of their own.
+struct safetensors_options {
+  /// C64 (complex64: two F32, real then imaginary part) is read as F32 with a last axis of 2
+  /// holding (real, imag) (array::complex set); otherwise refused.
+  bool complex_as_pairs = false;
+};
+
 /// Writes `t` atomically: tensors in `names` order with contiguous data, the header padded with
 /// spaces to a multiple of 8 bytes, "__metadata__" (first) when `t.metadata` is not empty.
 void write_safetensors(const std::filesystem::path& file, const tensor_file& t);
 /// Reads a safetensors file of dtypes F64, F32, F16, BF16, I32, I64; `names` come in data order.
 tensor_file read_safetensors(const std::filesystem::path& file);
+/// As above, with the interpretations of safetensors_options.
+tensor_file read_safetensors(const std::filesystem::path& file, const safetensors_options& o);
 
 /// The bytes write_safetensors writes for `t`.
 std::string safetensors_bytes(const tensor_file& t);
 /// Parses safetensors bytes held in memory, as read_safetensors does; `source` names them in
 /// messages.
 tensor_file parse_safetensors(std::string_view bytes, std::string_view source);
+/// As above, with the interpretations of safetensors_options.
+tensor_file parse_safetensors(std::string_view bytes, std::string_view source,
+                              const safetensors_options& o);
 
 /// Largest header read_safetensors accepts, in bytes (the limit of the reference implementation).
 inline constexpr std::uint64_t max_safetensors_header = 100'000'000;
