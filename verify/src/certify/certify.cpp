@@ -55,13 +55,15 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
   for (check& c : cert.checks) c.family = family;
   cert.prov.max_position = z.max_position;
   cert.prov.exhaustive = z.exhaustive;
-  // Where the data leaves the claimed bound, and how far it is from the exact values in hf bounds.
+  // Where the data leaves the bound it is held to, and how far it is from the exact values in
+  // that bound (hf for a check without the claimed recipe's pipeline).
+  z.held_to = detail::held_bound(o, std::holds_alternative<spec::rope>(e));
   report::diagnosis& why = z.why ? *z.why : z.why.emplace();
   why.first = std::move(k.mismatches);
   for (const check& c : cert.checks) {
-    if (const auto it = c.recipe_rho.find("hf"); it != c.recipe_rho.end()) {
-      why.max_rho_without = std::max(why.max_rho_without, it->second);
-    }
+    auto it = c.recipe_rho.find(z.held_to);
+    if (it == c.recipe_rho.end()) it = c.recipe_rho.find("hf");
+    if (it != c.recipe_rho.end()) why.max_rho_without = std::max(why.max_rho_without, it->second);
   }
   detail::finish(cert);
   z.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

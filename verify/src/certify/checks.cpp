@@ -61,6 +61,13 @@ std::vector<std::string> bound_names(bool ggml) {
   return v;
 }
 
+std::string held_bound(const options& o, bool ggml) {
+  std::string claimed = o.recipe.value_or("hf");
+  if (claimed == "vllm") claimed = "vllm-bf16";
+  if (claimed == "ggml" && !ggml) claimed = "hf";
+  return claimed;
+}
+
 compare::figures::options figure_options(const options& o, std::int64_t max_position,
                                          std::int64_t indices, bool ggml,
                                          std::vector<report::mismatch>* mismatches) {
@@ -72,17 +79,16 @@ compare::figures::options figure_options(const options& o, std::int64_t max_posi
     return static_cast<std::size_t>(std::find(f.bounds.begin(), f.bounds.end(), name) -
                                     f.bounds.begin());
   };
-  f.gate = index("hf");  // the check's max_rho: ρ against transformers' recipe, as the summary
+  // The check's max_rho, octave bounds and the first mismatches: against the bound the data is
+  // held to — the claimed recipe's own (a vllm claim: the looser of its caches), hf without a
+  // claim or where the family has no pipeline of the claimed recipe.
+  const std::size_t held = index(held_bound(o, ggml));
+  f.gate = held;
   f.per_bound_rho = true;
   for (std::size_t k = 0; k < f.bounds.size(); ++k) f.ladder.push_back(k);
   f.zero_floor = true;
   f.worst = compare::worst_by::ulp_error;
-  // The first values beyond the claimed recipe's own bound (hf without a claim; a vllm claim:
-  // the looser of its caches).
-  std::string claimed = o.recipe.value_or("hf");
-  if (claimed == "vllm") claimed = "vllm-bf16";
-  if (claimed == "ggml" && !ggml) claimed = "hf";
-  f.mismatch_bound = index(claimed);
+  f.mismatch_bound = held;
   f.mismatches = mismatches;
   f.max_mismatches = kFirstMismatches;
   return f;
@@ -112,7 +118,8 @@ check make_check(const std::string& name, const std::string& source, dtype t,
   const auto drift = std::find(names.begin(), names.end(), "drift-free") - names.begin();
   c.drift_free_bound = f.max_bound(static_cast<std::size_t>(drift));
   c.best = grade_of(c);
-  c.bound_name = "hf recipe bound (rho); grade " + std::string(to_string(*c.best));
+  c.bound_name = held_bound(o, c.recipe_rho.count("ggml") > 0) + " recipe bound (rho); grade " +
+                 std::string(to_string(*c.best));
   c.pass = *c.best != grade::not_certified;
   return c;
 }

@@ -84,9 +84,13 @@ std::vector<std::string> bound_names(bool ggml);
 /// The grade a claimed recipe needs (exact: faithful; hf, ggml, vllm: their recipe grades);
 /// pev::error for an unknown recipe.
 grade claim_grade(std::string_view recipe);
+/// The bound a check is held to (report::certification::held_to): the claimed recipe's ("vllm":
+/// vllm-bf16, its looser cache), else hf; hf too for a ggml claim where the check has no ggml
+/// bound (`ggml` false).
+std::string held_bound(const options& o, bool ggml);
 /// Options of a certified check's figures: ρ per bound and on the ladder, worst case by ulp
-/// error, zero floor, mismatches beyond the claimed recipe's bound (hf without a claim) into
-/// `mismatches`.
+/// error, zero floor; the gate (max ρ) and the mismatches (into `mismatches`) against
+/// held_bound(o, ggml).
 compare::figures::options figure_options(const options& o, std::int64_t max_position,
                                          std::int64_t indices, bool ggml,
                                          std::vector<report::mismatch>* mismatches);
