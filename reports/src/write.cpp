@@ -670,6 +670,17 @@ std::string run_gnuplot(const std::string& gnuplot, const std::filesystem::path&
   return outp;
 }
 
+/// Runs one gnuplot on the script `driver` (relative to `dir`) in `dir`; whether it exited 0. Its
+/// messages stay out of pev's stderr (the per-script run after a failure collects them).
+bool render_all(const std::string& gnuplot, const std::filesystem::path& dir,
+                const std::string& driver) {
+  const std::string cmd = "cd " + shell_quote(dir.string()) + " && " + shell_quote(gnuplot) + " " +
+                          shell_quote(driver) + " >/dev/null 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return false;
+  return pclose(f) == 0;
+}
+
 }  // namespace
 
 std::string file_stem(const std::string& name) { return slug(name); }
@@ -692,13 +703,36 @@ void write_report_files(const results& r, const std::filesystem::path& dir,
   for (const auto& [name, text] : csv_files(r)) io::write_file_atomic(dir / "data" / name, text);
   std::map<std::string, std::string> svgs;
   if (!o.gnuplot.empty()) {
-    for (const auto& [name, script] : plot_scripts(r, "data")) {
-      // The script is kept next to its plot, so a reader can re-render it: `gnuplot plots/x.gp`
-      // from the report directory.
+    const auto scripts = plot_scripts(r, "data");
+    // The scripts are kept next to their plots, so a reader can re-render one: `gnuplot
+    // plots/x.gp` from the report directory (to stdout), or all: `gnuplot plots/render.gp`. One
+    // gnuplot process renders them all (its start-up dominates a small plot), each script from a
+    // reset state into its SVG.
+    std::string driver;
+    for (const auto& [name, script] : scripts) {
       const std::string gp = "plots/" + name.substr(0, name.size() - 4) + ".gp";
       io::write_file_atomic(dir / gp, script);
-      svgs[name] = run_gnuplot(o.gnuplot, dir, gp);
-      io::write_file_atomic(dir / "plots" / name, svgs[name]);
+      driver += "reset\nset output 'plots/" + name + "'\nload '" + gp + "'\nset output\n";
+    }
+    if (!scripts.empty()) io::write_file_atomic(dir / "plots" / "render.gp", driver);
+    if (!scripts.empty() && render_all(o.gnuplot, dir, "plots/render.gp")) {
+      for (const auto& [name, script] : scripts) {
+        std::string svg = io::read_file(dir / "plots" / name);
+        if (svg.find("<svg") == std::string::npos || svg.find("</svg>") == std::string::npos) {
+          svgs.clear();
+          break;
+        }
+        svgs[name] = std::move(svg);
+      }
+    }
+    if (svgs.size() != scripts.size()) {
+      // A failure: each script on its own, so that the error names the one that fails.
+      svgs.clear();
+      for (const auto& [name, script] : scripts) {
+        const std::string gp = "plots/" + name.substr(0, name.size() - 4) + ".gp";
+        svgs[name] = run_gnuplot(o.gnuplot, dir, gp);
+        io::write_file_atomic(dir / "plots" / name, svgs[name]);
+      }
     }
   }
   io::write_file_atomic(dir / "index.html", index_html(r, svgs));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -158,6 +159,20 @@ TEST(ReportWrite, EveryFileWrittenAndPlotsRendered) {
   // a: one per spec × strategy except t5; b: heatmap of the fp32 hf check; c: per strategy;
   // d, e: one each.
   EXPECT_EQ(svgs, 1u + 1u + 2u + 1u + 1u);
+  // One gnuplot renders them all (plots/render.gp); each SVG is what its own script gives alone.
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir / "plots" / "render.gp"));
+  for (const auto& e : std::filesystem::directory_iterator(dir / "plots")) {
+    if (e.path().extension() != ".svg") continue;
+    const std::string gp = "plots/" + e.path().stem().string() + ".gp";
+    FILE* f =
+        popen(("cd '" + dir.string() + "' && " PEV_GNUPLOT " " + gp + " 2>/dev/null").c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string alone;
+    char buf[65536];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) alone.append(buf, n);
+    EXPECT_EQ(pclose(f), 0) << gp;
+    EXPECT_TRUE(alone == io::read_file(e.path())) << gp;
+  }
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
   }
