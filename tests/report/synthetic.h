@@ -63,6 +63,8 @@ inline report::results synthetic_results() {
   r.prov.seed = 42;
   r.prov.max_position = 64;
   r.prov.generated_at = "2026-01-01T00:00:00Z";
+  r.specs = {{"spec<a>", "rope", "rope:head_dim=8", "--config a<b>/config.json"},
+             {"t5", "t5", "t5:num_buckets=32", "built-in suite"}};
   r.checks.push_back(synthetic_check(0, "spec<a>", "hf", "fp32", 0x1p-24, true));
   r.checks.push_back(synthetic_check(1, "spec<a>", "hf", "bf16", 0x1p-9, false));
   auto t5 = synthetic_check(2, "t5", "accurate", "int64", 0, true);

@@ -184,6 +184,15 @@ TEST(ReportWrite, EveryFileWrittenAndPlotsRendered) {
   EXPECT_EQ(html.find("href=\"http"), std::string::npos);
   EXPECT_EQ(html.find("<?xml"), std::string::npos);
   EXPECT_NE(html.find("angle: 0x1p+0 vs 0x1.8p+0"), std::string::npos);  // worst-case steps
+  // The specs, escaped, each with links to its plots (t5 has none).
+  EXPECT_NE(html.find("<td>spec&lt;a&gt;</td><td>rope</td><td><code>rope:head_dim=8</code></td>"
+                      "<td>--config a&lt;b&gt;/config.json</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<a href=\"#drift_spec_a_--hf.svg\">(a) hf</a>"), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"#invariance_spec_a_.svg\">(d) invariance</a>"), std::string::npos);
+  EXPECT_NE(html.find("<td>built-in suite</td><td>none</td>"), std::string::npos);
+  EXPECT_NE(io::read_file(dir / "summary.md").find("| spec<a> | rope | `rope:head_dim=8` |"),
+            std::string::npos);
   EXPECT_EQ(report::from_json(io::read_file(dir / "report.json"), "report.json").checks.size(),
             r.checks.size());
   std::filesystem::remove_all(dir);
