@@ -468,14 +468,21 @@ std::map<std::string, std::string> plot_scripts(const results& r, const std::str
       out["ulp_histogram_" + slug(st) + ".svg"] = os.str();
     }
   }
-  // (d) invariance drift per spec: colour = dtype, dash type and point = strategy.
+  // (d) invariance drift per spec: colour = dtype, dash type and point = strategy. Only points
+  // a log-log plot shows (m > 0, drift > 0); a sweep whose largest position is below 17 has
+  // only m = 0, and no plot.
+  const auto plottable = [](const invariance_series& s) {
+    for (std::size_t k = 0; k < s.position.size() && k < s.max_drift.size(); ++k) {
+      if (s.position[k] > 0 && s.max_drift[k] > 0 && std::isfinite(s.max_drift[k])) return true;
+    }
+    return false;
+  };
   {
     std::vector<std::string> specs;
     for (const auto& s : r.invariance) specs.push_back(s.spec_name);
     for (const auto& spec : unique_in_order(specs)) {
-      if (std::none_of(r.invariance.begin(), r.invariance.end(), [&](const auto& s) {
-            return s.spec_name == spec && any_positive(s.max_drift);
-          })) {
+      if (std::none_of(r.invariance.begin(), r.invariance.end(),
+                       [&](const auto& s) { return s.spec_name == spec && plottable(s); })) {
         continue;
       }
       std::ostringstream os;
@@ -487,7 +494,7 @@ std::map<std::string, std::string> plot_scripts(const results& r, const std::str
          << "set ylabel 'score drift (absolute; |q|, |k| ≤ 1)'\nplot ";
       bool first = true;
       for (const auto& s : r.invariance) {
-        if (s.spec_name != spec || !any_positive(s.max_drift)) continue;
+        if (s.spec_name != spec || !plottable(s)) continue;
         if (!first) os << ", \\\n     ";
         first = false;
         os << "'" << dd << "invariance_" << slug(s.spec_name + "/" + s.strategy + "/" + s.dtype)

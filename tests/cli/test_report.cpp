@@ -165,6 +165,22 @@ TEST(CliReport, ExhaustiveCoversEveryPosition) {
   for (const auto& c : j["checks"]) EXPECT_EQ(c["positions"], 5001) << c["id"];
 }
 
+TEST(CliReport, SmallestLargestPositionsGiveAReport) {
+  // 1: positions 0 and 1; 16 and 17: the invariance drift (offset 16) has no query position above
+  // 0, then one (plot d only from 17 on).
+  for (const std::string n : {"1", "16", "17"}) {
+    const std::string d = temp_dir("report_small_" + n);
+    const auto r =
+        run_pev({"report", "--spec", "rope:head_dim=8", "--max-position", n, "--out", d});
+    ASSERT_EQ(r.exit_code, 0) << n << "\n" << r.err;
+    const auto j = report_json(d);
+    for (const auto& c : j["checks"]) EXPECT_EQ(c["positions"], std::stoi(n) + 1) << c["id"];
+    EXPECT_EQ(std::filesystem::exists(std::filesystem::path(d) / "plots/invariance_spec1.svg"),
+              n == "17")
+        << n;
+  }
+}
+
 TEST(CliReport, BadUsageExitsTwo) {
   const std::string d = temp_dir("report_bad");
   const std::vector<std::vector<std::string>> bad = {
