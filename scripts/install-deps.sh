@@ -5,8 +5,9 @@
 #
 # Usage: scripts/install-deps.sh [--test]
 #   (none)  what `make report` needs: the build and the report.
-#   --test  also the test-only packages (`make test`, CI): chromium renders the report's index.html
-#           in a test (headless), python3-torch computes the real-engine corpus (tests/corpus/);
+#   --test  also the test-only packages (`make test`, CI): chromium renders the report's and the
+#           certificate's index.html in a test (headless; zlib1g-dev decodes its screenshot),
+#           python3-torch computes the real-engine corpus (tests/corpus/);
 #           the tests that need them skip with a message where they are missing.
 set -euo pipefail
 
@@ -29,7 +30,7 @@ packages=(
   gnuplot-nox clang-format python3 python3-numpy
   clang libclang-rt-14-dev
 )
-test_packages=(chromium python3-torch)
+test_packages=(chromium zlib1g-dev python3-torch)
 if [[ $with_tests -eq 1 ]]; then
   packages+=("${test_packages[@]}")
 fi

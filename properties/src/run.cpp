@@ -10,6 +10,7 @@
 #include "pev/core/error.h"
 #include "rapidcheck/detail/Configuration.h"
 #include "rapidcheck/detail/Results.h"
+#include "rapidcheck/detail/TestListener.h"
 
 namespace pev::prop {
 namespace {
@@ -169,9 +170,18 @@ outcome check(const property& p, const subject& s, dtype t, const run_config& cf
   params.maxSize = cfg.max_size;
   params.disableShrinking = !cfg.shrink;
   auto body = [&p, &s, t] { p.run(s, t); };
-  // RC_PARAMS="reproduce=…" replays through RapidCheck's own configuration.
-  const auto result = env_has_key("reproduce") ? rc::detail::checkTestable(body, meta)
-                                               : rc::detail::checkTestable(body, meta, params);
+  // RC_PARAMS="reproduce=…" replays through RapidCheck's own configuration. Quiet: a listener
+  // that reports nothing and no reproduce map, so RapidCheck's configuration (which prints the
+  // seed it would use) is never read and nothing is printed at exit.
+  struct silent : rc::detail::TestListener {
+    void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
+    void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+    void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+  } listener;
+  const auto result = cfg.quiet ? rc::detail::checkProperty(rc::detail::toProperty(body), meta,
+                                                            params, listener, {})
+                      : env_has_key("reproduce") ? rc::detail::checkTestable(body, meta)
+                                                 : rc::detail::checkTestable(body, meta, params);
   outcome o;
   std::ostringstream msg;
   rc::detail::printResultMessage(result, msg);

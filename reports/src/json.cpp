@@ -53,6 +53,7 @@ json steps(const worst_case& w) {
 
 json certification_fields(const certification& c, json j) {
   j["spec"] = c.spec;
+  j["held_to"] = c.held_to;
   j["what"] = c.what;
   json layouts = json::array();
   for (const auto& l : c.layouts) {
@@ -74,6 +75,7 @@ json certification_fields(const certification& c, json j) {
                     {"exhaustive", c.exhaustive}};
   j["claimed_recipe"] = c.claimed_recipe ? json(*c.claimed_recipe) : json(nullptr);
   j["claim_holds"] = c.claim_holds;
+  j["live"] = c.live;
   j["grade"] = to_string(c.result);
   j["certified"] = c.exit_code() == 0;
   const library_figures& lib = c.library;
@@ -133,6 +135,10 @@ void certificate_check_fields(const check& c, json& j) {
   j["drift_free_bound"] = num(c.drift_free_bound);
   j["grade"] = c.best ? json(to_string(*c.best)) : json(nullptr);
   j["property"] = c.property.empty() ? json(nullptr) : json(c.property);
+  if (c.property == "failed") {
+    j["counterexample"] = c.counterexample;
+    j["replay"] = c.replay;
+  }
   j["worst"]["ulp_error"] = num(c.worst.ulp_error);
 }
 
@@ -165,6 +171,14 @@ std::string to_json(const results& r) {
                      {"shard_count", p.shard_count},
                      {"merged_shards", p.merged_shards},
                      {"generated_at", p.generated_at}};
+  if (!r.certification) {
+    json specs = json::array();
+    for (const suite_spec& s : r.specs) {
+      specs.push_back(
+          {{"name", s.name}, {"family", s.family}, {"spec", s.spec}, {"source", s.source}});
+    }
+    j["specs"] = specs;
+  }
   j["metrics"] = {
       {"abs", "|computed - exact|, exact = the MPFR-exact value (correctly rounded to double)"},
       {"ulp_error", "|computed - exact| / ulp_T(exact), T the output type (docs/numerics.md §3.1)"},
@@ -299,6 +313,12 @@ results from_json(std::string_view text, const std::string& source) {
     v.shard_count = p.at("shard_count").get<int>();
     v.merged_shards = p.at("merged_shards").get<std::vector<int>>();
     v.generated_at = p.at("generated_at").get<std::string>();
+    if (j.contains("specs")) {
+      for (const json& s : j.at("specs")) {
+        r.specs.push_back({s.at("name").get<std::string>(), s.at("family").get<std::string>(),
+                           s.at("spec").get<std::string>(), s.at("source").get<std::string>()});
+      }
+    }
     for (const json& c : j.at("checks")) {
       check k;
       k.index = c.at("index").get<std::int64_t>();

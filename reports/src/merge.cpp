@@ -20,10 +20,11 @@ results merge(std::vector<results> shards) {
     if (p.shard_count != first.shard_count || p.seed != first.seed || p.suite != first.suite ||
         p.max_position != first.max_position || p.exhaustive != first.exhaustive ||
         p.samples_per_octave != first.samples_per_octave || p.reference != first.reference ||
-        p.search_radius != first.search_radius || p.git_revision != first.git_revision) {
+        p.search_radius != first.search_radius || p.git_revision != first.git_revision ||
+        s.specs != shards.front().specs) {
       throw error(
-          "merge: shards come from different sweeps (suite, seed, max position, sampling, "
-          "reference, shard count or git revision differ)");
+          "merge: shards come from different sweeps (suite, specs, seed, max position, "
+          "sampling, reference, shard count or git revision differ)");
     }
     if (!seen.insert(p.shard_index).second) {
       throw error("merge: shard " + std::to_string(p.shard_index) + " given twice");
@@ -35,6 +36,7 @@ results merge(std::vector<results> shards) {
   }
   results out;
   out.prov = first;
+  out.specs = shards.front().specs;
   out.prov.shard_index = 0;
   out.prov.shard_count = 1;
   out.prov.reference_values = 0;

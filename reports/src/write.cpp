@@ -12,102 +12,35 @@
 #include <sstream>
 #include <vector>
 
+#include "detail.h"
 #include "pev/core/error.h"
 #include "pev/core/hex.h"
 #include "pev/io/file.h"
 #include "pev/report/json.h"
 
 namespace pev::report {
+
+using namespace detail;  // NOLINT(google-build-using-namespace): the shared helpers
+
 namespace {
-
-/// A file-name-safe form of an id ("llama3.1/hf/fp32" → "llama3_1-hf-fp32").
-std::string slug(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-') {
-      o += c;
-    } else if (c == '/') {
-      o += "--";
-    } else {
-      o += '_';
-    }
-  }
-  return o;
-}
-
-std::string g(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return fmt::format("{:.4g}", v);
-}
-
-/// Full precision (shortest round-trip) for CSV data.
-std::string d17(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return fmt::format("{}", v);
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&apos;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
-
-std::string md_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '|') o += '\\';
-    o += c;
-  }
-  return o;
-}
 
 std::size_t failures(const results& r) {
   return static_cast<std::size_t>(
       std::count_if(r.checks.begin(), r.checks.end(), [](const check& c) { return !c.pass; }));
 }
 
+/// The positions of a sweep (docs/design.md §8.1); the largest position is included.
 std::string sampling_text(const provenance& p) {
-  if (p.exhaustive) return fmt::format("every position < {}", p.max_position);
+  if (p.exhaustive || p.max_position < p.dense_below) {
+    return fmt::format("every position 0 … {}", p.max_position);
+  }
   return fmt::format(
-      "every position < {}, then {} deterministic samples per octave (and its ends) up to {}, "
-      "local worst-case search ±{} around each octave's max ρ",
-      p.dense_below, p.samples_per_octave, p.max_position, p.search_radius);
-}
-
-std::string reference_text(const provenance& p) {
-  return fmt::format("{} exact reference, MPFR {} bits ({} of {} values from the MPFR fallback)",
-                     p.reference, p.mpfr_precision_bits, p.reference_fallbacks, p.reference_values);
+      "every position 0 … {}, then {} deterministic samples per octave (and its ends) up to {} "
+      "(included), local worst-case search ±{} around each octave's max ρ",
+      p.dense_below - 1, p.samples_per_octave, p.max_position, p.search_radius);
 }
 
 // Colours distinguish dtypes in every plot; dash types distinguish strategies.
-const char* dtype_colour(const std::string& d) {
-  if (d == "fp32") return "#1f77b4";
-  if (d == "fp16") return "#2ca02c";
-  if (d == "bf16") return "#d62728";
-  return "#7f7f7f";
-}
 int strategy_dash(const std::string& s) {
   if (s == "hf") return 1;
   if (s == "ggml") return 2;
@@ -123,12 +56,6 @@ const char* strategy_point(const std::string& s) {
   return "13";
 }
 
-const char* kTerminal =
-    "set terminal svg size 760,460 font 'Helvetica,12' background '#ffffff'\n"
-    "set datafile separator ','\n"
-    "set key outside right top box opaque\n"
-    "set grid lc rgb '#dddddd'\n";
-
 std::vector<std::string> unique_in_order(const std::vector<std::string>& v) {
   std::vector<std::string> o;
   for (const auto& s : v) {
@@ -137,28 +64,10 @@ std::vector<std::string> unique_in_order(const std::vector<std::string>& v) {
   return o;
 }
 
-std::string drift_csv_name(const check& c) { return "drift_" + slug(c.id) + ".csv"; }
-std::string heatmap_csv_name(const check& c) { return "heatmap_" + slug(c.id) + ".csv"; }
-/// Whether a series has a value a log axis can show.
-template <class F>
-bool any_positive(const std::vector<octave>& v, F&& f) {
-  for (const auto& o : v) {
-    const double x = f(o);
-    if (x > 0 && std::isfinite(x)) return true;
-  }
-  return false;
-}
-bool any_positive(const std::vector<double>& v) {
-  for (double x : v) {
-    if (x > 0 && std::isfinite(x)) return true;
-  }
-  return false;
-}
-
 bool wants_heatmap(const results& r, const check& c) {
   if (c.octaves.empty() || c.octaves.front().rho_by_index.empty()) return false;
-  if (c.dtype != "fp32") return false;
-  return c.strategy == "hf" || (!r.checks.empty() && c.spec_name == r.checks.front().spec_name);
+  if (r.certification) return c.property.empty();  // every value check of a certificate
+  return c.dtype == "fp32";                        // every spec × strategy, at fp32
 }
 
 const check* find_check(const results& r, const std::string& spec, const char* st, const char* dt) {
@@ -193,8 +102,8 @@ std::vector<std::string> headline(const results& r) {
       const auto& back4 = hf->octaves[hf->octaves.size() - 5];
       const double p = static_cast<double>(last.hi - 1);
       const double growth = std::pow(last.max_abs / back4.max_abs, 0.25);
-      line += fmt::format(" hf fp32 max error {} at p < {} = {:.2f}·p·2^-24, ×{:.2f} per octave;",
-                          g(last.max_abs), last.hi, last.max_abs / (p * 0x1p-24), growth);
+      line += fmt::format(" hf fp32 max error {} at p ≤ {} = {:.2f}·p·2^-24, ×{:.2f} per octave;",
+                          g(last.max_abs), last.hi - 1, last.max_abs / (p * 0x1p-24), growth);
     }
     if (const check* tb = find_check(r, spec, "table-bf16", "fp32"); tb && !tb->octaves.empty()) {
       const double low = max_below(*tb, 4096);
@@ -220,6 +129,7 @@ std::vector<std::string> headline(const results& r) {
 }  // namespace
 
 std::string summary_markdown(const results& r) {
+  if (r.certification) return certificate_markdown(r);
   std::ostringstream os;
   const std::size_t fail = failures(r);
   os << "## pev report: " << (fail == 0 ? "all " : "") << r.checks.size() << " checks"
@@ -231,6 +141,15 @@ std::string summary_markdown(const results& r) {
   os << "Pass: max ρ ≤ 1, ρ = |computed − exact| / B with B the strategy's analytic bound "
         "(accurate: 1 ulp of the output type). Abs errors in the value's units; ulps of the "
         "output dtype.\n\n";
+  if (!r.specs.empty()) {
+    os << "<details><summary>Specs (" << r.specs.size() << ")</summary>\n\n"
+       << "| name | family | SPEC | from |\n|---|---|---|---|\n";
+    for (const suite_spec& s : r.specs) {
+      os << "| " << md_escape(s.name) << " | " << s.family << " | `" << md_escape(s.spec) << "` | "
+         << md_escape(s.source) << " |\n";
+    }
+    os << "\n</details>\n\n";
+  }
   for (const auto& n : r.notes) os << "- " << md_escape(n) << "\n";
   if (!r.notes.empty()) os << "\n";
   const auto head = headline(r);
@@ -254,15 +173,38 @@ std::string summary_markdown(const results& r) {
 }
 
 std::string junit_xml(const results& r) {
+  // A report's test cases are named spec (class) × strategy/dtype, unique because spec names
+  // are; a certificate's by check id (one check per tensor role or property), and a property
+  // that does not apply is skipped, not passed.
+  const bool cert = r.certification.has_value();
+  const auto skipped =
+      static_cast<std::size_t>(std::count_if(r.checks.begin(), r.checks.end(), [](const check& c) {
+        return c.property == "not applicable";
+      }));
   std::ostringstream os;
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  os << "<testsuites name=\"pev report\" tests=\"" << r.checks.size() << "\" failures=\""
-     << failures(r) << "\">\n";
-  os << " <testsuite name=\"pev.report\" tests=\"" << r.checks.size() << "\" failures=\""
-     << failures(r) << "\" errors=\"0\" skipped=\"0\">\n";
+  os << "<testsuites name=\"" << (cert ? "pev certificate" : "pev report") << "\" tests=\""
+     << r.checks.size() << "\" failures=\"" << failures(r) << "\">\n";
+  os << " <testsuite name=\"" << (cert ? "pev.certify" : "pev.report") << "\" tests=\""
+     << r.checks.size() << "\" failures=\"" << failures(r) << "\" errors=\"0\" skipped=\""
+     << skipped << "\">\n";
   for (const check& c : r.checks) {
     os << "  <testcase classname=\"pev." << xml_escape(c.spec_name) << "\" name=\""
-       << xml_escape(c.strategy + "/" + c.dtype) << "\" time=\"0\">";
+       << xml_escape(cert ? c.id : c.strategy + "/" + c.dtype) << "\" time=\"0\">";
+    if (cert && !c.property.empty()) {
+      if (c.property == "not applicable") {
+        os << "<skipped message=\"" << xml_escape(c.note) << "\"/>";
+      } else if (c.property == "failed") {
+        os << "\n   <failure message=\"" << xml_escape("property failed: " + c.note)
+           << "\" type=\"property\">"
+           << xml_escape("counterexample:\n" + c.counterexample + "replay: " + c.replay)
+           << "</failure>\n  ";
+      } else {
+        os << "<system-out>" << c.values << " cases passed</system-out>";
+      }
+      os << "</testcase>\n";
+      continue;
+    }
     std::string detail =
         fmt::format("max rho {} (bound: {}), max abs {}, worst p={} {}[{}] got {} exact {}",
                     g(c.max_rho), c.bound_name, g(c.max_abs), c.worst.position, c.worst.component,
@@ -422,7 +364,25 @@ std::map<std::string, std::string> csv_files(const results& r) {
   return out;
 }
 
+std::string detail::heatmap_script(const check& c, const std::string& dd) {
+  std::ostringstream os;
+  const auto n_index = c.octaves.front().rho_by_index.size();
+  os << kTerminal << "unset key\n"
+     << fmt::format("set xrange [-0.5:{}.5]\nset yrange [{}:{}]\n", n_index - 1,
+                    std::log2(double(c.octaves.front().hi)) - 0.5,
+                    std::log2(double(c.octaves.back().hi)) + 0.5)
+     << "set title '" << c.id << ": max ρ = error / bound per position octave and pair'\n"
+     << "set xlabel 'frequency pair index i'\nset ylabel 'position octave (log2 of its end)'\n"
+     << "set cblabel 'max ρ (dimensionless; ≤ 1 passes)'\n"
+     << fmt::format("set cbrange [0:{}]\n",
+                    c.max_rho > 1 && std::isfinite(c.max_rho) ? g(c.max_rho) : "1")
+     << "set palette defined (0 '#ffffff', 0.5 '#fdae61', 1 '#d7191c')\n"
+     << "plot '" << dd << heatmap_csv_name(c) << "' using 1:2:3 with image\n";
+  return os.str();
+}
+
 std::map<std::string, std::string> plot_scripts(const results& r, const std::string& data_dir) {
+  if (r.certification) return certificate_plot_scripts(r, data_dir);
   std::map<std::string, std::string> out;
   const std::string dd = data_dir.empty() ? "" : data_dir + "/";
   // (a) drift per spec × strategy: one colour per dtype; max solid, p99 dotted, bound dashed.
@@ -488,21 +448,7 @@ std::map<std::string, std::string> plot_scripts(const results& r, const std::str
   }
   // (b) heatmaps of max ρ over octave × frequency index.
   for (const auto& c : r.checks) {
-    if (!wants_heatmap(r, c)) continue;
-    std::ostringstream os;
-    const auto n_index = c.octaves.front().rho_by_index.size();
-    os << kTerminal << "unset key\n"
-       << fmt::format("set xrange [-0.5:{}.5]\nset yrange [{}:{}]\n", n_index - 1,
-                      std::log2(double(c.octaves.front().hi)) - 0.5,
-                      std::log2(double(c.octaves.back().hi)) + 0.5)
-       << "set title '" << c.id << ": max ρ = error / bound per position octave and pair'\n"
-       << "set xlabel 'frequency pair index i'\nset ylabel 'position octave (log2 of its end)'\n"
-       << "set cblabel 'max ρ (dimensionless; ≤ 1 passes)'\n"
-       << fmt::format("set cbrange [0:{}]\n",
-                      c.max_rho > 1 && std::isfinite(c.max_rho) ? g(c.max_rho) : "1")
-       << "set palette defined (0 '#ffffff', 0.5 '#fdae61', 1 '#d7191c')\n"
-       << "plot '" << dd << heatmap_csv_name(c) << "' using 1:2:3 with image\n";
-    out["heatmap_" + slug(c.id) + ".svg"] = os.str();
+    if (wants_heatmap(r, c)) out["heatmap_" + slug(c.id) + ".svg"] = heatmap_script(c, dd);
   }
   // (c) ulp histogram per strategy, clustered by dtype.
   {
@@ -522,26 +468,33 @@ std::map<std::string, std::string> plot_scripts(const results& r, const std::str
       out["ulp_histogram_" + slug(st) + ".svg"] = os.str();
     }
   }
-  // (d) invariance drift per spec: colour = dtype, dash type and point = strategy.
+  // (d) invariance drift per spec: colour = dtype, dash type and point = strategy. Only points
+  // a log-log plot shows (m > 0, drift > 0); a sweep whose largest position is below 17 has
+  // only m = 0, and no plot.
+  const auto plottable = [](const invariance_series& s) {
+    for (std::size_t k = 0; k < s.position.size() && k < s.max_drift.size(); ++k) {
+      if (s.position[k] > 0 && s.max_drift[k] > 0 && std::isfinite(s.max_drift[k])) return true;
+    }
+    return false;
+  };
   {
     std::vector<std::string> specs;
     for (const auto& s : r.invariance) specs.push_back(s.spec_name);
     for (const auto& spec : unique_in_order(specs)) {
-      if (std::none_of(r.invariance.begin(), r.invariance.end(), [&](const auto& s) {
-            return s.spec_name == spec && any_positive(s.max_drift);
-          })) {
+      if (std::none_of(r.invariance.begin(), r.invariance.end(),
+                       [&](const auto& s) { return s.spec_name == spec && plottable(s); })) {
         continue;
       }
       std::ostringstream os;
       os << kTerminal << "set logscale xy\nset format x '2^{%L}'\nset format y '10^{%L}'\n"
          << "set logscale x 2\nset key outside right top box opaque font ',9'\n"
          << "set title '" << spec
-         << ": relative-position drift |<R(m)q, R(m+16)k> − <q, R(16)k>|'\n"
+         << ": relative-position drift |<R(m)q, R(m+16)k> − <R(0)q, R(16)k>|'\n"
          << "set xlabel 'query position m (tokens)'\n"
          << "set ylabel 'score drift (absolute; |q|, |k| ≤ 1)'\nplot ";
       bool first = true;
       for (const auto& s : r.invariance) {
-        if (s.spec_name != spec || !any_positive(s.max_drift)) continue;
+        if (s.spec_name != spec || !plottable(s)) continue;
         if (!first) os << ", \\\n     ";
         first = false;
         os << "'" << dd << "invariance_" << slug(s.spec_name + "/" + s.strategy + "/" + s.dtype)
@@ -564,13 +517,14 @@ std::map<std::string, std::string> plot_scripts(const results& r, const std::str
        << "plot '" << dd << "wavelengths_" << slug(w.spec_name)
        << ".csv' skip 1 using 1:($2>0?$2:1/0) with lines lw 2 dt 2 lc rgb '#7f7f7f' title "
           "'plain RoPE (same θ, dim)', '' skip 1 using 1:($3>0?$3:1/0) with lines lw 2 lc "
-          "rgb '#9467bd' title 'scaled'\n";
+          "rgb '#9467bd' title 'this spec'\n";
     out["wavelength_" + slug(w.spec_name) + ".svg"] = os.str();
   }
   return out;
 }
 
 std::string index_html(const results& r, const std::map<std::string, std::string>& svgs) {
+  if (r.certification) return certificate_html(r, svgs);
   std::ostringstream os;
   const provenance& p = r.prov;
   const std::size_t fail = failures(r);
@@ -601,10 +555,41 @@ std::string index_html(const results& r, const std::map<std::string, std::string
   row("generated at", p.generated_at);
   os << "</table>\n";
   for (const auto& n : r.notes) os << "<p>Note: " << xml_escape(n) << "</p>\n";
-  os << "<p>Contents: <a href=\"#headline\">headline</a> · <a href=\"#checks\">checks</a> · "
+  os << "<p>Contents: <a href=\"#specs\">specs</a> · <a href=\"#headline\">headline</a> · "
+        "<a href=\"#checks\">checks</a> · "
         "<a href=\"#plot-a\">(a) drift</a> · <a href=\"#plot-b\">(b) heatmaps</a> · "
         "<a href=\"#plot-c\">(c) ulp histograms</a> · <a href=\"#plot-d\">(d) invariance</a> · "
-        "<a href=\"#plot-e\">(e) wavelengths</a></p>\n<h2 id=\"headline\">Headline</h2>\n<ul>\n";
+        "<a href=\"#plot-e\">(e) wavelengths</a></p>\n";
+  // The specs checked, each with its plots: (a) per strategy, (b) per heatmap, (d), (e) for RoPE.
+  os << "<h2 id=\"specs\">Specs</h2>\n<table>\n<tr><th>name</th><th>family</th><th>SPEC "
+        "(canonical)</th><th>from</th><th>plots</th></tr>\n";
+  for (const suite_spec& sp : r.specs) {
+    os << "<tr><td>" << xml_escape(sp.name) << "</td><td>" << xml_escape(sp.family)
+       << "</td><td><code>" << xml_escape(sp.spec) << "</code></td><td>" << xml_escape(sp.source)
+       << "</td><td>";
+    const std::string k = slug(sp.name);
+    bool any = false;
+    for (const auto& [name, svg] : svgs) {
+      // (a) drift_<spec>--<strategy>, (b) heatmap_<spec>--<strategy>--<dtype>, (d), (e).
+      std::string label;
+      for (const auto& [prefix, tag] :
+           {std::pair<std::string, const char*>{"drift_", "(a) "}, {"heatmap_", "(b) "}}) {
+        const std::string head = prefix + k + "--";
+        if (name.rfind(head, 0) == 0) {
+          label = tag + name.substr(head.size(), name.size() - head.size() - 4);
+        }
+      }
+      if (name == "invariance_" + k + ".svg") label = "(d) invariance";
+      if (name == "wavelength_" + k + ".svg") label = "(e) wavelengths";
+      if (label.empty()) continue;
+      os << (any ? " · " : "") << "<a href=\"#" << xml_escape(name) << "\">" << xml_escape(label)
+         << "</a>";
+      any = true;
+    }
+    if (!any) os << "none";
+    os << "</td></tr>\n";
+  }
+  os << "</table>\n<h2 id=\"headline\">Headline</h2>\n<ul>\n";
   for (const auto& h : headline(r)) os << "<li>" << xml_escape(h) << "</li>\n";
   os << "</ul>\n";
   os << "<h2 id=\"checks\">Checks</h2>\n<p>Pass: max ρ ≤ 1, ρ = |computed − exact| / B, B the "
@@ -692,7 +677,20 @@ std::string run_gnuplot(const std::string& gnuplot, const std::filesystem::path&
   return outp;
 }
 
+/// Runs one gnuplot on the script `driver` (relative to `dir`) in `dir`; whether it exited 0. Its
+/// messages stay out of pev's stderr (the per-script run after a failure collects them).
+bool render_all(const std::string& gnuplot, const std::filesystem::path& dir,
+                const std::string& driver) {
+  const std::string cmd = "cd " + shell_quote(dir.string()) + " && " + shell_quote(gnuplot) + " " +
+                          shell_quote(driver) + " >/dev/null 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return false;
+  return pclose(f) == 0;
+}
+
 }  // namespace
+
+std::string file_stem(const std::string& name) { return slug(name); }
 
 void write_report(const results& r, const std::filesystem::path& dir, const write_options& o) {
   io::write_directory_atomic(
@@ -712,129 +710,39 @@ void write_report_files(const results& r, const std::filesystem::path& dir,
   for (const auto& [name, text] : csv_files(r)) io::write_file_atomic(dir / "data" / name, text);
   std::map<std::string, std::string> svgs;
   if (!o.gnuplot.empty()) {
-    for (const auto& [name, script] : plot_scripts(r, "data")) {
-      // The script is kept next to its plot, so a reader can re-render it: `gnuplot plots/x.gp`
-      // from the report directory.
+    const auto scripts = plot_scripts(r, "data");
+    // The scripts are kept next to their plots, so a reader can re-render one: `gnuplot
+    // plots/x.gp` from the report directory (to stdout), or all: `gnuplot plots/render.gp`. One
+    // gnuplot process renders them all (its start-up dominates a small plot), each script from a
+    // reset state into its SVG.
+    std::string driver;
+    for (const auto& [name, script] : scripts) {
       const std::string gp = "plots/" + name.substr(0, name.size() - 4) + ".gp";
       io::write_file_atomic(dir / gp, script);
-      svgs[name] = run_gnuplot(o.gnuplot, dir, gp);
-      io::write_file_atomic(dir / "plots" / name, svgs[name]);
+      driver += "reset\nset output 'plots/" + name + "'\nload '" + gp + "'\nset output\n";
+    }
+    if (!scripts.empty()) io::write_file_atomic(dir / "plots" / "render.gp", driver);
+    if (!scripts.empty() && render_all(o.gnuplot, dir, "plots/render.gp")) {
+      for (const auto& [name, script] : scripts) {
+        std::string svg = io::read_file(dir / "plots" / name);
+        if (svg.find("<svg") == std::string::npos || svg.find("</svg>") == std::string::npos) {
+          svgs.clear();
+          break;
+        }
+        svgs[name] = std::move(svg);
+      }
+    }
+    if (svgs.size() != scripts.size()) {
+      // A failure: each script on its own, so that the error names the one that fails.
+      svgs.clear();
+      for (const auto& [name, script] : scripts) {
+        const std::string gp = "plots/" + name.substr(0, name.size() - 4) + ".gp";
+        svgs[name] = run_gnuplot(o.gnuplot, dir, gp);
+        io::write_file_atomic(dir / "plots" / name, svgs[name]);
+      }
     }
   }
   io::write_file_atomic(dir / "index.html", index_html(r, svgs));
-}
-
-std::string certificate_text(const results& r) {
-  if (!r.certification) throw error("certificate_text: the results are not a certificate");
-  const certification& c = *r.certification;
-  auto figure = [](double v) { return std::isfinite(v) ? fmt::format("{:.3g}", v) : "inf"; };
-  std::string s;
-  s += fmt::format("spec      {}\n", c.spec);
-  for (const auto& f : c.inputs) s += fmt::format("input     {} (sha256 {})\n", f.path, f.sha256);
-  s +=
-      fmt::format("data      {}, {} positions in [{}, {}]{}\n", c.what, c.positions, c.min_position,
-                  c.max_position, c.exhaustive ? " (every position: exhaustive)" : "");
-  s += fmt::format("{:<18} {:<5} {:>10} {:>9} {:>9} {:>10} {:>8} {:>8}  {}\n", "check", "dtype",
-                   "values", "CR %", "faith %", "max abs", "max ulp", "rho hf", "grade");
-  for (const check& k : r.checks) {
-    const std::string grade = k.best ? to_string(*k.best) : "-";
-    if (!k.property.empty()) {
-      s += fmt::format("{:<40} {:>6} cases  {}\n", k.id, k.values, k.property);
-      continue;
-    }
-    const double n = k.values ? static_cast<double>(k.values) : 1;
-    const auto rho = k.recipe_rho.find("hf");
-    s += fmt::format("{:<18} {:<5} {:>10} {:>9.5f} {:>9.5f} {:>10} {:>8} {:>8}  {}\n", k.id,
-                     k.dtype, k.values, 100.0 * double(k.correctly_rounded) / n,
-                     100.0 * double(k.faithful) / n, figure(k.max_abs), figure(k.max_ulp_error),
-                     rho == k.recipe_rho.end() ? "-" : figure(rho->second), grade);
-  }
-  for (const check& k : r.checks) {
-    if (!k.note.empty() && k.property != "not applicable") {
-      s += fmt::format("note      {}: {}\n", k.id, k.note);
-    }
-    if (k.non_finite > 0) {
-      s += fmt::format(
-          "note      {}: {} non-finite value(s) (NaN or Inf) where the exact value "
-          "is finite\n",
-          k.id, k.non_finite);
-    }
-  }
-  // Every recipe on the ladder, per value check: its own max ρ, and whether the check holds on
-  // that rung (ladder ρ ≤ 1, no bound up to it vacuous).
-  for (const check& k : r.checks) {
-    if (!k.property.empty() || k.ladder_rho.empty()) continue;
-    std::string line;
-    bool vacuous = false;
-    for (const char* name : {"exact", "drift-free", "hf", "ggml", "vllm-fp16", "vllm-bf16"}) {
-      const auto own = k.recipe_rho.find(name);
-      const auto lad = k.ladder_rho.find(name);
-      if (own == k.recipe_rho.end() || lad == k.ladder_rho.end()) continue;
-      vacuous = vacuous || k.vacuous.count(name) > 0;
-      line += fmt::format(" {} {}{}", name, figure(own->second),
-                          vacuous            ? " (vacuous)"
-                          : lad->second <= 1 ? " ✓"
-                                             : "");
-    }
-    s += fmt::format("recipes   {}:{}\n", k.id, line);
-    for (const auto& [name, v] : k.vacuous) {
-      s += fmt::format(
-          "note      {}: the {} bound is vacuous (at least the output's range) at {} value(s), "
-          "from position {}: nothing is certified there\n",
-          k.id, name, v.values, v.first_position);
-    }
-  }
-  const library_figures& lib = c.library;
-  if (lib.trig_ulp) {
-    s += fmt::format(
-        "library   measured trig {:.3g} ulp ({:.3g} absolute; {}) against the {} recipe's "
-        "angles{}; bounds assume {}\n",
-        *lib.trig_ulp, lib.trig_abs.value_or(0), lib.trig_class, lib.angles,
-        lib.pow_ulp ? fmt::format(", pow {:.3g} ulp", *lib.pow_ulp) : "", lib.assumed);
-  } else {
-    s += fmt::format("library   bounds assume {}{}\n", lib.assumed,
-                     lib.note.empty() ? "" : "; not measured: " + lib.note);
-  }
-  if (lib.max_trig_ulp && lib.trig_ulp && *lib.trig_ulp > *lib.max_trig_ulp) {
-    s += fmt::format("claim     measured trig {:.3g} ulp > --max-trig-ulp {:.3g}: does NOT hold\n",
-                     *lib.trig_ulp, *lib.max_trig_ulp);
-  }
-  s += fmt::format("grade     {}\n", to_string(c.result));
-  if (c.claimed_recipe) {
-    s += fmt::format("claim     recipe {}: {}\n", *c.claimed_recipe,
-                     c.claim_holds ? "holds" : "does NOT hold");
-  }
-  if (c.why) {
-    s += fmt::format("diagnosis max rho against the exact value (hf bounds): {}\n",
-                     figure(c.why->max_rho_without));
-    for (std::size_t k = 0; k < c.why->first.size() && k < 3; ++k) {
-      const mismatch& m = c.why->first[k];
-      s += fmt::format(
-          "          first mismatch: {} at position {}, index {}: got {} ({}), want "
-          "{} ({}), bound {:.3g}\n",
-          m.check, m.position, m.index, m.got, hex(m.got), m.want, hex(m.want), m.bound);
-    }
-    if (c.why->named) {
-      const auto& x = c.why->explanations.front();
-      s += fmt::format("          explained by: {} — {} (max rho {} against it, {} without)\n",
-                       x.mutant, x.description, figure(x.max_rho), figure(c.why->max_rho_without));
-      if (!c.why->indistinguishable.empty()) {
-        s += fmt::format("          indistinguishable on this data (the same values): {}\n",
-                         fmt::join(c.why->indistinguishable, ", "));
-      }
-    } else if (!c.why->explanations.empty()) {
-      const auto& x = c.why->explanations.front();
-      s += fmt::format("          no known mistake explains the data (closest: {}, max rho {})\n",
-                       x.mutant, figure(x.max_rho));
-    }
-    for (const auto& f : c.why->findings) s += fmt::format("          the data implies: {}\n", f);
-  }
-  s += fmt::format(
-      "result    {} ({:.2f} s, {} reference values from the {} reference, {} MPFR "
-      "fallbacks)\n",
-      c.exit_code() == 0 ? "CERTIFIED" : "NOT CERTIFIED", c.seconds, r.prov.reference_values,
-      r.prov.reference, r.prov.reference_fallbacks);
-  return s;
 }
 
 }  // namespace pev::report

@@ -136,8 +136,12 @@ TEST(CliCertify, LiveImplementations) {
                     "65536", "--property-cases", "20", "--out", dir});
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
   EXPECT_NE(p.out.find("grade     recipe:hf"), std::string::npos) << p.out;
-  EXPECT_NE(p.out.find("property rope.table_exact"), std::string::npos) << p.out;
-  EXPECT_EQ(p.out.find(" failed\n"), std::string::npos) << p.out;
+  // Quiet when all is well: one line for the properties, nothing from RapidCheck on either stream.
+  EXPECT_NE(p.out.find("\nproperties "), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find(" passed, 0 failed, "), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find("RapidCheck"), std::string::npos) << p.out;
+  EXPECT_EQ(p.err.find("RapidCheck"), std::string::npos) << p.err;
+  EXPECT_EQ(p.err.find("RC_PARAMS"), std::string::npos) << p.err;
   const auto j = read_json(dir + "/certificate.json");
   // Isolated by default; the certificate hashes the library file itself (not its path).
   EXPECT_EQ(j["inputs"][0]["format"], "plugin (isolated)");
@@ -150,9 +154,26 @@ TEST(CliCertify, LiveImplementations) {
     auto x = run_pev({"certify", "--spec", kSpec, "--exec",
                       "/usr/bin/python3 " + std::string(PEV_SOURCE_DIR) +
                           "/examples/exec/rope_numpy.py --bug sin-cos-swapped",
-                      "--no-properties", "--max-position", "65536", "--out", dir});
+                      "--property-cases", "10", "--max-position", "65536", "--out", dir});
     EXPECT_EQ(x.exit_code, 1) << x.out << x.err;
     EXPECT_NE(x.out.find("explained by: sin-cos-swapped"), std::string::npos) << x.out;
+    // A failed property: its counterexample and a pev command line that replays it (the
+    // seed and the cases), no source paths or RapidCheck internals.
+    EXPECT_NE(x.out.find("property  rope.table_exact FAILED"), std::string::npos) << x.out;
+    EXPECT_NE(x.out.find("counterexample: pev::spec::rope: rope:"), std::string::npos) << x.out;
+    EXPECT_NE(x.out.find("replay: pev certify --spec " + kSpec + " --exec "), std::string::npos)
+        << x.out;
+    EXPECT_NE(x.out.find(" --seed 20261122 --property-cases 10\n"), std::string::npos) << x.out;
+    for (const char* internal : {".cpp:", "RC_FAIL", "RC_PARAMS", "RapidCheck"}) {
+      EXPECT_EQ(x.out.find(internal), std::string::npos) << internal << "\n" << x.out;
+      EXPECT_EQ(x.err.find(internal), std::string::npos) << internal << "\n" << x.err;
+    }
+    const auto jx = read_json(dir + "/certificate.json");
+    bool replay = false;
+    for (const auto& c : jx["checks"]) {
+      if (c["property"] == "failed") replay = c["replay"].get<std::string>().starts_with("pev ");
+    }
+    EXPECT_TRUE(replay) << jx["checks"].dump(1);
   }
   // pev's own strategies through --exec (`pev serve`): the grades of their contracts, and the
   // property suites (10 cases each) on one of them.

@@ -51,6 +51,15 @@ TEST(Cli, VersionHelpAndList) {
                            "ggml", "safetensors", "bf16"}) {
     EXPECT_NE(l.out.find(word), std::string::npos) << word;
   }
+  // Every grade and every claim, in `pev list` and in certify's --help.
+  const auto ch = run_pev({"certify", "--help"});
+  for (const char* grade : {"correctly-rounded", "faithful", "drift-free", "recipe:hf",
+                            "recipe:ggml", "recipe:vllm", "not certified"}) {
+    EXPECT_NE(l.out.find(std::string("\n  ") + grade + " "), std::string::npos) << grade;
+    EXPECT_NE(ch.out.find(grade), std::string::npos) << grade;
+  }
+  EXPECT_NE(l.out.find("--recipe`): exact (faithful or better), hf, ggml, vllm"), std::string::npos)
+      << l.out;
   EXPECT_EQ(run_pev({}).exit_code, 2);
   EXPECT_EQ(run_pev({"frobnicate"}).exit_code, 2);
 }

@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <string_view>
 #include <thread>
 
@@ -160,7 +161,24 @@ TEST(CliReport, ExhaustiveCoversEveryPosition) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = report_json(d);
   EXPECT_TRUE(j["provenance"]["exhaustive"].get<bool>());
-  for (const auto& c : j["checks"]) EXPECT_EQ(c["positions"], 5000) << c["id"];
+  // --max-position is the largest position, included: 0 … 5000.
+  for (const auto& c : j["checks"]) EXPECT_EQ(c["positions"], 5001) << c["id"];
+}
+
+TEST(CliReport, SmallestLargestPositionsGiveAReport) {
+  // 1: positions 0 and 1; 16 and 17: the invariance drift (offset 16) has no query position above
+  // 0, then one (plot d only from 17 on).
+  for (const std::string n : {"1", "16", "17"}) {
+    const std::string d = temp_dir("report_small_" + n);
+    const auto r =
+        run_pev({"report", "--spec", "rope:head_dim=8", "--max-position", n, "--out", d});
+    ASSERT_EQ(r.exit_code, 0) << n << "\n" << r.err;
+    const auto j = report_json(d);
+    for (const auto& c : j["checks"]) EXPECT_EQ(c["positions"], std::stoi(n) + 1) << c["id"];
+    EXPECT_EQ(std::filesystem::exists(std::filesystem::path(d) / "plots/invariance_spec1.svg"),
+              n == "17")
+        << n;
+  }
 }
 
 TEST(CliReport, BadUsageExitsTwo) {
@@ -169,7 +187,12 @@ TEST(CliReport, BadUsageExitsTwo) {
       {"report", "--suite", "nope", "--out", d},
       {"report", "--spec", "rope:head_dim=7", "--out", d},
       {"report", "--spec", "shaw:max_relative_position=4", "--out", d},
-      {"report", "--spec", "rope:head_dim=8", "--max-position", "1", "--out", d},
+      {"report", "--spec", "rope:head_dim=8", "--max-position", "0", "--out", d},
+      {"report", "--spec", "rope:head_dim=8", "--name", "a/b", "--out", d},
+      {"report", "--name", "x", "--spec", "rope:head_dim=8", "--out", d},
+      {"report", "--spec", "rope:head_dim=8", "--name", "x", "--name", "y", "--out", d},
+      {"report", "--spec", "rope:head_dim=8", "--name", "llama2", "--suite", "default", "--out", d},
+      {"report", "--spec", "rope:head_dim=8", "--layer-type", "sliding_attention", "--out", d},
       {"report", "--spec", "rope:head_dim=8", "--shard", "4/4", "--out", d},
       {"report", "--spec", "rope:head_dim=8", "--shard", "x", "--out", d},
       {"report", "--spec", "rope:head_dim=8", "--reference", "exact", "--out", d},
@@ -220,13 +243,87 @@ TEST(CliReport, ConfigFilesAreSweptUnderTheirNames) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = report_json(d);
   ASSERT_EQ(j["checks"].size(), 15u);
-  EXPECT_EQ(j["checks"][0]["spec_name"], "llama3_1_8b_instruct");
+  // A file not named config.json: model_type, then the file's stem.
+  EXPECT_EQ(j["checks"][0]["spec_name"], "llama:llama3_1_8b_instruct");
   EXPECT_NE(j["checks"][0]["spec"].get<std::string>().find("rope_type=llama3"), std::string::npos);
+  ASSERT_EQ(j["specs"].size(), 1u);
+  EXPECT_EQ(j["specs"][0]["source"], "--config " + cfg);
+  EXPECT_EQ(j["provenance"]["max_position"], 4096);
   // With --suite default too, the default suite comes first.
   const auto both = test::run_pev(
       {"report", "--suite", "default", "--config", cfg, "--max-position", "64", "--out", d});
   ASSERT_EQ(both.exit_code, 0) << both.err;
   EXPECT_EQ(report_json(d)["provenance"]["suite"], "default+custom");
+}
+
+TEST(CliReport, TwoModelsGetTheirOwnChecksPlotsAndDefaultMaxPosition) {
+  // Two Hugging Face model directories, each with its config.json (max_position_embeddings 512
+  // and 300): checks named model_type:directory, every plot per model, the spec on the page, and
+  // the largest position the configs' largest max_position_embeddings - 1.
+  namespace fs = std::filesystem;
+  const fs::path root = temp_dir("report_models");
+  const std::string src = std::string(PEV_SOURCE_DIR) + "/tests/spec/configs/llama2_7b.json";
+  std::vector<std::string> args = {"report"};
+  for (const auto& [model, n] : {std::pair<std::string, int>{"org-a", 512}, {"org-b", 300}}) {
+    auto cfg = nlohmann::json::parse(io::read_file(src));
+    cfg["max_position_embeddings"] = n;
+    fs::create_directories(root / model);
+    std::ofstream(root / model / "config.json") << cfg.dump(1);
+    args.insert(args.end(), {"--config", (root / model / "config.json").string()});
+  }
+  const std::string d = (root / "out").string();
+  args.insert(args.end(), {"--out", d});
+  const auto r = run_pev(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = report_json(d);
+  EXPECT_EQ(j["provenance"]["max_position"], 511);
+  std::set<std::string> names;
+  for (const auto& c : j["checks"]) {
+    names.insert(c["spec_name"].get<std::string>());
+    EXPECT_EQ(c["positions"], 512) << c["id"];  // 0 … 511, every one below 4096
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"llama:org-a", "llama:org-b"}));
+  for (const std::string m : {"llama_org-a", "llama_org-b"}) {
+    for (const std::string& plot : {"drift_" + m + "--hf.svg", "heatmap_" + m + "--hf--fp32.svg",
+                                    "invariance_" + m + ".svg", "wavelength_" + m + ".svg"}) {
+      EXPECT_TRUE(fs::is_regular_file(fs::path(d) / "plots" / plot)) << plot;
+    }
+  }
+  // JUnit: no two test cases share classname and name.
+  const std::string junit = io::read_file(fs::path(d) / "junit.xml");
+  std::set<std::string> cases;
+  std::size_t n_cases = 0;
+  for (std::size_t at = junit.find("<testcase "); at != std::string::npos;
+       at = junit.find("<testcase ", at + 1)) {
+    cases.insert(junit.substr(at, junit.find(" time=", at) - at));
+    ++n_cases;
+  }
+  EXPECT_EQ(n_cases, 30u);
+  EXPECT_EQ(cases.size(), n_cases);
+  // The page shows each spec, where it came from, and its plots.
+  const std::string html = io::read_file(fs::path(d) / "index.html");
+  EXPECT_NE(html.find("<code>" + j["specs"][0]["spec"].get<std::string>() + "</code>"),
+            std::string::npos);
+  EXPECT_NE(html.find("--config " + (root / "org-b" / "config.json").string()), std::string::npos);
+  EXPECT_NE(html.find("href=\"#invariance_llama_org-b.svg\""), std::string::npos);
+
+  // --name names the config before it; --layer-type picks Gemma-3's sliding layers (their own θ).
+  const std::string gemma =
+      std::string(PEV_SOURCE_DIR) + "/tests/spec/configs/gemma3_1b_v5_layer_types.json";
+  const auto g = run_pev({"report", "--config", gemma, "--name", "gemma-local", "--layer-type",
+                          "sliding_attention", "--max-position", "64", "--out", d});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const auto jg = report_json(d);
+  EXPECT_EQ(jg["checks"][0]["spec_name"], "gemma-local");
+  // The sliding layers: plain RoPE with θ 10000; the full ones: linear scaling (factor 8), θ 1e6.
+  EXPECT_EQ(jg["specs"][0]["spec"].get<std::string>().find("linear"), std::string::npos)
+      << jg["specs"][0]["spec"];
+  EXPECT_EQ(jg["specs"][0]["source"], "--config " + gemma + " --layer-type sliding_attention");
+  const auto full = run_pev({"report", "--config", gemma, "--max-position", "64", "--out", d});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_EQ(report_json(d)["checks"][0]["spec_name"], "gemma3_text:gemma3_1b_v5_layer_types");
+  EXPECT_NE(report_json(d)["specs"][0]["spec"].get<std::string>().find("rope_type=linear"),
+            std::string::npos);
 }
 
 // ---- a run killed with SIGKILL leaves the previous report or none, never a torn one ----------

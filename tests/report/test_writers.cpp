@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "pev/core/error.h"
@@ -159,6 +161,20 @@ TEST(ReportWrite, EveryFileWrittenAndPlotsRendered) {
   // a: one per spec × strategy except t5; b: heatmap of the fp32 hf check; c: per strategy;
   // d, e: one each.
   EXPECT_EQ(svgs, 1u + 1u + 2u + 1u + 1u);
+  // One gnuplot renders them all (plots/render.gp); each SVG is what its own script gives alone.
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir / "plots" / "render.gp"));
+  for (const auto& e : std::filesystem::directory_iterator(dir / "plots")) {
+    if (e.path().extension() != ".svg") continue;
+    const std::string gp = "plots/" + e.path().stem().string() + ".gp";
+    FILE* f =
+        popen(("cd '" + dir.string() + "' && " PEV_GNUPLOT " " + gp + " 2>/dev/null").c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string alone;
+    char buf[65536];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) alone.append(buf, n);
+    EXPECT_EQ(pclose(f), 0) << gp;
+    EXPECT_TRUE(alone == io::read_file(e.path())) << gp;
+  }
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
   }
@@ -170,8 +186,88 @@ TEST(ReportWrite, EveryFileWrittenAndPlotsRendered) {
   EXPECT_EQ(html.find("href=\"http"), std::string::npos);
   EXPECT_EQ(html.find("<?xml"), std::string::npos);
   EXPECT_NE(html.find("angle: 0x1p+0 vs 0x1.8p+0"), std::string::npos);  // worst-case steps
+  // The specs, escaped, each with links to its plots (t5 has none).
+  EXPECT_NE(html.find("<td>spec&lt;a&gt;</td><td>rope</td><td><code>rope:head_dim=8</code></td>"
+                      "<td>--config a&lt;b&gt;/config.json</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<a href=\"#drift_spec_a_--hf.svg\">(a) hf</a>"), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"#invariance_spec_a_.svg\">(d) invariance</a>"), std::string::npos);
+  EXPECT_NE(html.find("<td>built-in suite</td><td>none</td>"), std::string::npos);
+  EXPECT_NE(io::read_file(dir / "summary.md").find("| spec<a> | rope | `rope:head_dim=8` |"),
+            std::string::npos);
   EXPECT_EQ(report::from_json(io::read_file(dir / "report.json"), "report.json").checks.size(),
             r.checks.size());
+  std::filesystem::remove_all(dir);
+}
+
+// A certificate's own pages (not the report's template): what was checked, positions as a range,
+// every recipe's ρ, the grade and claim, the diagnosis, properties with counterexamples (not
+// applicable ones not counted as passes), plots of the data, the real seed.
+TEST(ReportCertificate, PagesOfItsOwn) {
+  const auto r = test::synthetic_certificate();
+  const auto dir = std::filesystem::temp_directory_path() / "pev_test_certificate_write";
+  std::filesystem::remove_all(dir);
+  report::write_report(r, dir, {PEV_GNUPLOT});
+  for (const char* f : {"certificate.json", "summary.md", "junit.xml", "index.html",
+                        "plots/error_cos.svg", "plots/heatmap_cos.svg"}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(dir / f)) << f;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "report.json"));
+  const std::string md = io::read_file(dir / "summary.md");
+  const std::string html = io::read_file(dir / "index.html");
+  const std::string text = report::certificate_text(r);
+  for (const std::string* page : {&md, &html, &text}) {
+    EXPECT_NE(page->find("every position 0 … 131071 (exhaustive)"), std::string::npos) << *page;
+    EXPECT_EQ(page->find("< 131071"), std::string::npos) << *page;
+    EXPECT_EQ(page->find("precision-drift report"), std::string::npos) << *page;
+    EXPECT_NE(page->find("20261122"), std::string::npos) << *page;  // the real seed
+    EXPECT_NE(page->find("NOT CERTIFIED"), std::string::npos) << *page;
+    EXPECT_NE(page->find("theta-wrong"), std::string::npos) << *page;
+    EXPECT_NE(page->find("theta-other"), std::string::npos) << *page;  // indistinguishable
+    EXPECT_NE(page->find("the frequencies imply 10000"), std::string::npos) << *page;
+    EXPECT_NE(page->find("1 passed, 1 failed, 1 not applicable"), std::string::npos) << *page;
+    EXPECT_NE(page->find("rope:head_dim=2,rope_theta=100"), std::string::npos) << *page;
+    EXPECT_NE(page->find("--seed 20261122 --property-cases 100"), std::string::npos) << *page;
+  }
+  // The inputs with their hashes; the recipe table: a column per recipe, a row per value check,
+  // ✓ on the rungs that hold (vllm's two), none on hf's.
+  EXPECT_NE(md.find("| dump/table.npy | npy | `" + std::string(64, 'a') + "` |"), std::string::npos)
+      << md;
+  const auto md_lines = lines_of(md);
+  const auto row = std::find_if(md_lines.begin(), md_lines.end(),
+                                [](const std::string& l) { return l.starts_with("| cos |"); });
+  ASSERT_NE(row, md_lines.end()) << md;
+  EXPECT_EQ(cells(*row), 15u) << *row;
+  EXPECT_EQ(count(*row, "✓"), 2u) << *row;
+  EXPECT_NE(row->find("| 3.5 |"), std::string::npos) << *row;  // ρ hf, not holding
+  EXPECT_NE(html.find("<title>pev certificate: NOT CERTIFIED"), std::string::npos);
+  EXPECT_NE(html.find(std::string(64, 'a')), std::string::npos);
+  EXPECT_NE(html.find("not applicable (not counted as passes)"), std::string::npos);
+  EXPECT_NE(html.find("recipe:vllm"), std::string::npos);
+  EXPECT_EQ(count(html, "<svg"), 2u);  // the plots inline
+  // stdout: ρ of the bound the data is held to, and the diagnosis says which.
+  EXPECT_NE(text.find(" rho hf "), std::string::npos) << text;
+  EXPECT_NE(text.find("(hf bounds)"), std::string::npos) << text;
+  auto ggml = r;
+  ggml.certification->claimed_recipe = "ggml";
+  ggml.certification->held_to = "ggml";
+  const std::string gtext = report::certificate_text(ggml);
+  EXPECT_NE(gtext.find("rho ggml"), std::string::npos) << gtext;
+  EXPECT_NE(gtext.find("(ggml bounds)"), std::string::npos) << gtext;
+  EXPECT_EQ(gtext.find("hf bounds"), std::string::npos) << gtext;
+  // JUnit: a property that does not apply is skipped, a failed one carries its replay.
+  const std::string junit = io::read_file(dir / "junit.xml");
+  EXPECT_NE(junit.find("skipped=\"1\""), std::string::npos) << junit;
+  EXPECT_EQ(count(junit, "<skipped "), 1u) << junit;
+  EXPECT_EQ(count(junit, "<failure "), 1u) << junit;
+  EXPECT_NE(junit.find("replay: pev certify"), std::string::npos) << junit;
+  // certificate.json: the bound held to, live, the failed property's counterexample and replay.
+  const auto j = nlohmann::json::parse(io::read_file(dir / "certificate.json"));
+  EXPECT_EQ(j["held_to"], "hf");
+  EXPECT_EQ(j["live"], true);
+  EXPECT_EQ(j["checks"][2]["replay"], r.checks[2].replay);
+  EXPECT_EQ(j["checks"][2]["counterexample"], r.checks[2].counterexample);
+  EXPECT_FALSE(j["checks"][1].contains("replay"));
   std::filesystem::remove_all(dir);
 }
 

@@ -29,7 +29,7 @@ constexpr double kU32 = 0x1p-24;
 constexpr double kHalfUlpBf16BelowOne = 0x1p-9;
 
 std::vector<sweep::suite_entry> llama2() {
-  return {{"llama2", spec::parse_spec("rope:head_dim=128,rope_theta=10000")}};
+  return {{"llama2", spec::parse_spec("rope:head_dim=128,rope_theta=10000"), ""}};
 }
 
 sweep::options small(std::int64_t max_position, std::uint64_t seed) {
@@ -60,7 +60,7 @@ class SweepModel : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const std::uint64_t seed = test::test_seed(1);
-    r_ = new results(sweep::run(llama2(), small(std::int64_t{1} << 20, seed)));
+    r_ = new results(sweep::run(llama2(), small((std::int64_t{1} << 20) - 1, seed)));
   }
   static void TearDownTestSuite() { delete r_; }
   static results* r_;
@@ -186,7 +186,7 @@ TEST_F(SweepModel, InvarianceDriftOfHfGrowsAccurateDoesNot) {
 
 TEST(SweepPositions, DenseThenOctavesDeterministic) {
   sweep::options o;
-  o.max_position = std::int64_t{1} << 16;
+  o.max_position = (std::int64_t{1} << 16) - 1;  // the largest position, included
   o.seed = 7;
   const auto p = sweep::sample_positions(o);
   ASSERT_TRUE(std::is_sorted(p.begin(), p.end()));
@@ -199,7 +199,7 @@ TEST(SweepPositions, DenseThenOctavesDeterministic) {
     const auto n = std::count_if(p.begin(), p.end(), [&](auto x) { return x >= lo && x < 2 * lo; });
     EXPECT_GE(n, 4 + o.samples_per_octave / 2) << k;  // collisions are rare at this size
   }
-  EXPECT_EQ(p.back(), o.max_position - 1);
+  EXPECT_EQ(p.back(), o.max_position);
   EXPECT_EQ(sweep::sample_positions(o), p);
   o.seed = 8;
   EXPECT_NE(sweep::sample_positions(o), p);
@@ -226,17 +226,19 @@ results strip(results r) {
 }
 
 std::vector<sweep::suite_entry> mixed() {
-  return {{"llama2", spec::parse_spec("rope:head_dim=32,rope_theta=10000")},
-          {"yarn", spec::parse_spec("rope:head_dim=32,rope_type=yarn,factor=4,"
-                                    "original_max_position_embeddings=2048")},
-          {"sin", spec::parse_spec("sinusoidal:d_model=32")},
-          {"alibi", spec::parse_spec("alibi:num_heads=6")},
-          {"t5", spec::parse_spec("t5:num_buckets=32,max_distance=128")}};
+  return {{"llama2", spec::parse_spec("rope:head_dim=32,rope_theta=10000"), ""},
+          {"yarn",
+           spec::parse_spec("rope:head_dim=32,rope_type=yarn,factor=4,"
+                            "original_max_position_embeddings=2048"),
+           ""},
+          {"sin", spec::parse_spec("sinusoidal:d_model=32"), ""},
+          {"alibi", spec::parse_spec("alibi:num_heads=6"), ""},
+          {"t5", spec::parse_spec("t5:num_buckets=32,max_distance=128"), ""}};
 }
 
 TEST(SweepDeterminism, SameSeedSameJsonAnyThreadCount) {
   const std::uint64_t seed = test::test_seed(3);
-  auto o = small(std::int64_t{1} << 15, seed);
+  auto o = small((std::int64_t{1} << 15) - 1, seed);
   const results a = sweep::run(mixed(), o);
   o.threads = 1;
   const results b = sweep::run(mixed(), o);
@@ -244,12 +246,13 @@ TEST(SweepDeterminism, SameSeedSameJsonAnyThreadCount) {
   EXPECT_EQ(first_difference(report::to_json(a), report::to_json(b)), "");
   for (const auto& c : a.checks) EXPECT_TRUE(c.pass) << c.id << " rho " << c.max_rho;
   EXPECT_EQ(a.checks.size(), 15u + 15u + 12u + 12u + 4u);
-  EXPECT_EQ(a.wavelengths.size(), 1u);
+  // Plots d and e for every RoPE spec (llama2 and yarn).
+  EXPECT_EQ(a.wavelengths.size(), 2u);
 }
 
 TEST(SweepShards, FourShardsMergedEqualTheUnshardedRun) {
   const std::uint64_t seed = test::test_seed(5);
-  const auto o = small(std::int64_t{1} << 15, seed);
+  const auto o = small((std::int64_t{1} << 15) - 1, seed);
   const results whole = sweep::run(mixed(), o);
   std::vector<results> shards;
   std::size_t checks = 0;
@@ -271,14 +274,14 @@ TEST(SweepShards, FourShardsMergedEqualTheUnshardedRun) {
 }
 
 TEST(SweepUsage, BadOptionsAndFamiliesThrow) {
-  auto o = small(1, 1);
+  auto o = small(0, 1);  // the largest position must be at least 1
   EXPECT_THROW(sweep::run(llama2(), o), error);
   o = small(1024, 1);
   o.shard_index = 2;
   o.shard_count = 2;
   EXPECT_THROW(sweep::run(llama2(), o), error);
   EXPECT_THROW(
-      sweep::run({{"shaw", spec::parse_spec("shaw:max_relative_position=4")}}, small(1024, 1)),
+      sweep::run({{"shaw", spec::parse_spec("shaw:max_relative_position=4"), ""}}, small(1024, 1)),
       error);
 }
 

@@ -12,8 +12,8 @@ namespace {
 TEST(SweepExhaustive, EveryPositionBelow2To20) {
   sweep::options o;
   o.exhaustive = true;
-  o.max_position = std::int64_t{1} << 20;
-  const auto r = sweep::run({{"llama2", spec::parse_spec("rope:head_dim=32")}}, o);
+  o.max_position = (std::int64_t{1} << 20) - 1;  // included
+  const auto r = sweep::run({{"llama2", spec::parse_spec("rope:head_dim=32"), ""}}, o);
   for (const auto& c : r.checks) {
     EXPECT_TRUE(c.pass) << c.id << " rho " << c.max_rho;
     EXPECT_EQ(c.positions, std::uint64_t{1} << 20) << c.id;

@@ -19,6 +19,7 @@
 #include "exit_guard.h"
 #include "inputs.h"
 #include "pev/core/error.h"
+#include "pev/core/sampling.h"
 #include "pev/core/text.h"
 #include "pev/core/version.h"
 #include "pev/impl/live.h"
@@ -58,12 +59,12 @@ command add_certify(CLI::App& app) {
     std::string plugin, exec, dtype = "fp32", accuracy = "hf";
     double timeout = 60;
     bool isolate = false, in_process = false;
-    std::int64_t max_position = std::int64_t{1} << 20;
+    std::int64_t max_position = (std::int64_t{1} << 20) - 1;
     std::int64_t samples = 64, property_cases = 100;
-    std::uint64_t seed = 20261122;
+    std::uint64_t seed = kDefaultSeed;
     bool no_properties = false;
     std::string reference = "fast";
-    std::string out = "pev-report";
+    std::string out = "pev-certificate";
     std::optional<std::int64_t> seq_len;
     bool no_diagnosis = false;
     bool exhaustive = false;
@@ -87,7 +88,9 @@ command add_certify(CLI::App& app) {
       "(--qk-layout); optional inv_freq [rot/2], attention_factor (scalar) and positions [P] or "
       "position_ids [B, P] (default 0..P-1). Sinusoidal: pe [P, d_model]. With npy files the "
       "tensor name is the file name (cos.npy, sin.npy). The layout read is stated in the "
-      "certificate (`layouts`). Writes certificate.json into --out.\n"
+      "certificate (`layouts`). Writes certificate.json, its page (index.html: what was checked, "
+      "the recipes, grade, diagnosis, properties, error-against-position plots), summary.md and "
+      "junit.xml into --out.\n"
       "Exit codes: 0 certified (and the claimed recipe holds), 1 not certified, 2 bad usage or "
       "input.");
   auto* s = cmd->add_option("--spec", st->spec_text,
@@ -137,13 +140,16 @@ command add_certify(CLI::App& app) {
                   "bf16)")
       ->capture_default_str();
   cmd->add_option("--max-position", st->max_position,
-                  "Live implementations: every position below 4096, then --samples seeded ones "
-                  "per octave up to this, at most 2^62 (every one with --exhaustive, below 2^26)")
+                  "Live implementations: the largest position asked for, included: every "
+                  "position below 4096, then --samples seeded ones per octave up to this, at most "
+                  "2^62 (every position 0 … N with --exhaustive, N below 2^26)")
       ->capture_default_str();
   cmd->add_option("--samples", st->samples,
                   "Live implementations: positions per octave (at most 65536)")
       ->capture_default_str();
-  cmd->add_option("--seed", st->seed, "Seed of the sampled positions, inputs and properties")
+  cmd->add_option("--seed", st->seed,
+                  "Live implementations: seed of the sampled positions, inputs and properties "
+                  "(pev's one default seed); a failed property's replay line gives it")
       ->capture_default_str();
   cmd->add_option("--accuracy", st->accuracy,
                   "Live implementations: the strategy whose accuracy contract the property suites "
@@ -207,9 +213,10 @@ command add_certify(CLI::App& app) {
                 "Require the dump to hold every position 0 … max (bad input otherwise), so the "
                 "certificate covers every position; every row is always checked");
   cmd->add_option("--out", st->out,
-                  "Output directory for certificate.json and the report files, replaced as a whole "
+                  "Output directory for certificate.json and its page, replaced as a whole "
                   "(absent, empty, or a previous pev output holding nothing else; inputs may not "
-                  "lie inside it)")
+                  "lie inside it); not pev report's default, so a certificate never replaces a "
+                  "report")
       ->capture_default_str();
   return {cmd, [st]() -> int {
             if (st->impl.empty() && st->plugin.empty() && st->exec.empty()) {
@@ -291,21 +298,19 @@ command add_certify(CLI::App& app) {
             o.max_trig_ulp = st->max_trig_ulp;
             o.exhaustive = st->exhaustive;
             const std::filesystem::path dir(st->out);
-            // certificate.json and the report's other files (summary.md for a CI job summary,
-            // junit.xml, data/*.csv, index.html; no plots: a dump has no position sweep to draw),
-            // replacing --out as one unit; then the summary on stdout.
+            // certificate.json and its own pages (summary.md for a CI job summary, junit.xml,
+            // index.html with the error-against-position plots, data/*.csv), replacing --out as
+            // one unit; then the summary on stdout.
             const auto publish = [&dir, &used](certify::certificate c) {
               auto& in = c.certification->inputs;
               in.insert(in.end(), used.begin(), used.end());
               io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
-                report::write_options wo;
-                wo.gnuplot.clear();
-                report::write_report_files(c, staging, wo);
+                report::write_report_files(c, staging);
               });
               // The summary quotes names and messages of the implementation: escaped.
               std::cout << escaped(certify::to_text(c), {.keep_newlines = true})
                         << "certificate: " << (dir / "certificate.json").string()
-                        << " (summary.md, junit.xml, index.html beside it)\n"
+                        << " (its page index.html, summary.md, junit.xml beside it)\n"
                         << std::flush;
             };
             certify::certificate cert;
@@ -340,7 +345,9 @@ command add_certify(CLI::App& app) {
                   // when first used, and must not have run it when the guard needs it.
                   const std::string sha256 = certify::sha256_file(st->plugin);
                   guard.emplace([&, sha256, type = lo.type](int status) {
-                    publish(plugin_exit_certificate(e, st->plugin, sha256, o.recipe, type, status));
+                    auto c = plugin_exit_certificate(e, st->plugin, sha256, o.recipe, type, status);
+                    c.prov.seed = st->seed;
+                    publish(std::move(c));
                   });
                 }
                 im = impl::load_plugin(st->plugin, e, acc, po);

@@ -1,4 +1,4 @@
-// `pev list`: encodings, rope types, layouts, recipes, strategies, dtypes and formats.
+// `pev list`: encodings, rope types, layouts, recipes, grades, strategies, dtypes and formats.
 
 #include <fmt/format.h>
 
@@ -7,12 +7,13 @@
 
 #include "commands.h"
 #include "pev/ref/recipe.h"
+#include "pev/report/result.h"
 
 namespace pev::cli {
 
 command add_list(CLI::App& app) {
   CLI::App* cmd =
-      app.add_subcommand("list", "List encodings, parameters, recipes, dtypes and formats");
+      app.add_subcommand("list", "List encodings, parameters, recipes, grades, dtypes and formats");
   return {
       cmd, []() -> int {
         std::string s;
@@ -39,10 +40,41 @@ command add_list(CLI::App& app) {
              "strategies ggml, accurate)\n";
         s += "rope types:\n";
         s += "  default linear ntk dynamic yarn llama3 longrope proportional\n";
-        s += "recipes (reference levels):\n";
+        s += "recipes (reference levels, `pev reference --recipe`):\n";
         for (const ref::recipe* r : ref::all_recipes()) {
           s += fmt::format("  {:<6} {}\n", r->name, r->description);
         }
+        // Every grade of the ladder (docs/design.md §6.5), named as certificates name them.
+        s += "grades (`pev certify`, best first; each implies the ones after it):\n";
+        for (int g = 0; g <= static_cast<int>(report::grade::not_certified); ++g) {
+          const auto grade = static_cast<report::grade>(g);
+          const char* what = "";
+          switch (grade) {
+            case report::grade::correctly_rounded:
+              what = "every value is the exact value rounded to the dtype";
+              break;
+            case report::grade::faithful:
+              what = "every value within 1 ulp of the exact value";
+              break;
+            case report::grade::drift_free:
+              what = "errors bounded independently of the position (no p*2^-24 growth)";
+              break;
+            case report::grade::recipe_hf:
+              what = "within the error bound of transformers' fp32 recipe";
+              break;
+            case report::grade::recipe_ggml:
+              what = "within the error bound of llama.cpp's fp32 recurrence";
+              break;
+            case report::grade::recipe_vllm:
+              what = "within the bound of vLLM's cache (the hf table stored in fp16 or bf16)";
+              break;
+            case report::grade::not_certified:
+              what = "none of the above";
+              break;
+          }
+          s += fmt::format("  {:<18} {}\n", report::to_string(grade), what);
+        }
+        s += "claims (`pev certify --recipe`): exact (faithful or better), hf, ggml, vllm\n";
         s += "strategies (production kernels, `pev compute --strategy`):\n";
         s += "  hf          transformers' fp32 recipe (powf inv_freq, fp32 p*theta, cosf/sinf)\n";
         s += "  ggml        llama.cpp's fp32 theta recurrence (RoPE only)\n";

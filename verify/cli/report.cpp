@@ -3,16 +3,22 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "inputs.h"
 #include "pev/core/error.h"
+#include "pev/core/sampling.h"
+#include "pev/core/text.h"
 #include "pev/io/file.h"
 #include "pev/report/json.h"
 #include "pev/report/merge.h"
@@ -50,6 +56,50 @@ std::pair<int, int> parse_shard(const std::string& text) {
   }
 }
 
+/// The model_type a config.json names (its own, else its text_config's); empty when it names none
+/// or the text is not plain JSON (the encoding is read by spec::parse_config_text, which reports
+/// what is wrong with it).
+std::string config_model_type(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "";
+  for (const nlohmann::json* o : {&j, j.contains("text_config") ? &j["text_config"] : nullptr}) {
+    if (o && o->is_object() && o->contains("model_type") && (*o)["model_type"].is_string()) {
+      return (*o)["model_type"].get<std::string>();
+    }
+  }
+  return "";
+}
+
+/// The name of a config's checks: model_type:MODEL, MODEL the config's directory (Hugging Face's
+/// <model>/config.json) or, for a file not named config.json, its stem; :LAYER_TYPE with
+/// --layer-type.
+std::string config_name(const std::filesystem::path& file, const std::string& model_type,
+                        const std::string& layer_type) {
+  namespace fs = std::filesystem;
+  std::string model = file.stem().string();
+  if (file.filename() == "config.json") {
+    std::error_code ec;
+    const fs::path dir = fs::absolute(file, ec).parent_path().filename();
+    if (!ec && !dir.empty()) model = dir.string();
+  }
+  std::string name = model_type.empty() ? model : model_type + ":" + model;
+  if (!layer_type.empty()) name += ":" + layer_type;
+  return name;
+}
+
+/// A --name: what file names and JUnit names can carry.
+void check_name(const std::string& name) {
+  const bool ok =
+      !name.empty() && name.size() <= 100 && std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) ||
+               std::string_view("._:@+-").find(c) != std::string_view::npos;
+      });
+  if (!ok) {
+    throw error("--name: '" + escaped(name) +
+                "' is not a name (1 to 100 letters, digits and . _ : @ + -)");
+  }
+}
+
 /// Writes the report and prints where it is; the exit code of the checks.
 int finish(const report::results& r, const std::string& out) {
   report::write_report(r, out);
@@ -69,9 +119,11 @@ command add_report(CLI::App& app) {
     std::string suite;
     std::vector<std::string> specs;
     std::vector<std::string> configs;
-    std::int64_t max_position = std::int64_t{1} << 20;
+    std::vector<std::string> names;
+    std::string layer_type;
+    std::optional<std::int64_t> max_position;
     std::int64_t threads = 0;
-    std::uint64_t seed = 1;
+    std::uint64_t seed = kDefaultSeed;
     std::string shard;
     std::string out = "pev-report";
     std::string reference = "fast";
@@ -84,21 +136,38 @@ command add_report(CLI::App& app) {
       "Precision-drift report: every spec of the suite × strategy (hf, ggml for RoPE, table-fp16, "
       "table-bf16, accurate) × dtype (fp32, fp16, bf16), kernel output against the exact "
       "reference at every position below 4096, then deterministic samples in every octave up to "
-      "--max-position with a local worst-case search around each octave's maximum. A check "
-      "passes when max ρ = error / analytic bound ≤ 1 (accurate: ≤ 1 ulp). Writes index.html, "
-      "report.json, summary.md, junit.xml, plots/*.svg (gnuplot) and data/*.csv into --out.\n"
+      "--max-position (included) with a local worst-case search around each octave's maximum. A "
+      "check passes when max ρ = error / analytic bound ≤ 1 (accurate: ≤ 1 ulp). Checks are "
+      "named <spec>/<strategy>/<dtype>; a --config's spec is model_type:MODEL (MODEL: the "
+      "config's directory, or the file's stem when it is not config.json), a --spec's specN, "
+      "unless --name names it. Writes index.html (the specs, checks and plots), report.json, "
+      "summary.md, junit.xml, plots/*.svg (gnuplot) and data/*.csv into --out.\n"
       "Exit codes: 0 every check passes, 1 a check failed, 2 bad usage or input.");
   cmd->add_option("--suite", st->suite,
                   "Built-in suite: 'default' (Llama-2, Llama-3.1, Qwen2.5 YaRN, DeepSeek-V3, "
                   "gpt-oss, Gemma-3, Phi-3 LongRoPE, sinusoidal, ALiBi, T5). Used when no "
                   "--spec/--config is given");
-  cmd->add_option("--spec", st->specs, "SPEC to sweep (repeatable), e.g. rope:head_dim=128");
-  cmd->add_option("--config", st->configs, "HF config.json to sweep (repeatable)");
+  auto* spec_opt =
+      cmd->add_option("--spec", st->specs, "SPEC to sweep (repeatable), e.g. rope:head_dim=128");
+  auto* config_opt =
+      cmd->add_option("--config", st->configs, "HF config.json to sweep (repeatable)");
+  auto* name_opt = cmd->add_option(
+      "--name", st->names,
+      "Name of the --spec or --config just before it (repeatable), e.g. --config "
+      "a/config.json --name llama-a: its checks, JUnit names and plot files carry it");
+  cmd->add_option("--layer-type", st->layer_type,
+                  "Layer-type group of per-layer-type configs (e.g. Gemma-3's sliding_attention; "
+                  "default: full_attention), for every --config; the name ends in :TYPE")
+      ->needs(config_opt);
   cmd->add_option("--max-position", st->max_position,
-                  "Positions swept: 0 <= p < N (2 <= N <= 2^62; default 2^20 = 1048576)");
+                  "The largest position swept: positions 0 … N, N included (1 <= N <= 2^62; with "
+                  "--exhaustive below 2^26). Default: max_position_embeddings - 1 of the "
+                  "--config files (the largest, when several give it), the positions the model "
+                  "was configured for; else 2^20 - 1 = 1048575");
   cmd->add_option("--threads", st->threads, "Worker threads (oneTBB), at most 1024; 0 = all cores")
       ->capture_default_str();
-  cmd->add_option("--seed", st->seed, "Seed of the deterministic position samples")
+  cmd->add_option("--seed", st->seed,
+                  "Seed of the deterministic position samples (pev's one default seed)")
       ->capture_default_str();
   cmd->add_option("--shard", st->shard,
                   "Run shard I of N (I/N, 0-based): every N-th check; combine with `pev merge`");
@@ -116,13 +185,15 @@ command add_report(CLI::App& app) {
   cmd->add_option("--samples-per-octave", st->samples,
                   "Deterministic samples per octave above 4096 (at most 65536)")
       ->capture_default_str();
-  return {cmd, [st]() -> int {
+  return {cmd, [st, cmd, spec_opt, config_opt, name_opt]() -> int {
             sweep::options o;
-            require_range("--max-position", st->max_position, 2, kMaxPositionLimit);
-            if (st->exhaustive && st->max_position > (std::int64_t{1} << 26)) {
-              // Every position is held in memory (8 bytes each) and computed: 2^26 is hours.
-              throw error("--exhaustive: --max-position must be at most 2^26 = 67108864, got " +
-                          std::to_string(st->max_position));
+            if (st->max_position) {
+              require_range("--max-position", *st->max_position, 1, kMaxPositionLimit);
+              if (st->exhaustive && *st->max_position >= (std::int64_t{1} << 26)) {
+                // Every position is held in memory (8 bytes each) and computed: 2^26 is hours.
+                throw error("--exhaustive: --max-position must be below 2^26 = 67108864, got " +
+                            std::to_string(*st->max_position));
+              }
             }
             // oneTBB's allocator fails beyond a few tens of thousands of threads.
             require_range("--threads", st->threads, 0, kMaxThreads);
@@ -133,7 +204,6 @@ command add_report(CLI::App& app) {
             if (!st->suite.empty() && st->suite != "default") {
               throw error("--suite: the only built-in suite is 'default', got '" + st->suite + "'");
             }
-            o.max_position = st->max_position;
             o.threads = static_cast<int>(st->threads);
             o.seed = st->seed;
             o.exhaustive = st->exhaustive;
@@ -147,12 +217,74 @@ command add_report(CLI::App& app) {
             std::vector<sweep::suite_entry> suite;
             const bool custom = !st->specs.empty() || !st->configs.empty();
             if (!custom || st->suite == "default") suite = sweep::default_suite();
-            for (std::size_t k = 0; k < st->specs.size(); ++k) {
-              suite.push_back({"spec" + std::to_string(k + 1), spec::parse_spec(st->specs[k])});
+            const std::size_t builtin = suite.size();
+            // --spec and --config in command-line order, each with the --name after it.
+            std::vector<std::optional<std::string>> given;
+            std::size_t next_spec = 0, next_config = 0, next_name = 0;
+            std::int64_t config_max = -1;  // the largest max_position_embeddings - 1
+            for (const CLI::Option* opt : cmd->parse_order()) {
+              if (opt == spec_opt) {
+                const std::size_t k = next_spec++;
+                suite.push_back(
+                    {"spec" + std::to_string(k + 1), spec::parse_spec(st->specs[k]), "--spec"});
+                given.emplace_back();
+              } else if (opt == config_opt) {
+                const std::string& c = st->configs[next_config++];
+                spec::config_options co;
+                co.layer_type = st->layer_type;
+                const std::string text = io::read_file(c, spec::max_config_bytes);
+                const spec::rope r = spec::parse_config_text(text, c, co);
+                if (r.max_position_embeddings > 0) {
+                  config_max = std::max(config_max, r.max_position_embeddings - 1);
+                }
+                suite.push_back(
+                    {config_name(c, config_model_type(text), st->layer_type), spec::encoding(r),
+                     "--config " + c +
+                         (st->layer_type.empty() ? "" : " --layer-type " + st->layer_type)});
+                given.emplace_back();
+              } else if (opt == name_opt) {
+                const std::string& n = st->names[next_name++];
+                check_name(n);
+                if (given.empty() || given.back()) {
+                  throw error("--name " + escaped(n) +
+                              ": names the --spec or --config just before it, and there is " +
+                              (given.empty() ? "none" : "another --name for it"));
+                }
+                given.back() = n;
+              }
             }
-            for (const auto& c : st->configs) {
-              suite.push_back({std::filesystem::path(c).stem().string(),
-                               spec::encoding(spec::parse_config_file(c))});
+            // Names are unique in their file-name form (plots, CSVs, JUnit): a given name that
+            // collides is refused, a derived one gets a suffix.
+            std::map<std::string, std::string> taken;  // file form → name
+            for (std::size_t k = 0; k < builtin; ++k) {
+              taken[report::file_stem(suite[k].name)] = suite[k].name;
+            }
+            for (std::size_t k = builtin; k < suite.size(); ++k) {
+              const auto& n = given[k - builtin];
+              if (n) {
+                const auto [it, fresh] = taken.emplace(report::file_stem(*n), *n);
+                if (!fresh) {
+                  throw error("--name " + *n + ": the name of another spec (" + it->second +
+                              ") has the same file name; choose another");
+                }
+                suite[k].name = *n;
+                continue;
+              }
+              std::string name = suite[k].name;
+              for (int j = 2; taken.count(report::file_stem(name)); ++j) {
+                name = suite[k].name + "-" + std::to_string(j);
+              }
+              taken.emplace(report::file_stem(name), name);
+              suite[k].name = name;
+            }
+            o.max_position = st->max_position  ? *st->max_position
+                             : config_max >= 1 ? config_max
+                                               : o.max_position;
+            if (st->exhaustive && o.max_position >= (std::int64_t{1} << 26)) {
+              throw error(
+                  "--exhaustive: --max-position must be below 2^26 = 67108864 (the default from "
+                  "the configs is " +
+                  std::to_string(o.max_position) + "); give --max-position");
             }
             for (const auto& entry : suite) {
               for (auto& f : encoding_files(entry.encoding)) inputs.push_back(std::move(f));

@@ -57,12 +57,21 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
   for (check& c : cert.checks) c.family = family;
   cert.prov.max_position = z.max_position;
   cert.prov.exhaustive = z.exhaustive;
-  // Where the data leaves the claimed bound, and how far it is from the exact values in hf bounds.
+  // Where the data leaves the bound it is held to, and how far it is from the exact values in
+  // that bound (hf for a check without the claimed recipe's pipeline).
+  bool any_hf = false, any_ggml = false, any_recipe = false;
+  for (const check& c : cert.checks) {
+    any_recipe = any_recipe || !c.recipe_rho.empty();
+    any_hf = any_hf || c.recipe_rho.count("hf") > 0;
+    any_ggml = any_ggml || c.recipe_rho.count("ggml") > 0;
+  }
+  z.held_to = detail::held_bound(o, any_ggml, any_hf || !any_recipe);
   report::diagnosis& why = z.why ? *z.why : z.why.emplace();
   why.first = std::move(k.mismatches);
   for (const check& c : cert.checks) {
-    // The ggml form has no hf rung: its distance is in ggml's bounds.
-    auto it = c.recipe_rho.find("hf");
+    // The bound the data is held to, else hf, else ggml (the ggml form has no hf rung).
+    auto it = c.recipe_rho.find(z.held_to);
+    if (it == c.recipe_rho.end()) it = c.recipe_rho.find("hf");
     if (it == c.recipe_rho.end()) it = c.recipe_rho.find("ggml");
     if (it != c.recipe_rho.end()) why.max_rho_without = std::max(why.max_rho_without, it->second);
   }

@@ -64,6 +64,15 @@ std::vector<std::string> bound_names(bool ggml, bool hf) {
   return v;
 }
 
+std::string held_bound(const options& o, bool ggml, bool hf) {
+  const std::string gate = hf ? "hf" : (ggml ? "ggml" : "drift-free");
+  std::string claimed = o.recipe.value_or(gate);
+  if (claimed == "vllm") claimed = hf ? "vllm-bf16" : gate;
+  if (claimed == "ggml" && !ggml) claimed = gate;
+  if (claimed == "hf" && !hf) claimed = gate;
+  return claimed;
+}
+
 compare::figures::options figure_options(const options& o, std::int64_t max_position,
                                          std::int64_t indices, bool ggml,
                                          std::vector<report::mismatch>* mismatches, bool hf) {
@@ -75,21 +84,17 @@ compare::figures::options figure_options(const options& o, std::int64_t max_posi
     return static_cast<std::size_t>(std::find(f.bounds.begin(), f.bounds.end(), name) -
                                     f.bounds.begin());
   };
-  // The check's max_rho: ρ against transformers' recipe, as the summary; for the ggml form
-  // (no transformers pipeline) against ggml's, else the drift-free bound.
-  const std::string gate = hf ? "hf" : (ggml ? "ggml" : "drift-free");
-  f.gate = index(gate);
+  // The check's max_rho, octave bounds and the first mismatches: against the bound the data is
+  // held to — the claimed recipe's own (a vllm claim: the looser of its caches), else the gate:
+  // hf, or ggml for the ggml form (no transformers pipeline), else the drift-free bound.
+  std::string held = held_bound(o, ggml, hf);
+  if (index(held) == f.bounds.size()) held = hf ? "hf" : (ggml ? "ggml" : "drift-free");
+  f.gate = index(held);
   f.per_bound_rho = true;
   for (std::size_t k = 0; k < f.bounds.size(); ++k) f.ladder.push_back(k);
   f.zero_floor = true;
   f.worst = compare::worst_by::ulp_error;
-  // The first values beyond the claimed recipe's own bound (hf without a claim; a vllm claim:
-  // the looser of its caches); a recipe the value has no bound of: the gate's.
-  std::string claimed = o.recipe.value_or(gate);
-  if (claimed == "vllm") claimed = "vllm-bf16";
-  if (claimed == "ggml" && !ggml) claimed = gate;
-  if (index(claimed) == f.bounds.size()) claimed = gate;
-  f.mismatch_bound = index(claimed);
+  f.mismatch_bound = f.gate;
   f.mismatches = mismatches;
   f.max_mismatches = kFirstMismatches;
   return f;
@@ -120,11 +125,15 @@ check make_check(const std::string& name, const std::string& source, dtype t,
   const auto drift = std::find(names.begin(), names.end(), "drift-free") - names.begin();
   c.drift_free_bound = f.max_bound(static_cast<std::size_t>(drift));
   c.best = grade_of(c);
-  // The gate of figure_options: hf, or ggml for the ggml form (no transformers pipeline).
-  const char* gate = c.recipe_rho.count("hf") > 0     ? "hf recipe bound"
-                     : c.recipe_rho.count("ggml") > 0 ? "ggml recipe bound"
-                                                      : "drift-free bound";
-  c.bound_name = std::string(gate) + " (rho); grade " + std::string(to_string(*c.best));
+  // The bound of figure_options' gate (the check has a ρ for every bound it was held to).
+  std::string held = held_bound(o, c.recipe_rho.count("ggml") > 0, c.recipe_rho.count("hf") > 0);
+  if (c.recipe_rho.count(held) == 0) {
+    held = c.recipe_rho.count("hf") > 0     ? "hf"
+           : c.recipe_rho.count("ggml") > 0 ? "ggml"
+                                            : "drift-free";
+  }
+  c.bound_name = held + (held == "drift-free" ? " bound" : " recipe bound") + " (rho); grade " +
+                 std::string(to_string(*c.best));
   c.pass = *c.best != grade::not_certified;
   return c;
 }

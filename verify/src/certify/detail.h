@@ -88,9 +88,14 @@ std::vector<std::string> bound_names(bool ggml, bool hf = true);
 /// The grade a claimed recipe needs (exact: faithful; hf, ggml, vllm: their recipe grades);
 /// pev::error for an unknown recipe.
 grade claim_grade(std::string_view recipe);
+/// The bound a check is held to (report::certification::held_to): the claimed recipe's ("vllm":
+/// vllm-bf16, its looser cache), else the gate — hf, or ggml where there is no hf pipeline (`hf`
+/// false: the ggml form), else drift-free; the gate too for a claimed recipe the check has no
+/// bound of.
+std::string held_bound(const options& o, bool ggml, bool hf = true);
 /// Options of a certified check's figures: ρ per bound and on the ladder, worst case by ulp
-/// error, zero floor, mismatches beyond the claimed recipe's bound (hf without a claim) into
-/// `mismatches`.
+/// error, zero floor; the gate (max ρ) and the mismatches (into `mismatches`) against
+/// held_bound(o, ggml, hf).
 compare::figures::options figure_options(const options& o, std::int64_t max_position,
                                          std::int64_t indices, bool ggml,
                                          std::vector<report::mismatch>* mismatches, bool hf = true);

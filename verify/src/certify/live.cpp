@@ -98,6 +98,12 @@ certificate failed_certificate(const spec::encoding& e, const std::string& what,
   z.spec = spec::to_spec_string(e);
   z.inputs = std::move(inputs);
   z.claimed_recipe = recipe;
+  options held;
+  held.recipe = recipe;
+  const auto* rope = std::get_if<spec::rope>(&e);
+  z.held_to = detail::held_bound(held, rope != nullptr,
+                                 !rope || rope->type != spec::rope_type::ggml);
+  z.live = true;
   z.explain_threshold = kExplainRho;
   z.what = what;
   check c;
@@ -156,6 +162,7 @@ certificate certify_live(const spec::encoding& e, const impl::live_implementatio
     o2.positions.clear();  // the dump holds its positions
     cert = certify_dump(e, d, o2);
     cert.certification->what = "live " + im.name() + ": " + cert.certification->what;
+    cert.certification->live = true;
   }
   cert.prov.seed = lo.seed;
   if (!failure && lo.properties && lo.property_checks) {

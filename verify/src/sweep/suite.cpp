@@ -66,7 +66,7 @@ const named_spec kDefault[] = {
 
 std::vector<suite_entry> default_suite() {
   std::vector<suite_entry> out;
-  for (const auto& n : kDefault) out.push_back({n.name, spec::parse_spec(n.spec)});
+  for (const auto& n : kDefault) out.push_back({n.name, spec::parse_spec(n.spec), ""});
   return out;
 }
 

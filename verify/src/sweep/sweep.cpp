@@ -57,7 +57,7 @@ double to_double(T v) {
 /// case is its largest ρ.
 std::unique_ptr<figures> cell_figures(const options& o, std::int64_t indices) {
   figures::options fo;
-  fo.max_position = o.max_position;
+  fo.max_position = o.max_position + 1;  // the octave layout's end (excluded)
   fo.indices = indices;
   return std::make_unique<figures>(fo);
 }
@@ -354,14 +354,21 @@ std::string bound_name(strategy st, dtype dt) {
 }  // namespace
 
 std::vector<std::int64_t> sample_positions(const options& o) {
-  if (o.exhaustive) return octave_positions({o.max_position, o.max_position, 0, o.seed, true});
-  return octave_positions({o.max_position, o.dense_below, o.samples_per_octave, o.seed, true});
+  const std::int64_t end = o.max_position + 1;  // max_position is included
+  if (o.exhaustive) return octave_positions({end, end, 0, o.seed, true});
+  return octave_positions({end, o.dense_below, o.samples_per_octave, o.seed, true});
 }
 
 namespace {
 
 compare::reference_path path_of(const options& o) {
   return o.mpfr_reference ? compare::reference_path::mpfr : compare::reference_path::fast;
+}
+
+/// The sequence length of a stateful rope type (dynamic, longrope): max position + 1, as
+/// transformers computes it from the positions it is given (docs/design.md §5.3).
+std::optional<std::int64_t> stateful_seq(const spec::rope& s, const options& o) {
+  return s.stateful() ? std::optional<std::int64_t>(o.max_position + 1) : std::nullopt;
 }
 
 /// The sweep of one spec's cells (sweep.h): sampled positions in batches, then the local
@@ -403,7 +410,7 @@ void sweep_cells(Ref& ref, std::vector<Cell>& cells, const options& o, tbb::task
     const figures& acc = *cells[c].acc;
     for (std::size_t k = 0; k < acc.octaves(); ++k) {
       const std::int64_t lo = k == 0 ? 0 : std::int64_t{1} << k;
-      const std::int64_t hi = std::min(std::int64_t{1} << (k + 1), o.max_position);
+      const std::int64_t hi = std::min(std::int64_t{1} << (k + 1), o.max_position + 1);
       if (hi <= o.dense_below) continue;  // every position already evaluated
       const std::int64_t a = acc.argmax(k);
       if (a < 0) continue;
@@ -437,8 +444,7 @@ void sweep_cells(Ref& ref, std::vector<Cell>& cells, const options& o, tbb::task
 void sweep_rope(const spec::rope& s, const std::vector<report::check*>& outs,
                 const std::vector<std::pair<strategy, dtype>>& cells_of, const options& o,
                 tbb::task_arena& arena, report::results& res) {
-  const std::optional<std::int64_t> seq =
-      s.stateful() ? std::optional<std::int64_t>(o.max_position) : std::nullopt;
+  const std::optional<std::int64_t> seq = stateful_seq(s, o);
   rope_reference_source ref(s, seq, path_of(o));
   const double m_exact = ref.ref().attention_factor();
   // Kernels and models are planned here: `accurate` kernels and the models read the MPFR
@@ -484,19 +490,24 @@ void sweep_rope(const spec::rope& s, const std::vector<report::check*>& outs,
   res.prov.reference_fallbacks += ref.stats().fallbacks;
 }
 
-/// Relative-position invariance drift of one RoPE spec (plot d) for every strategy × dtype.
+/// Relative-position invariance drift of one RoPE spec (plot d) for every strategy × dtype. Every
+/// RoPE spec has it: with an attention factor m the exact score is ⟨R(0)q, R(offset)k⟩ = m²·⟨q,
+/// R(offset)k⟩, and a stateful type's frequencies are those of the sweep's sequence length.
 void invariance(const suite_entry& e, const spec::rope& s, const options& o, tbb::task_arena& arena,
                 std::vector<report::invariance_series>& out) {
   constexpr std::int64_t kOffset = 16;
   constexpr int kVectors = 4;
   constexpr int kDrawsPerOctave = 3;
   const auto D = static_cast<std::size_t>(s.head_dim);
-  ref::fast_rope_reference ref(s);
-  // Positions m: 0, then each octave's first position and three draws (m + offset < max), from
+  const std::optional<std::int64_t> seq = stateful_seq(s, o);
+  ref::fast_rope_reference ref(s, seq);
+  // Positions m: 0, then each octave's first position and three draws (m + offset ≤ max), from
   // the stream that then draws the vectors.
   splitmix rng(o.seed ^ 0x5eedull);
+  const std::int64_t end = o.max_position + 1 - kOffset;
   const std::vector<std::int64_t> ms =
-      octave_positions({o.max_position - kOffset, 1, kDrawsPerOctave, 0, false}, &rng);
+      end > 0 ? octave_positions({end, 1, kDrawsPerOctave, 0, false}, &rng)
+              : std::vector<std::int64_t>{};
   // Unit vectors q, k (exact in every dtype: entries are multiples of 2^-7 in [-1, 1], scaled).
   std::vector<std::vector<double>> qs, ks;
   for (int v = 0; v < 2 * kVectors; ++v) {
@@ -510,13 +521,14 @@ void invariance(const suite_entry& e, const spec::rope& s, const options& o, tbb
     for (auto& xi : x) xi *= sc;  // a power of two: still exact; ‖x‖ ≤ 1
     (v % 2 == 0 ? qs : ks).push_back(x);
   }
-  // Exact ⟨q, R(offset)k⟩ from the exact rotation (rounded to double).
+  // Exact ⟨R(0)q, R(offset)k⟩ from the exact rotations (each rounded to double; R(0) is m·I).
   std::vector<double> exact_score(kVectors);
   for (int v = 0; v < kVectors; ++v) {
-    std::vector<double> rk(D);
+    std::vector<double> rq(D), rk(D);
+    ref.rotate<double>(0, qs[std::size_t(v)], rq);
     ref.rotate<double>(kOffset, ks[std::size_t(v)], rk);
     double sum = 0;
-    for (std::size_t j = 0; j < D; ++j) sum += qs[std::size_t(v)][j] * rk[j];
+    for (std::size_t j = 0; j < D; ++j) sum += rq[j] * rk[j];
     exact_score[std::size_t(v)] = sum;
   }
   std::vector<std::pair<strategy, dtype>> cells;
@@ -524,7 +536,9 @@ void invariance(const suite_entry& e, const spec::rope& s, const options& o, tbb
     for (dtype dt : kDtypes) cells.emplace_back(st, dt);
   }
   std::vector<std::unique_ptr<kernel::rope_kernel>> kerns;
-  for (const auto& [st, dt] : cells) kerns.push_back(std::make_unique<kernel::rope_kernel>(s, st));
+  for (const auto& [st, dt] : cells) {
+    kerns.push_back(std::make_unique<kernel::rope_kernel>(s, st, seq));
+  }
   std::vector<report::invariance_series> series(cells.size());
   arena.execute([&] {
     tbb::parallel_for(std::size_t{0}, cells.size(), [&](std::size_t c) {
@@ -583,7 +597,7 @@ report::wavelength_series wavelengths(const suite_entry& e, const spec::rope& s,
 }  // namespace
 
 report::results run(const std::vector<suite_entry>& suite, const options& o) {
-  if (o.max_position < 2) throw error("--max-position must be at least 2");
+  if (o.max_position < 1) throw error("--max-position must be at least 1");
   if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
     throw error("--shard: expected I/N with 0 <= I < N");
   }
@@ -602,7 +616,7 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
   pv.suite = o.suite_name;
   pv.max_position = o.max_position;
   pv.exhaustive = o.exhaustive;
-  pv.dense_below = o.exhaustive ? o.max_position : o.dense_below;
+  pv.dense_below = o.exhaustive ? o.max_position + 1 : o.dense_below;
   pv.samples_per_octave = o.exhaustive ? 0 : o.samples_per_octave;
   pv.search_radius = o.exhaustive ? 0 : o.search_radius;
   pv.shard_index = o.shard_index;
@@ -660,6 +674,10 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
     }
     return outs;
   };
+  for (const suite_entry& e : suite) {
+    res.specs.push_back({e.name, spec::family_name(e.encoding), spec::to_spec_string(e.encoding),
+                         e.source.empty() ? "built-in suite" : e.source});
+  }
   std::size_t done = 0;
   for (const suite_entry& e : suite) {
     if (const auto* s = std::get_if<spec::rope>(&e.encoding)) {
@@ -702,19 +720,14 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
       std::vector<report::check*> outs;
       for (std::size_t k = first; k < res.checks.size(); ++k) outs.push_back(&res.checks[k]);
       if (!cells.empty()) sweep_rope(*s, outs, cells, o, arena, res);
-      // Plots d and e: the invariance drift of unscaled specs (attention factor 1), the
-      // wavelengths of scaled ones.
-      const std::optional<std::int64_t> seq =
-          s->stateful() ? std::optional<std::int64_t>(o.max_position) : std::nullopt;
+      // Plots d and e for every RoPE spec: the invariance drift, and the wavelengths against
+      // plain RoPE (for a spec without scaling, the two curves coincide).
       if (const auto i = take()) {
-        if (s->type == spec::rope_type::default_) {
-          const std::size_t before = res.invariance.size();
-          invariance(e, *s, o, arena, res.invariance);
-          for (std::size_t k = before; k < res.invariance.size(); ++k) res.invariance[k].index = *i;
-        } else {
-          res.wavelengths.push_back(wavelengths(e, *s, seq));
-          res.wavelengths.back().index = *i;
-        }
+        const std::size_t before = res.invariance.size();
+        invariance(e, *s, o, arena, res.invariance);
+        for (std::size_t k = before; k < res.invariance.size(); ++k) res.invariance[k].index = *i;
+        res.wavelengths.push_back(wavelengths(e, *s, stateful_seq(*s, o)));
+        res.wavelengths.back().index = *i;
       }
     }
     if (const auto* s = std::get_if<spec::sinusoidal>(&e.encoding)) {

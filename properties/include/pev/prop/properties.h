@@ -70,6 +70,11 @@ struct run_config {
   int max_success = 100;
   int max_size = 100;
   bool shrink = true;
+  /// Nothing through RapidCheck's own listeners: no "Using configuration" line, no "Some of your
+  /// RapidCheck properties had failures … RC_PARAMS=reproduce" at exit (a property that does not
+  /// apply is a failure to RapidCheck). The outcome holds everything; RC_PARAMS's reproduce key is
+  /// not consulted. For `pev certify`, whose user replays with a pev command line.
+  bool quiet = false;
 };
 run_config default_config(std::uint64_t default_seed);
 

@@ -130,6 +130,10 @@ struct check {
   double drift_free_bound = 0;  // the largest absolute bound of the drift-free grade used
   std::optional<grade> best;    // the best grade the check's figures support
   std::string property;         // property checks: "passed", "failed" or "not applicable"
+  /// A failed property: its shrunk counterexample (one "type: value" per line) and the command
+  /// line that replays it (a pev command with its seed).
+  std::string counterexample;
+  std::string replay;
 };
 
 /// Relative-position invariance drift |⟨R(m)q, R(n)k⟩ − ⟨q, R(n−m)k⟩| (exact right-hand side) for
@@ -144,8 +148,8 @@ struct invariance_series {
   std::vector<double> max_drift;  // max over the sampled (q, k) pairs, in units of |q|·|k| = 1
 };
 
-/// Effective wavelength 2π/θ_i (tokens) per frequency pair of a scaled RoPE spec and of the plain
-/// RoPE with the same head_dim and θ.
+/// Effective wavelength 2π/θ_i (tokens) per frequency pair of a RoPE spec (scaled or not) and of
+/// the plain RoPE with the same head_dim and θ.
 struct wavelength_series {
   std::int64_t index = 0;  // merge order
   std::string spec_name;
@@ -168,8 +172,8 @@ struct provenance {
   std::uint64_t reference_values = 0;
   std::uint64_t reference_fallbacks = 0;  // values the fast path took from MPFR
   std::uint64_t seed = 0;
-  std::string suite;  // "default" or "custom"
-  std::int64_t max_position = 0;
+  std::string suite;              // "default" or "custom"
+  std::int64_t max_position = 0;  // the largest position evaluated (included)
   bool exhaustive = false;
   std::int64_t dense_below = 0;  // every position below this is evaluated
   int samples_per_octave = 0;    // deterministic samples per octave above dense_below
@@ -221,7 +225,7 @@ struct diagnosis {
   /// What the data implies about the parameters it was made with, beyond the catalogue: e.g.
   /// "rope_theta: the frequencies imply 10000 (the spec says 500000)".
   std::vector<std::string> findings;
-  double max_rho_without = 0;  // data vs exact, in hf bounds
+  double max_rho_without = 0;  // data vs exact, in the bound the data is held to
 };
 
 /// The math library behind a certificate's data: the class its recipe bounds assume, and what
@@ -252,7 +256,12 @@ struct layout_reading {
 
 /// What certification adds to a report (docs/design.md §4.2, §6.9).
 struct certification {
-  std::string spec;                     // canonical SPEC string
+  std::string spec;  // canonical SPEC string
+  /// The recipe bound the data is held to ("hf", "ggml", "vllm-bf16", "exact"): the claimed
+  /// recipe's (vllm: its looser cache), else hf (ggml for the ggml form, which has no hf
+  /// pipeline). The checks' max ρ, the first mismatches and the diagnosis's max ρ are in this
+  /// bound.
+  std::string held_to = "hf";
   std::string what;                     // "rope table (separate layout, detected)", …
   std::vector<layout_reading> layouts;  // how each role was read (RoPE tables and q/k)
   std::vector<input_file> inputs;
@@ -261,6 +270,9 @@ struct certification {
   bool exhaustive = false;  // the rows cover every position 0 … max_position
   std::optional<std::string> claimed_recipe;
   bool claim_holds = true;
+  /// A live implementation (plugin or command): pev drew its positions and inputs, and ran the
+  /// property suites, from provenance.seed. A dump's certification draws nothing at random.
+  bool live = false;
   grade result = grade::not_certified;
   library_figures library;
   std::optional<diagnosis> why;
@@ -271,10 +283,21 @@ struct certification {
   int exit_code() const;
 };
 
+/// One spec of a report's suite: the name its checks carry (check::spec_name), its family, its
+/// canonical SPEC and where it came from ("built-in suite", "--spec", "--config PATH").
+struct suite_spec {
+  std::string name;
+  std::string family;
+  std::string spec;
+  std::string source;
+  bool operator==(const suite_spec&) const = default;
+};
+
 /// Everything a report shows; with `certification`, a certificate.
 struct results {
   int schema_version = kSchemaVersion;
   provenance prov;
+  std::vector<suite_spec> specs;  // a report's suite, in order (empty for a certificate)
   std::vector<check> checks;
   std::vector<invariance_series> invariance;
   std::vector<wavelength_series> wavelengths;

@@ -1,6 +1,7 @@
 #pragma once
 // Report writers (docs/design.md §3.10, §8.3): everything `pev report` leaves in its output
-// directory. They only read results.
+// directory, and a certificate's own pages (docs/design.md §6.9) for results with a certification
+// block. They only read results.
 //
 // clang-format off
 //   report.json     json.h
@@ -9,6 +10,8 @@
 //   data/*.csv      the figures behind every plot
 //   plots/*.svg     rendered by gnuplot (a subprocess on a generated script; no network)
 //   index.html      self-contained: the SVGs inline, no external resources
+// A certificate writes certificate.json in place of report.json; its summary.md, index.html and
+// plots (error against position per check) are its own.
 // clang-format on
 // Every file is written atomically (temporary file, then rename).
 
@@ -20,6 +23,7 @@
 
 namespace pev::report {
 
+/// summary.md: a report's table of checks, or a certificate's summary.
 std::string summary_markdown(const results& r);
 /// The human-readable summary `pev certify` prints (pev::error unless r is a certificate).
 std::string certificate_text(const results& r);
@@ -29,11 +33,18 @@ std::string junit_xml(const results& r);
 /// heatmap_<check>.csv, invariance.csv, wavelengths.csv, ulp_histogram.csv.
 std::map<std::string, std::string> csv_files(const results& r);
 
-/// gnuplot scripts by SVG name (relative to plots/), reading the CSVs from `data_dir`.
+/// gnuplot scripts by SVG name (relative to plots/), reading the CSVs from `data_dir`. A
+/// certificate's: error_<check>.svg and heatmap_<check>.svg per value check.
 std::map<std::string, std::string> plot_scripts(const results& r, const std::string& data_dir);
 
-/// index.html with the given SVG documents (name → text) inline.
+/// index.html with the given SVG documents (name → text) inline: a report's page, or a
+/// certificate's.
 std::string index_html(const results& r, const std::map<std::string, std::string>& svgs);
+
+/// The form a spec name or check id takes in file names (data/*.csv, plots/*.svg): letters,
+/// digits and '-' kept, '/' as "--", anything else '_'. Two names with the same form would share
+/// their files: `pev report` refuses them.
+std::string file_stem(const std::string& name);
 
 struct write_options {
   std::string gnuplot = "gnuplot";  // executable; empty: no plots (index.html says so)

@@ -43,6 +43,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pev/core/sampling.h"
 #include "pev/impl/live.h"
 #include "pev/io/array.h"
 #include "pev/metric/libm.h"
@@ -180,10 +181,10 @@ struct live_options {
   /// Positions: every p < 4096, then `samples` seeded positions in every octave up to
   /// max_position (pev/core/sampling.h; max_position itself included); with `exhaustive`, every
   /// p ≤ max_position.
-  std::int64_t max_position = std::int64_t{1} << 20;
+  std::int64_t max_position = (std::int64_t{1} << 20) - 1;
   int samples = 64;
   bool exhaustive = false;
-  std::uint64_t seed = 20261122;
+  std::uint64_t seed = kDefaultSeed;
   dtype type = dtype::fp32;
   /// Run the property suites (pev::prop, with shrinking) on the implementation too: each property
   /// of the family becomes a check (its counterexample in the note when it fails).

@@ -13,6 +13,11 @@
 
 namespace pev {
 
+/// pev's one default seed: sweeps (`pev report`), live certification (`pev certify
+/// --plugin/--exec`) and the property suites draw from it unless told otherwise (docs/design.md
+/// §11.4).
+inline constexpr std::uint64_t kDefaultSeed = 20261122;
+
 struct octave_sampling {
   std::int64_t end = 0;          // positions < end
   std::int64_t dense_below = 0;  // every position below this

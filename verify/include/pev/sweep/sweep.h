@@ -3,11 +3,12 @@
 // suite is evaluated by its production kernel and compared, value by value, with the exact
 // reference (the fast exact reference of ref/fast.h by default, bit-identical to the MPFR path), at
 //   - every position below `dense_below`,
-//   - then, per octave [2^k, 2^(k+1)) up to max_position: its two ends, 2^k + 1 and
+//   - then, per octave [2^k, 2^(k+1)) up to max_position (included): its two ends, 2^k + 1 and
 //     `samples_per_octave` deterministic samples drawn from the seed,
 //   - then a local worst-case search: every position within ±search_radius of the octave's
 //     largest-ρ position (per check, so a check's figures never depend on the others),
-// or every position up to max_position with `exhaustive`.
+// or every position 0 … max_position with `exhaustive`. max_position is the largest position, as
+// everywhere in pev (docs/design.md §5.3).
 //
 // A check passes when max ρ ≤ 1, ρ = |ŷ − y| / B with B the analytic bound of the strategy's
 // contract (pev/impl/contract.h; accurate: 1 ulp of the output type). Results are
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "pev/core/sampling.h"
 #include "pev/report/result.h"
 #include "pev/spec/spec.h"
 
@@ -32,6 +34,9 @@ namespace pev::sweep {
 struct suite_entry {
   std::string name;
   spec::encoding encoding;
+  /// Where it came from, for the report's table of specs ("built-in suite", "--spec",
+  /// "--config path/config.json"); empty: "built-in suite".
+  std::string source;
 };
 
 /// The embedded default suite (issue 5): Llama-2, Llama-3.1, Qwen2.5 YaRN, DeepSeek-V3's rope part,
@@ -40,12 +45,12 @@ struct suite_entry {
 std::vector<suite_entry> default_suite();
 
 struct options {
-  std::int64_t max_position = std::int64_t{1} << 20;  // positions < max_position
+  std::int64_t max_position = (std::int64_t{1} << 20) - 1;  // the largest position (included)
   bool exhaustive = false;
   std::int64_t dense_below = 4096;
   int samples_per_octave = 64;
   int search_radius = 16;
-  std::uint64_t seed = 1;
+  std::uint64_t seed = kDefaultSeed;
   bool mpfr_reference = false;  // the MPFR path instead of the fast exact reference
   int threads = 0;              // 0: all hardware threads
   int shard_index = 0;
