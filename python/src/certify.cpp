@@ -73,10 +73,10 @@ class python_backend final : public impl::detail::live_backend {
   }
 
   /// The first call (positions 0 … 15, the claimed spec): what the callable answers, in which
-  /// dtype (`type`, or the dtype of its answer), and its tables' layout (unless `layout` was
-  /// given): sixteen rows tell halves from repeated pairs, which one row cannot. A Python exception
-  /// that leaves the adapter is raised; the user's function raising is a failure (a failed check,
-  /// as for --exec). GIL held.
+  /// dtype (`type`, else fp32 is asked and the dtype of its answer kept), and its tables' layout
+  /// (unless `layout` was given): sixteen rows tell halves from repeated pairs, which one row
+  /// cannot. A Python exception that leaves the adapter is raised; the user's function raising is a
+  /// failure (a failed check, as for --exec). GIL held.
   void greet(const spec::encoding& e, std::optional<dtype> type) {
     const std::string text = spec::to_spec_string(e);
     std::vector<std::int64_t> p0(16);
@@ -85,8 +85,7 @@ class python_backend final : public impl::detail::live_backend {
     const std::int64_t seq = r && r->stateful() ? static_cast<std::int64_t>(p0.size()) : -1;
     const live_request req{text, type.value_or(dtype::fp32), seq, p0};
     py::object res =
-        call_(positions_array(p0), text,
-              type ? py::object(py::str(to_string(*type))) : py::object(py::none()),
+        call_(positions_array(p0), text, py::str(to_string(type.value_or(dtype::fp32))),
               seq < 0 ? py::object(py::none()) : py::object(py::int_(seq)), "greeting");
     if (res.is_none()) return;
     if (py::isinstance<py::str>(res)) {

@@ -53,6 +53,6 @@ def hf_table(positions, head_dim=64, theta=10000.0, dtype=np.float32):
 
 
 def seed_from_env(default=20261123):
-    seed = int(os.environ.get("PEV_TEST_SEED", default))
-    print(f"seed {seed} (PEV_TEST_SEED)", file=sys.stderr)
+    seed = int(os.environ.get("PEV_SEED", default))
+    print(f"seed {seed} (PEV_SEED)", file=sys.stderr)
     return seed
