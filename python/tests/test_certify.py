@@ -190,3 +190,14 @@ def test_load_reads_a_dump(tmp_path):
     cos, sin = hf_table(np.arange(8))
     tensors, meta = pev.load(*save_npy({"cos": cos, "sin": sin}, tmp_path))
     assert tensors["cos"].tobytes() == cos.tobytes() and meta == {}
+
+
+def test_a_safetensors_dump_names_its_spec(tmp_path, cli):
+    f = tmp_path / "c.safetensors"
+    assert cli("compute", "--strategy", "hf", "--spec", SPEC, "--positions", "0:100",
+               "--format", "safetensors", "--out", f).returncode == 0
+    cert = pev.certify(None, f, recipe="hf")
+    assert cert.ok and cert.spec == pev.Spec(SPEC).text
+    assert cert.inputs[0].format == "safetensors"
+    tensors, meta = pev.load(f)
+    assert meta["spec"] == pev.Spec(SPEC).text and set(tensors) == {"cos", "sin", "positions"}
