@@ -111,7 +111,7 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
     given = [k for k, v in live.items() if v is not None]
     if given:
         raise Error(f"{given[0]}: applies to a callable, not to tensors or dump files")
-    _, pos = positions_argument(positions)
+    rng, pos = positions_argument(positions)
     if _is_files(impl):
         files = [os.fspath(impl)] if isinstance(impl, (str, os.PathLike)) else [os.fspath(f) for f in impl]
         tensors = []
@@ -121,7 +121,8 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
         files = []
     with keyword_names():
         handle = _pev.certify_tensors(
-            None if s is None else s._handle, tensors, files, positions=pos, seq_len=seq_len,
+            None if s is None else s._handle, tensors, files, positions_range=rng,
+            positions=pos, seq_len=seq_len,
             exhaustive=bool(exhaustive), **common)
     return Certificate(handle)
 

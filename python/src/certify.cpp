@@ -465,11 +465,15 @@ void bind_certify(py::module_& m) {
       "certify_tensors",
       [](const spec_handle* s, const py::list& tensors, const std::vector<std::string>& files,
          std::optional<std::string> recipe, std::optional<std::string> layout,
+         const std::optional<std::string>& positions_range,
          const std::optional<positions_array>& positions, std::optional<std::int64_t> seq_len,
          bool exhaustive, bool diagnose, const std::string& reference, const std::string& libm,
          std::optional<double> max_trig_ulp) {
         std::optional<std::vector<std::int64_t>> pos;
-        if (positions) {
+        if (positions_range) {
+          // "A:B[:STEP]" or a range, as `pev certify --positions` reads it.
+          pos = cli::parse_position_range(*positions_range, false);
+        } else if (positions) {
           if (positions->ndim() != 1) throw error("positions: expected a 1-d array of integers");
           pos.emplace(positions->data(), positions->data() + positions->size());
         }
@@ -479,8 +483,9 @@ void bind_certify(py::module_& m) {
             std::move(pos), seq_len, exhaustive);
       },
       py::arg("spec").none(true), py::arg("tensors"), py::arg("files"), py::arg("recipe"),
-      py::arg("layout"), py::arg("positions"), py::arg("seq_len"), py::arg("exhaustive"),
-      py::arg("diagnose"), py::arg("reference"), py::arg("libm"), py::arg("max_trig_ulp"));
+      py::arg("layout"), py::arg("positions_range"), py::arg("positions"), py::arg("seq_len"),
+      py::arg("exhaustive"), py::arg("diagnose"), py::arg("reference"), py::arg("libm"),
+      py::arg("max_trig_ulp"));
   m.def(
       "certify_callable",
       [](const spec_handle& s, py::object call, std::string name, std::string source,

@@ -141,6 +141,16 @@ def test_positions_and_complex_freqs_cis():
     assert cert2.ok and cert2.to_dict()["checks"][0]["recipes"] == cert.to_dict()["checks"][0]["recipes"]
 
 
+@pytest.mark.parametrize("positions", [range(1000, 1512), "1000:1512", np.arange(1000, 1512)])
+def test_positions_of_the_rows_in_every_form(positions):
+    cos, sin = hf_table(np.arange(1000, 1512))
+    cert = pev.certify(SPEC, {"cos": cos, "sin": sin}, positions=positions, recipe="hf")
+    assert cert.ok, str(cert)
+    assert cert.to_dict()["positions"]["min"] == 1000
+    # Read as 0 ... 511 they are the wrong rows.
+    assert not pev.certify(SPEC, {"cos": cos, "sin": sin}, recipe="hf").ok
+
+
 def test_sinusoidal_pe():
     pe = pev.reference("sinusoidal:d_model=64", range(100), dtype="fp32")
     cert = pev.certify("sinusoidal:d_model=64", pe)
