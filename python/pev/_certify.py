@@ -238,6 +238,7 @@ class Certificate:
                     vllm-fp16, vllm-bf16, drift-free, exact), worst (position, index, component,
                     got/exact and their hex, rho, ulp_error), note, property, source, …
     rho             {check id: {recipe: max ρ}}
+    recipes         {check id: {recipe: {"rho", "holds"}}}: the summary's recipes lines
     diagnosis       None when certified; else first_mismatches, named (the mistake that explains
                     the data), explanations, indistinguishable, findings, max_rho_without_explanation
     worst           the worst check's worst value
@@ -330,6 +331,25 @@ class Certificate:
     @property
     def rho(self):
         return {c["id"]: dict(c.get("recipes", {})) for c in self._data["checks"]}
+
+    @property
+    def recipes(self):
+        """{check: {recipe: {"rho": its own max ρ, "holds": bool}}} for every value check: the
+        summary's `recipes` lines (a recipe holds on a check when its ladder ρ is at most 1 and no
+        bound up to it is vacuous)."""
+        out = {}
+        for c in self._data["checks"]:
+            if c.get("property") or not c.get("ladder"):
+                continue
+            vacuous, row = False, {}
+            for name in ("exact", "drift-free", "hf", "ggml", "vllm-fp16", "vllm-bf16"):
+                if name not in c.get("recipes", {}) or name not in c["ladder"]:
+                    continue
+                vacuous = vacuous or name in (c.get("vacuous") or {})
+                row[name] = {"rho": c["recipes"][name],
+                             "holds": not vacuous and c["ladder"][name] <= 1}
+            out[c["id"]] = row
+        return out
 
     @property
     def diagnosis(self):

@@ -48,6 +48,13 @@ def test_numpy_tables_certify_like_the_cli(tmp_path, cli):
         assert mine[c["id"]]["worst"] == c["worst"]
     assert cert.layout == "separate, detected"
     assert set(cert.rho) == {"cos", "sin"} and cert.rho["cos"]["hf"] <= 1
+    # The summary's recipes lines: ✓ exactly where `holds`.
+    for check, row in cert.recipes.items():
+        line = next(l for l in str(cert).splitlines() if l.startswith(f"recipes   {check}:"))
+        for name, r in row.items():
+            after = line.split(f" {name} ")[1].split(" ")  # ρ, then ✓ when it holds
+            assert r["holds"] == (after[1:2] == ["✓"])
+    assert cert.recipes["cos"]["hf"]["holds"] and not cert.recipes["cos"]["exact"]["holds"]
 
 
 def test_dump_files_give_the_cli_certificate(tmp_path, cli):
