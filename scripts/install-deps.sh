@@ -7,8 +7,10 @@
 #   (none)  what `make report` needs: the build and the report.
 #   --test  also the test-only packages (`make test`, CI): chromium renders the report's and the
 #           certificate's index.html in a test (headless; zlib1g-dev decodes its screenshot),
-#           python3-torch computes the real-engine corpus (tests/corpus/);
-#           the tests that need them skip with a message where they are missing.
+#           python3-torch computes the real-engine corpus (tests/corpus/), python3-pytest runs
+#           the Python module's tests (python/tests/); the tests that need them skip with a
+#           message where they are missing. pybind11-dev and python3-dev build the Python module
+#           `pev` (python/, docs/python.md).
 set -euo pipefail
 
 with_tests=0
@@ -27,10 +29,10 @@ packages=(
   libboost-dev libmpfr-dev libgmp-dev
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libtbb-dev libssl-dev zlib1g-dev
-  gnuplot-nox clang-format python3 python3-numpy
+  gnuplot-nox clang-format python3 python3-numpy python3-dev pybind11-dev python3-pybind11
   clang libclang-rt-14-dev
 )
-test_packages=(chromium zlib1g-dev python3-torch)
+test_packages=(chromium zlib1g-dev python3-torch python3-pytest)
 if [[ $with_tests -eq 1 ]]; then
   packages+=("${test_packages[@]}")
 fi

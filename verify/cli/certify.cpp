@@ -51,6 +51,35 @@ certify::certificate plugin_exit_certificate(const spec::encoding& e, const std:
 
 }  // namespace
 
+void set_certify_options(certify::options& o, const std::string& reference, const std::string& libm,
+                         std::optional<double> max_trig_ulp) {
+  if (reference != "fast" && reference != "mpfr") {
+    throw error("--reference: expected fast or mpfr, got '" + reference + "'");
+  }
+  o.mpfr_reference = reference == "mpfr";
+  if (libm == "any") {
+    o.libm = &metric::kAnyConforming;
+  } else if (libm == "one-ulp") {
+    o.libm = &metric::kOneUlp;
+  } else if (libm == "glibc") {
+    o.libm = &metric::kGlibc;
+  } else if (libm == "cr") {
+    o.libm = &metric::kCorrectlyRounded;
+  } else {
+    throw error("--libm: expected any, one-ulp, glibc or cr, got '" + libm + "'");
+  }
+  if (max_trig_ulp && !(*max_trig_ulp >= 0.5 && *max_trig_ulp < 1e6)) {
+    throw error("--max-trig-ulp: expected a number of ulps in [0.5, 1e6)");
+  }
+  o.max_trig_ulp = max_trig_ulp;
+}
+
+void write_certificate(const certify::certificate& c, const std::filesystem::path& dir) {
+  io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
+    report::write_report_files(c, staging);
+  });
+}
+
 command add_certify(CLI::App& app) {
   struct state {
     std::string spec_text, config_file, layer_type, recipe, layout, positions, positions_file;
@@ -277,25 +306,7 @@ command add_certify(CLI::App& app) {
             }
             o.seq_len = st->seq_len;
             o.diagnose = !st->no_diagnosis;
-            if (st->reference != "fast" && st->reference != "mpfr") {
-              throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
-            }
-            o.mpfr_reference = st->reference == "mpfr";
-            if (st->libm == "any") {
-              o.libm = &metric::kAnyConforming;
-            } else if (st->libm == "one-ulp") {
-              o.libm = &metric::kOneUlp;
-            } else if (st->libm == "glibc") {
-              o.libm = &metric::kGlibc;
-            } else if (st->libm == "cr") {
-              o.libm = &metric::kCorrectlyRounded;
-            } else {
-              throw error("--libm: expected any, one-ulp, glibc or cr, got '" + st->libm + "'");
-            }
-            if (st->max_trig_ulp && !(*st->max_trig_ulp >= 0.5 && *st->max_trig_ulp < 1e6)) {
-              throw error("--max-trig-ulp: expected a number of ulps in [0.5, 1e6)");
-            }
-            o.max_trig_ulp = st->max_trig_ulp;
+            set_certify_options(o, st->reference, st->libm, st->max_trig_ulp);
             o.exhaustive = st->exhaustive;
             const std::filesystem::path dir(st->out);
             // certificate.json and its own pages (summary.md for a CI job summary, junit.xml,
@@ -304,9 +315,7 @@ command add_certify(CLI::App& app) {
             const auto publish = [&dir, &used](certify::certificate c) {
               auto& in = c.certification->inputs;
               in.insert(in.end(), used.begin(), used.end());
-              io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
-                report::write_report_files(c, staging);
-              });
+              write_certificate(c, dir);
               // The summary quotes names and messages of the implementation: escaped.
               std::cout << escaped(certify::to_text(c), {.keep_newlines = true})
                         << "certificate: " << (dir / "certificate.json").string()

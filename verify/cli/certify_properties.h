@@ -1,6 +1,10 @@
 #pragma once
-// The property suites on a live implementation, for `pev certify --plugin/--exec`.
+// What `pev certify` shares with pev's Python module (docs/python.md §4): the property suites on a
+// live implementation, the certification options, the certificate's files.
 
+#include <filesystem>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "pev/certify/certify.h"
@@ -9,5 +13,15 @@ namespace pev::cli {
 
 std::vector<certify::check> live_property_checks(const impl::live_implementation& im,
                                                  const certify::live_options& lo);
+
+/// The options of --reference (fast, mpfr), --libm (any, one-ulp, glibc, cr) and --max-trig-ulp
+/// ([0.5, 1e6)), checked (pev::error naming the flag): pev certify and pev's Python module.
+void set_certify_options(certify::options& o, const std::string& reference, const std::string& libm,
+                         std::optional<double> max_trig_ulp);
+
+/// Writes certificate.json and the report's other files (summary.md for a CI job summary,
+/// junit.xml, data/*.csv, index.html; no plots: a dump has no position sweep to draw) as `dir`,
+/// replacing it as one unit (io::write_directory_atomic).
+void write_certificate(const certify::certificate& c, const std::filesystem::path& dir);
 
 }  // namespace pev::cli

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "output.h"
+#include "pev/kernel/strategy.h"
+#include "pev/ref/recipe.h"
 #include "pev/spec/spec.h"
 
 namespace pev::cli {
@@ -43,8 +45,9 @@ struct encoding_options {
   int digits = 0;
 
   void add_to(CLI::App& cmd);
-  /// The encoding from --spec or --config (learned tables loaded from their file).
-  spec::encoding encoding() const;
+  /// The encoding from --spec or --config (learned tables loaded from their file); warnings go to
+  /// `warn`.
+  spec::encoding encoding(const warning_sink& warn = warn_to_stderr) const;
   /// The positions from --positions or --positions-file; `allow_negative` for relative distances.
   std::vector<std::int64_t> read_positions(bool allow_negative) const;
   /// The positions a request for `what` of `e` needs (relative distances may be negative; outputs
@@ -79,5 +82,22 @@ std::int64_t stateful_seq_len(const std::vector<std::int64_t>& pos,
 /// Parses A:B[:STEP] (half-open, STEP > 0) or a single integer N; throws pev::error naming the
 /// flag.
 std::vector<std::int64_t> parse_position_range(const std::string& text, bool allow_negative);
+
+/// Checks positions given as a list (a positions file; pev's Python module): at least one, at most
+/// 2^24 (one request), none negative unless `allow_negative`; pev::error naming `source`.
+void check_positions(const std::vector<std::int64_t>& v, bool allow_negative,
+                     const std::string& source);
+
+// The values of `pev reference` and `pev compute`, shared with pev's Python module (docs/python.md
+// §3) so that both give the same bits. `out` comes from encoding_options::start_output (what,
+// dtype); the shapes are those of docs/design.md §5.4. pev::error for a `what` the family does not
+// have or a request of more than 2^26 values.
+
+/// The recipe's exact values of `e` at `pos` (stateful rope types: `seq_len`, else max + 1).
+void fill_reference(output& out, const spec::encoding& e, const ref::recipe& r,
+                    const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len);
+/// Strategy `st`'s kernel output of `e` at `pos` in out.dtype (fp32, fp16 or bf16).
+void fill_compute(output& out, const spec::encoding& e, kernel::strategy st,
+                  const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len);
 
 }  // namespace pev::cli

@@ -99,6 +99,14 @@ void fill(output& out, const spec::encoding& e, kernel::strategy st,
 
 }  // namespace
 
+void fill_compute(output& out, const spec::encoding& e, kernel::strategy st,
+                  const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
+  if (!out.dtype) throw error("kernels produce fp32, fp16 or bf16, not exact values");
+  visit_output_float(
+      *out.dtype, [&](auto tag) { fill<typename decltype(tag)::type>(out, e, st, pos, seq_len); },
+      "a kernel's output");
+}
+
 command add_compute(CLI::App& app) {
   struct state {
     encoding_options o;
@@ -128,9 +136,7 @@ command add_compute(CLI::App& app) {
             output out = st->o.start_output(e, t);
             out.recipe = std::string("strategy:") + kernel::to_string(strat);
             const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
-            visit_output_float(*t, [&](auto tag) {
-              fill<typename decltype(tag)::type>(out, e, strat, pos, st->o.seq_len);
-            });
+            fill_compute(out, e, strat, pos, st->o.seq_len);
             write_output(out, parse_out_format(st->o.format), st->o.out);
             return 0;
           }};

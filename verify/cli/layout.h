@@ -17,6 +17,7 @@ namespace pev::cli {
 class progress {
  public:
   progress(std::size_t total, const char* label);
+  /// Also an interruption point (pev/core/interrupt.h).
   void step(std::size_t done);
 
  private:

@@ -159,16 +159,16 @@ void encoding_options::add_to(CLI::App& cmd) {
       ->check(CLI::Range(1, 100));
 }
 
-spec::encoding encoding_options::encoding() const {
+spec::encoding encoding_options::encoding(const warning_sink& warn) const {
   if (spec_text.empty() && config_file.empty()) {
     throw error("one of --spec SPEC or --config config.json is required");
   }
   if (!config_file.empty()) {
     spec::config_options o;
     o.layer_type = layer_type;
-    return spec::parse_config_encoding_file(config_file, o);
+    return spec::parse_config_encoding_file(config_file, o, warn);
   }
-  spec::encoding e = spec::parse_spec(spec_text);
+  spec::encoding e = spec::parse_spec(spec_text, warn);
   if (auto* l = std::get_if<spec::learned>(&e)) load_learned_table(*l);
   return e;
 }
@@ -179,20 +179,24 @@ std::vector<std::int64_t> encoding_options::read_positions(bool allow_negative) 
   }
   if (!positions.empty()) return parse_position_range(positions, allow_negative);
   auto v = io::read_positions_file(positions_file);
-  if (v.empty()) throw error("--positions-file " + positions_file + ": no positions");
+  check_positions(v, allow_negative, "--positions-file " + positions_file);
+  return v;
+}
+
+void check_positions(const std::vector<std::int64_t>& v, bool allow_negative,
+                     const std::string& source) {
+  if (v.empty()) throw error(source + ": no positions");
   if (static_cast<std::int64_t>(v.size()) > kMaxPositions) {
-    throw error("--positions-file " + positions_file + ": more than " +
-                std::to_string(kMaxPositions) + " positions");
+    throw error(source + ": more than " + std::to_string(kMaxPositions) + " positions");
   }
   if (!allow_negative) {
     for (std::size_t k = 0; k < v.size(); ++k) {
       if (v[k] < 0) {
-        throw error("--positions-file " + positions_file + ": negative position " +
-                    std::to_string(v[k]) + " at index " + std::to_string(k));
+        throw error(source + ": negative position " + std::to_string(v[k]) + " at index " +
+                    std::to_string(k));
       }
     }
   }
-  return v;
 }
 
 std::vector<std::int64_t> encoding_options::positions_for(const spec::encoding& e,

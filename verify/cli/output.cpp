@@ -161,7 +161,8 @@ std::string as_json(const output& out) {
   return s;
 }
 
-// The tensor rounded once to its dtype (exact: fp64).
+}  // namespace
+
 io::array to_array(const tensor& t, std::optional<dtype> d) {
   if (t.integer) return io::array::from_int64(t.shape, t.ints);
   return visit_float(d.value_or(dtype::fp64), [&](auto tag) {
@@ -171,8 +172,6 @@ io::array to_array(const tensor& t, std::optional<dtype> d) {
     return io::array::from_values<T>(t.shape, v);
   });
 }
-
-}  // namespace
 
 std::string format_value(const real& v, std::optional<dtype> t, int digits) {
   if (!t) {

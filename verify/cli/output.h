@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pev/core/real.h"
+#include "pev/io/array.h"
 #include "pev/scalar/dtype.h"
 
 namespace pev::cli {
@@ -51,6 +52,10 @@ struct output {
   std::vector<std::string> dim_names;
   std::vector<bool> dim_is_position;
 };
+
+/// The tensor rounded once to dtype `d` (exact: fp64; integers: int64), as npy and safetensors
+/// files hold it.
+io::array to_array(const tensor& t, std::optional<dtype> d);
 
 /// Writes `out` to `file` (atomically) or to stdout when `file` is empty (text, csv, json only).
 void write_output(const output& out, out_format format, const std::filesystem::path& file);

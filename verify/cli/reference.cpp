@@ -76,6 +76,31 @@ void fill_alibi(output& out, const spec::alibi& s, const ref::recipe& r,
 
 }  // namespace
 
+void fill_reference(output& out, const spec::encoding& e, const ref::recipe& r,
+                    const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
+  if (const auto* s = std::get_if<spec::rope>(&e)) {
+    fill_rope(out, *s, r, pos, seq_len);
+  } else if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
+    fill_pe(out, e, s->d_model, pos, [&](std::int64_t p) { return ref::sinusoidal_row(*s, p, r); });
+  } else if (const auto* s = std::get_if<spec::learned>(&e)) {
+    fill_pe(out, e, s->d_model, pos, [&](std::int64_t p) { return ref::learned_row(*s, p, r); });
+  } else if (const auto* s = std::get_if<spec::alibi>(&e)) {
+    fill_alibi(out, *s, r, pos);
+  } else {
+    if (out.what != "buckets") what_mismatch(out.what, e, "buckets");
+    if (out.dtype) {
+      throw error("--dtype does not apply to --what buckets (bucket ids are integers)");
+    }
+    out.dtype = dtype::int64;
+    shape_buckets(out, pos);
+    for (auto d : pos) {
+      out.main.ints.push_back(std::holds_alternative<spec::t5>(e)
+                                  ? ref::t5_bucket(std::get<spec::t5>(e), d, r)
+                                  : ref::shaw_clip(std::get<spec::shaw>(e), d));
+    }
+  }
+}
+
 command add_reference(CLI::App& app) {
   struct state {
     encoding_options o;
@@ -111,31 +136,8 @@ command add_reference(CLI::App& app) {
             output out = st->o.start_output(e, parse_out_dtype(st->dtype));
             out.recipe = st->recipe;
             out.precision_bits = precision_bits();
-            const ref::recipe& r = ref::find_recipe(st->recipe);
             const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
-            if (const auto* s = std::get_if<spec::rope>(&e)) {
-              fill_rope(out, *s, r, pos, st->o.seq_len);
-            } else if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
-              fill_pe(out, e, s->d_model, pos,
-                      [&](std::int64_t p) { return ref::sinusoidal_row(*s, p, r); });
-            } else if (const auto* s = std::get_if<spec::learned>(&e)) {
-              fill_pe(out, e, s->d_model, pos,
-                      [&](std::int64_t p) { return ref::learned_row(*s, p, r); });
-            } else if (const auto* s = std::get_if<spec::alibi>(&e)) {
-              fill_alibi(out, *s, r, pos);
-            } else {
-              if (out.what != "buckets") what_mismatch(out.what, e, "buckets");
-              if (out.dtype) {
-                throw error("--dtype does not apply to --what buckets (bucket ids are integers)");
-              }
-              out.dtype = dtype::int64;
-              shape_buckets(out, pos);
-              for (auto d : pos) {
-                out.main.ints.push_back(std::holds_alternative<spec::t5>(e)
-                                            ? ref::t5_bucket(std::get<spec::t5>(e), d, r)
-                                            : ref::shaw_clip(std::get<spec::shaw>(e), d));
-              }
-            }
+            fill_reference(out, e, ref::find_recipe(st->recipe), pos, st->o.seq_len);
             write_output(out, parse_out_format(st->o.format), st->o.out);
             return 0;
           }};

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string_view>
 
+#include "pev/core/interrupt.h"
 #include "pev/impl/mutants.h"
 #include "pev/kernel/apply.h"
 #include "pev/metric/error_model.h"
@@ -27,6 +28,7 @@ void for_each_mistake(const spec::encoding& e, const char* family, impl::output 
                       evidence_map& ev, F&& f) {
   for (const impl::mutant_info& info : impl::mutant_catalogue()) {
     if (std::string_view(info.family) != family || !info.applies(e)) continue;
+    interruption_point();  // between replays (pev/core/interrupt.h)
     const auto m = impl::make_mutant(info.id, e);
     if (!m->supports(what, t)) continue;
     evidence& x = ev[info.id];
@@ -88,6 +90,7 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
       // A pipeline's own mistakes are replayed on it alone; the others on the recipe's.
       if (info.base != kernel::strategy::hf && info.base != base.st) continue;
       if (!impl::mutant_replays_on(info, base.st)) continue;
+      interruption_point();  // between replays (pev/core/interrupt.h)
       const auto m = impl::make_mutant(info.id, k.e, mo);
       // A mistake that changes the spec (a plan, a sequence length) is judged with the bounds of
       // the pipeline it runs: the recipe's contract for the mistaken spec.

@@ -924,3 +924,50 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
 }
 
 }  // namespace pev::certify::detail
+
+namespace pev::certify {
+
+table_read read_rope_table(const dump& d, const spec::rope& s, std::optional<table_layout> layout) {
+  const detail::table_source t = detail::find_rope_table(d, s, layout);
+  const std::int64_t pairs = s.pairs();
+  const dtype type = t.cos.a->type;
+  const std::size_t es = size_of(type);
+  table_read out;
+  out.layout = t.layout;
+  out.detected = t.detected;
+  out.source = t.source;
+  for (io::array* a : {&out.cos, &out.sin}) {
+    a->type = type;
+    a->shape = {t.rows, pairs};
+    a->data.assign(static_cast<std::size_t>(t.rows * pairs) * es, std::byte{0});
+  }
+  // Each pair's first column is read; a later column of the same pair must hold the same bits.
+  std::vector<std::int64_t> first(static_cast<std::size_t>(pairs), -1);
+  for (std::int64_t j = 0; j < t.width; ++j) {
+    auto& f = first[static_cast<std::size_t>(t.pair[static_cast<std::size_t>(j)])];
+    if (f < 0) f = j;
+  }
+  for (std::int64_t r = 0; r < t.rows; ++r) {
+    for (int which = 0; which < 2; ++which) {
+      const detail::plane& pl = which == 0 ? t.cos : t.sin;
+      std::byte* row =
+          (which == 0 ? out.cos : out.sin).data.data() + static_cast<std::size_t>(r * pairs) * es;
+      for (std::int64_t j = 0; j < t.width; ++j) {
+        const std::int64_t i = t.pair[static_cast<std::size_t>(j)];
+        const std::byte* v = pl.a->data.data() + pl.at(r, j) * es;
+        if (first[static_cast<std::size_t>(i)] == j) {
+          std::memcpy(row + static_cast<std::size_t>(i) * es, v, es);
+        } else if (std::memcmp(row + static_cast<std::size_t>(i) * es, v, es) != 0) {
+          throw error(fmt::format(
+              "{}: the {} layout repeats each value, but row {} column {} differs from column {} "
+              "({} of pair {})",
+              t.source, to_string(t.layout), r, j, first[static_cast<std::size_t>(i)],
+              which == 0 ? "cos" : "sin", i));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace pev::certify

@@ -1,5 +1,6 @@
 #include "pev/compare/reference.h"
 
+#include "pev/core/interrupt.h"
 #include "pev/ref/relative.h"
 #include "pev/ref/sinusoidal.h"
 #include "pev/scalar/round.h"
@@ -17,6 +18,7 @@ rope_reference::rope_reference(const spec::rope& s, std::optional<std::int64_t> 
 template <class T>
 void rope_reference::table(std::span<const std::int64_t> positions, typed_values<T>& cos,
                            typed_values<T>& sin, bool rounded_doubles) {
+  interruption_point();  // between chunks of rows (pev/core/interrupt.h)
   const std::size_t P = static_cast<std::size_t>(pairs());
   const std::size_t n = positions.size() * P;
   cos.rn.resize(n);
@@ -53,6 +55,7 @@ void rope_reference::table(std::span<const std::int64_t> positions, typed_values
 
 void rope_reference::table_all(std::span<const std::int64_t> positions, rounded_values& cos,
                                rounded_values& sin) {
+  interruption_point();  // between chunks of rows (pev/core/interrupt.h)
   const std::size_t P = static_cast<std::size_t>(pairs());
   const std::size_t n = positions.size() * P;
   auto fill = [&](auto tag) {
@@ -117,6 +120,7 @@ sinusoidal_reference::sinusoidal_reference(const spec::sinusoidal& s, reference_
 
 template <class T>
 void sinusoidal_reference::pe(std::span<const std::int64_t> positions, typed_values<T>& out) {
+  interruption_point();  // between chunks of rows (pev/core/interrupt.h)
   const auto d = static_cast<std::size_t>(s_.d_model);
   out.rn.resize(positions.size() * d);
   out.exact.resize(out.rn.size());
@@ -142,6 +146,7 @@ void sinusoidal_reference::pe(std::span<const std::int64_t> positions, typed_val
 }
 
 void sinusoidal_reference::pe_all(std::span<const std::int64_t> positions, rounded_values& out) {
+  interruption_point();  // between chunks of rows (pev/core/interrupt.h)
   const auto d = static_cast<std::size_t>(s_.d_model);
   auto fill = [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -28,41 +28,11 @@
 #include "pev/core/error.h"
 #include "pev/core/text.h"
 #include "pev/impl/exec_protocol.h"
+#include "pev/impl/live_backend.h"
 #include "pev/plugin/pev_plugin.h"
 #include "pev/spec/parse.h"
 
 namespace pev::impl {
-namespace detail {
-
-enum class call_result { ok, unsupported };
-
-struct live_request {
-  const std::string& spec;
-  dtype type;
-  std::int64_t seq_len;  // −1: none
-  std::span<const std::int64_t> positions;
-};
-
-class live_backend {
- public:
-  virtual ~live_backend() = default;
-  virtual std::string kind() const = 0;
-  virtual std::string source() const = 0;
-  virtual std::string name() const = 0;
-  /// The files it runs (a plugin library; the files an --exec command names).
-  virtual std::vector<std::filesystem::path> files() const = 0;
-  /// Why it can no longer be asked anything (it died, hung or broke the protocol), if it cannot.
-  virtual std::optional<std::string> failure() const { return std::nullopt; }
-  virtual bool has(output what) const = 0;
-  virtual call_result rope_table(const live_request& r, std::int64_t pairs, void* cos,
-                                 void* sin) = 0;
-  virtual call_result inv_freq(const live_request& r, std::int64_t pairs, float* out) = 0;
-  virtual call_result rope_rotate(const live_request& r, std::int64_t heads, std::int64_t dim,
-                                  const void* in, void* out) = 0;
-  virtual call_result sinusoidal_pe(const live_request& r, std::int64_t d_model, void* out) = 0;
-};
-
-}  // namespace detail
 
 namespace {
 

@@ -137,6 +137,21 @@ const char* to_string(qk_order o);
 /// Parses "input" or "half-split"; pev::error listing the names otherwise.
 qk_order parse_qk_order(std::string_view name);
 
+/// A RoPE table read as certify_dump reads it, as cos and sin planes [rows, pairs].
+struct table_read {
+  io::array cos, sin;  // [rows, pairs], in the tensors' dtype
+  table_layout layout = table_layout::separate;
+  bool detected = true;  // from names, shapes and data (not `layout`)
+  std::string source;    // which tensors
+};
+/// The cos/sin table the tensors of `d` hold for `s`, in any layout certify_dump reads (detected,
+/// or `layout`): for embedders whose implementation answers with such tensors (pev's Python module,
+/// docs/python.md §4). A duplicated layout (halves, repeated) must duplicate bit for bit:
+/// pev::error naming the first row and column that differ otherwise, as for no table or a shape
+/// that does not fit.
+table_read read_rope_table(const dump& d, const spec::rope& s,
+                           std::optional<table_layout> layout = std::nullopt);
+
 // ---- Certification ------------------------------------------------------------------------------
 
 /// ρ (data against a mistaken implementation, in units of the hf bound) under which a mistake

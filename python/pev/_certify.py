@@ -1,0 +1,393 @@
+"""pev.certify and pev.Certificate (docs/python.md §4, §5)."""
+
+import inspect
+import json
+import os
+import traceback
+from collections.abc import Mapping
+
+from . import _pev
+from ._errors import Error, keyword_names
+from ._spec import Spec
+from ._tensors import named_tensors, prepare
+from ._values import positions_argument
+
+#: The order of the grades, best first (docs/design.md §6.5).
+GRADES = ("correctly-rounded", "faithful", "drift-free", "recipe:hf", "recipe:ggml", "recipe:vllm",
+          "not certified")
+
+
+class Unsupported(NotImplementedError):
+    """Raised by (or returned as None from) a callable for a spec or dtype it does not implement."""
+
+
+def load(*files):
+    """The tensors of a dump (one safetensors file, or npy files named by tensor) as pev reads
+    them: a dict name → numpy array, and the safetensors metadata (dict)."""
+    with keyword_names():
+        return _pev.read_dump([os.fspath(f) for f in files])
+
+
+def _is_files(impl):
+    if isinstance(impl, (str, os.PathLike)):
+        return True
+    return (isinstance(impl, (list, tuple)) and len(impl) > 0
+            and all(isinstance(f, (str, os.PathLike)) for f in impl))
+
+
+def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, seq_len=None,
+            exhaustive=False, diagnosis=True, reference="fast", libm="any", max_trig_ulp=None,
+            layer_type=None, dtype=None, max_position=None, samples=None, seed=None,
+            accuracy=None, properties=None, property_cases=None):
+    """Certifies an implementation of `spec` — what `pev certify` does — and returns its
+    pev.Certificate (check ``.ok``, print it, ``.write(dir)``).
+
+    spec   a pev.Spec or anything it accepts (SPEC string, config.json path, dict, a transformers
+           config); None for a dump file whose metadata names its spec (`pev compute` writes it).
+    impl   what to certify:
+           * tensors: a dict name → tensor (numpy arrays, PyTorch CPU tensors of any dtype, anything
+             with __dlpack__ or __array__), named by role as in a dump (docs/certify.md): "cos" and
+             "sin" in any layout pev reads ([P, rot/2]; [P, rot] with duplicated halves or
+             repeated pairs), "cos_sin_cache", "table" or "freqs_cis" ([P, rot/2, 2] or complex),
+             "positions", "inv_freq", "attention_factor", "q_in"/"q_out", "k_in"/"k_out"; "pe";
+             ALiBi "slopes"/"bias"; T5 "buckets" with "distances". A (cos, sin) pair is read as
+             "cos" and "sin". Leading dimensions of size 1 are dropped;
+           * dump files: a path (or a list of paths) to a safetensors file or npy files;
+           * a callable ``f(positions, [spec=], [dtype=], [seq_len=]) -> tensors``, certified as a
+             live implementation (as ``pev certify --exec``): pev chooses the positions (int64
+             numpy array), asks for tables (and inv_freq, when the answer holds it), certifies
+             them, then runs the property suites with shrinking. It answers like a dump (a dict,
+             or a (cos, sin) pair); None or ``raise pev.Unsupported`` for a spec or dtype it does
+             not implement. Without a ``spec`` parameter it is asked for `spec` only (properties
+             that generate other specs are then not applicable); with one it gets each generated
+             spec as a pev.Spec. An exception it raises is a failed check (``.exception`` keeps the
+             first).
+    recipe        the recipe claimed: "exact", "hf", "ggml" or "vllm" (default: report the grade).
+    layout        force a table layout: "separate", "halves", "repeated", "vllm" or "pairs".
+    positions     positions of the dump's rows (default: its "positions" tensor, else 0 … P−1).
+    seq_len       sequence length of dynamic and longrope (default: max position + 1).
+    exhaustive    require every position 0 … max (a callable: ask for every one, below 2^26).
+    diagnosis     name the known mistake that explains data that is not certified (default True).
+    reference     "fast" (default) or "mpfr" (MPFR for every value: slow, a cross-check).
+    libm          the math-library class of the recipe bounds: "any" (default), "one-ulp",
+                  "glibc", "cr"; max_trig_ulp tightens the claim with the measured trig error.
+    layer_type    the layer-type group of a per-layer-type config.
+    A callable only: dtype ("fp32", "fp16", "bf16"; default: the dtype of its first answer),
+    max_position (2**20), samples (64 per octave), seed (20261122), accuracy (the strategy whose
+    contract the property suites hold it to: "hf"), properties (True), property_cases (100).
+
+    Runs without the GIL; Ctrl-C interrupts it (KeyboardInterrupt). Raises pev.Error for input
+    that cannot be certified as given (no tensor for the encoding, an ambiguous layout, shape or
+    dtype mismatches, a tensor in GPU memory), naming the tensor.
+    """
+    if impl is None:
+        raise Error("impl: the tensors (a dict), dump files or a callable to certify")
+    s = None if spec is None else Spec(spec, layer_type=layer_type)
+    common = dict(recipe=recipe, layout=layout, diagnose=bool(diagnosis), reference=reference,
+                  libm=libm, max_trig_ulp=max_trig_ulp)
+    live = dict(dtype=dtype, max_position=max_position, samples=samples, seed=seed,
+                accuracy=accuracy, properties=properties, property_cases=property_cases)
+    if callable(impl) and not isinstance(impl, Mapping) and not hasattr(impl, "__dlpack__"):
+        if s is None:
+            raise Error("spec: required to certify a callable (it is asked for that spec)")
+        for name, value in (("positions", positions), ("seq_len", seq_len)):
+            if value is not None:
+                raise Error(f"{name}: pev chooses a callable's positions and sequence length "
+                            "(max_position=, samples=, exhaustive=)")
+        adapter = _Implementation(impl, s)
+        with keyword_names():
+            handle = _pev.certify_callable(
+                s._handle, adapter, adapter.name, adapter.source, adapter.files,
+                dtype=dtype,
+                max_position=(1 << 20) if max_position is None else int(max_position),
+                samples=64 if samples is None else int(samples),
+                exhaustive=bool(exhaustive),
+                seed=20261122 if seed is None else int(seed),
+                accuracy="hf" if accuracy is None else accuracy,
+                properties=True if properties is None else bool(properties),
+                property_cases=100 if property_cases is None else int(property_cases),
+                **common)
+        return Certificate(handle, exceptions=adapter.exceptions)
+    given = [k for k, v in live.items() if v is not None]
+    if given:
+        raise Error(f"{given[0]}: applies to a callable, not to tensors or dump files")
+    rng, pos = positions_argument(positions)
+    if _is_files(impl):
+        files = [os.fspath(impl)] if isinstance(impl, (str, os.PathLike)) else [os.fspath(f) for f in impl]
+        tensors = []
+    else:
+        family = s.family if s is not None else "rope"
+        tensors = [(name, prepare(name, t)) for name, t in named_tensors(impl, family).items()]
+        files = []
+    with keyword_names():
+        handle = _pev.certify_tensors(
+            None if s is None else s._handle, tensors, files, positions_range=rng,
+            positions=pos, seq_len=seq_len,
+            exhaustive=bool(exhaustive), **common)
+    return Certificate(handle)
+
+
+def _describe(exc):
+    where = ""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        f = frames[-1]
+        where = f" (at {os.path.basename(f.filename)}:{f.lineno} in {f.name})"
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+class _Implementation:
+    """The adapter pev's live backend calls (python/src/certify.cpp, python_backend): the user's
+    callable asked for positions, answering tensors for pev to read."""
+
+    _KEYWORDS = ("spec", "dtype", "seq_len")
+
+    def __init__(self, fn, spec):
+        self.fn = fn
+        self.spec = spec
+        self.exceptions = []
+        self._specs = {spec.text: spec}
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            params = {}
+        var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        self.takes = {k for k in self._KEYWORDS if var_kw or k in params}
+        target = inspect.unwrap(fn)
+        self.name = getattr(target, "__qualname__", None) or type(target).__qualname__
+        module = getattr(target, "__module__", None) or type(target).__module__
+        self.source = f"python callable {module}.{self.name}"
+        try:
+            path = inspect.getsourcefile(target if inspect.isroutine(target) else type(target))
+        except TypeError:
+            path = None
+        self.files = [path] if path and os.path.isfile(path) else []
+
+    def __call__(self, positions, spec_text, dtype, seq_len, request):
+        if "spec" not in self.takes and spec_text != self.spec.text:
+            return None  # asked only for the spec it was given
+        kwargs = {}
+        spec = self._specs.get(spec_text)
+        if spec is None:
+            spec = self._specs.setdefault(spec_text, Spec(spec_text))
+        if "spec" in self.takes:
+            kwargs["spec"] = spec
+        if "dtype" in self.takes:
+            kwargs["dtype"] = dtype
+        if "seq_len" in self.takes:
+            kwargs["seq_len"] = seq_len
+        try:
+            out = self.fn(positions, **kwargs)
+        except NotImplementedError:
+            return None
+        except Exception as exc:  # the implementation failed: a failed check, with its message
+            if len(self.exceptions) < 16:
+                self.exceptions.append(exc)
+            return _describe(exc)
+        if out is None:
+            return None
+        return {name: prepare(name, t) for name, t in named_tensors(out, spec.family).items()}
+
+
+class _Record:
+    """A JSON object of certificate.json with attribute access (`pass` is `passed`)."""
+
+    def __init__(self, data):
+        self._data = data
+
+    def __getattr__(self, name):
+        data = self.__dict__["_data"]
+        key = "pass" if name == "passed" else name
+        if key not in data:
+            raise AttributeError(name)
+        return _wrap(data[key])
+
+    def __getitem__(self, key):
+        return _wrap(self._data[key])
+
+    def __contains__(self, key):
+        return key in self._data
+
+    def keys(self):
+        return self._data.keys()
+
+    def to_dict(self):
+        return self._data
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._data!r})"
+
+
+def _wrap(v):
+    if isinstance(v, dict):
+        return _Record(v)
+    if isinstance(v, list):
+        return [_wrap(x) for x in v]
+    return v
+
+
+class Certificate:
+    """A certificate: what `pev certify` prints and writes (docs/design.md §6.9).
+
+    ok              certified, and the claimed recipe (if any) holds: `pev certify`'s exit code 0
+    grade           "correctly-rounded" … "recipe:vllm" or "not certified"
+    certified       the grade is not "not certified"
+    claim_holds     the claimed recipe holds (True without a claim)
+    checks          one per tensor role (and per property for a callable): id, dtype, grade,
+                    passed, values, max_abs, max_ulp_error, recipes (max ρ per recipe: hf, ggml,
+                    vllm-fp16, vllm-bf16, drift-free, exact), worst (position, index, component,
+                    got/exact and their hex, rho, ulp_error), note, property, source, …
+    rho             {check id: {recipe: max ρ}}
+    recipes         {check id: {recipe: {"rho", "holds"}}}: the summary's recipes lines
+    diagnosis       None when certified; else first_mismatches, named (the mistake that explains
+                    the data), explanations, indistinguishable, findings, max_rho_without_explanation
+    worst           the worst check's worst value
+    layout          how the table was read: "halves, detected", … (None without a table)
+    exception       a callable's first exception, if it raised
+    json, to_dict() certificate.json's text and object; str(cert): the summary `pev certify` prints
+    write(dir)      certificate.json, summary.md, junit.xml, data/*.csv, index.html (as the CLI)
+    """
+
+    def __init__(self, handle, *, exceptions=()):
+        self._handle = handle
+        self.json = handle.json()
+        self._data = json.loads(self.json)
+        self.exceptions = list(exceptions)
+
+    # The verdict.
+    @property
+    def exit_code(self):
+        return self._handle.exit_code
+
+    @property
+    def ok(self):
+        return self.exit_code == 0
+
+    @property
+    def grade(self):
+        return self._data["grade"]
+
+    @property
+    def certified(self):
+        return bool(self._data["certified"])
+
+    @property
+    def claim_holds(self):
+        return bool(self._data["claim_holds"])
+
+    @property
+    def claimed_recipe(self):
+        return self._data["claimed_recipe"]
+
+    # What was certified.
+    @property
+    def spec(self):
+        return self._data["spec"]
+
+    @property
+    def what(self):
+        return self._data["what"]
+
+    @property
+    def layout(self):
+        if self._handle.callable_layout:
+            return self._handle.callable_layout
+        what = self._data["what"]
+        start = what.find("rope table (")
+        if start < 0:
+            return None
+        # "rope table (halves layout, detected from …: …)" or "(…, forced by --layout: …)"
+        head = what[start + len("rope table (") :].split(":")[0]
+        name = head.split(" layout")[0]
+        return name + (", given" if "forced by --layout" in head else ", detected")
+
+    @property
+    def positions(self):
+        return _wrap(self._data["positions"])
+
+    @property
+    def inputs(self):
+        return _wrap(self._data["inputs"])
+
+    @property
+    def library(self):
+        return _wrap(self._data["library"])
+
+    @property
+    def provenance(self):
+        return _wrap(self._data["provenance"])
+
+    @property
+    def notes(self):
+        return list(self._data["notes"])
+
+    @property
+    def seconds(self):
+        return self._data["seconds"]
+
+    # Figures.
+    @property
+    def checks(self):
+        return _wrap(self._data["checks"])
+
+    @property
+    def rho(self):
+        return {c["id"]: dict(c.get("recipes", {})) for c in self._data["checks"]}
+
+    @property
+    def recipes(self):
+        """{check: {recipe: {"rho": its own max ρ, "holds": bool}}} for every value check: the
+        summary's `recipes` lines (a recipe holds on a check when its ladder ρ is at most 1 and no
+        bound up to it is vacuous)."""
+        out = {}
+        for c in self._data["checks"]:
+            if c.get("property") or not c.get("ladder"):
+                continue
+            vacuous, row = False, {}
+            for name in ("exact", "drift-free", "hf", "ggml", "vllm-fp16", "vllm-bf16"):
+                if name not in c.get("recipes", {}) or name not in c["ladder"]:
+                    continue
+                vacuous = vacuous or name in (c.get("vacuous") or {})
+                row[name] = {"rho": c["recipes"][name],
+                             "holds": not vacuous and c["ladder"][name] <= 1}
+            out[c["id"]] = row
+        return out
+
+    @property
+    def diagnosis(self):
+        return _wrap(self._data["diagnosis"])
+
+    @property
+    def worst(self):
+        """The worst value of the lowest-graded check (largest ulp error among equals)."""
+        checks = [c for c in self._data["checks"] if c.get("values") and c.get("worst")]
+        if not checks:
+            return None
+
+        def badness(c):
+            g = c.get("grade") or "not certified"
+            return (GRADES.index(g) if g in GRADES else len(GRADES), c["worst"].get("ulp_error", 0))
+
+        c = max(checks, key=badness)
+        return _wrap(dict(c["worst"], check=c["id"]))
+
+    @property
+    def exception(self):
+        return self.exceptions[0] if self.exceptions else None
+
+    def to_dict(self):
+        return self._data
+
+    def write(self, directory):
+        """Writes the certificate's files as `directory` (replaced as one unit; refused when it
+        holds anything pev did not write, or an input): what `pev certify --out` writes."""
+        with keyword_names():
+            self._handle.write(os.fspath(directory))
+        return os.fspath(directory)
+
+    def __str__(self):
+        return self._handle.text()
+
+    def __repr__(self):
+        claim = f", claim {self.claimed_recipe} {'holds' if self.claim_holds else 'fails'}" if self.claimed_recipe else ""
+        return f"<pev.Certificate {self.spec} {self.grade}{claim}>"
