@@ -75,9 +75,8 @@ void set_certify_options(certify::options& o, const std::string& reference, cons
 }
 
 void write_certificate(const certify::certificate& c, const std::filesystem::path& dir) {
-  io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
-    report::write_report_files(c, staging);
-  });
+  io::write_directory_atomic(
+      dir, [&](const std::filesystem::path& staging) { report::write_report_files(c, staging); });
 }
 
 command add_certify(CLI::App& app) {

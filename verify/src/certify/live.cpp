@@ -101,8 +101,8 @@ certificate failed_certificate(const spec::encoding& e, const std::string& what,
   options held;
   held.recipe = recipe;
   const auto* rope = std::get_if<spec::rope>(&e);
-  z.held_to = detail::held_bound(held, rope != nullptr,
-                                 !rope || rope->type != spec::rope_type::ggml);
+  z.held_to =
+      detail::held_bound(held, rope != nullptr, !rope || rope->type != spec::rope_type::ggml);
   z.live = true;
   z.explain_threshold = kExplainRho;
   z.what = what;
