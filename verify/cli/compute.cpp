@@ -3,6 +3,8 @@
 // against file.
 
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "commands.h"
@@ -24,67 +26,82 @@ void append(output& out, const std::vector<T>& v) {
   for (const T& x : v) out.main.values.push_back(to_real(x));
 }
 
+// Writes the table (streamed, one chunk of rows at a time) and returns true; or fills inv_freq
+// and attention_factor into `out` for the caller to write.
 template <class T>
-void fill_rope(output& out, const spec::rope& s, kernel::strategy st,
-               const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
+bool fill_rope(output& out, const spec::rope& s, kernel::strategy st,
+               const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len,
+               out_format format, const std::filesystem::path& file) {
   const kernel::rope_kernel k(
       s, st, s.stateful() ? std::optional(stateful_seq_len(pos, seq_len)) : std::nullopt);
   if (out.what == "inv_freq") {
     shape_vector(out, "inv_freq", s.pairs(), "pair");
     for (float f : k.inv_freq()) out.main.values.push_back(to_real(round_to<T>(to_real(f))));
-    return;
+    return false;
   }
   if (out.what == "attention_factor") {
     shape_scalar(out, "attention_factor");
     out.main.values = {to_real(k.attention_factor())};
-    return;
+    return false;
   }
   if (out.what != "table") what_mismatch(out.what, s, "table, inv_freq, attention_factor");
-  shape_table(out, s.pairs(), pos);
-  const auto n = static_cast<std::size_t>(s.pairs());
-  std::vector<T> c(n), sn(n);
-  progress bar(pos.size(), "compute");
-  for (std::size_t p = 0; p < pos.size(); ++p) {
-    k.table<T>(std::span(&pos[p], 1), c, sn);
-    for (std::size_t i = 0; i < n; ++i) {
-      out.main.values.push_back(to_real(c[i]));
-      out.main.values.push_back(to_real(sn[i]));
-    }
-    bar.step(p + 1);
-  }
+  shape_table(out, s.pairs(), pos, /*streamed=*/true);
   split_table(out);
+  const auto n = static_cast<std::size_t>(s.pairs());
+  std::vector<T> c, sn;
+  progress bar(pos.size(), "compute");
+  row_stream rows;
+  rows.rows = pos.size();
+  rows.width = 2 * n;
+  rows.fill = [&](std::size_t r0, std::size_t r1, std::byte* bytes) {
+    c.resize((r1 - r0) * n);
+    sn.resize((r1 - r0) * n);
+    k.table<T>(std::span(pos).subspan(r0, r1 - r0), c, sn);
+    store_interleaved(c, sn, bytes);
+    bar.step(r1);
+  };
+  write_output(out, rows, format, file);
+  return true;
 }
 
+// Fills `out` for the caller to write, or writes it (a streamed table) and returns true.
 template <class T>
-void fill(output& out, const spec::encoding& e, kernel::strategy st,
-          const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
-  if (const auto* s = std::get_if<spec::rope>(&e)) return fill_rope<T>(out, *s, st, pos, seq_len);
+bool fill(output& out, const spec::encoding& e, kernel::strategy st,
+          const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len,
+          out_format format, const std::filesystem::path& file) {
+  if (const auto* s = std::get_if<spec::rope>(&e)) {
+    return fill_rope<T>(out, *s, st, pos, seq_len, format, file);
+  }
   if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
     if (out.what != "pe") what_mismatch(out.what, e, "pe");
     shape_pe(out, s->d_model, pos);
     std::vector<T> v(pos.size() * static_cast<std::size_t>(s->d_model));
     kernel::sinusoidal_table<T>(*s, st, pos, v);
-    return append(out, v);
+    append(out, v);
+    return false;
   }
   if (const auto* s = std::get_if<spec::learned>(&e)) {
     if (out.what != "pe") what_mismatch(out.what, e, "pe");
     shape_pe(out, s->d_model, pos);
     std::vector<T> v(pos.size() * static_cast<std::size_t>(s->d_model));
     kernel::learned_table<T>(*s, st, pos, v);
-    return append(out, v);
+    append(out, v);
+    return false;
   }
   if (const auto* s = std::get_if<spec::alibi>(&e)) {
     if (out.what == "slopes") {
       shape_vector(out, "slopes", s->num_heads, "head");
       std::vector<T> v(static_cast<std::size_t>(s->num_heads));
       kernel::alibi_slopes<T>(*s, st, v);
-      return append(out, v);
+      append(out, v);
+      return false;
     }
     if (out.what != "bias") what_mismatch(out.what, e, "bias, slopes");
     shape_bias(out, s->num_heads, pos);
     std::vector<T> v(static_cast<std::size_t>(s->num_heads) * pos.size() * pos.size());
     kernel::alibi_bias<T>(*s, st, pos, pos, v);
-    return append(out, v);
+    append(out, v);
+    return false;
   }
   if (out.what != "buckets") what_mismatch(out.what, e, "buckets");
   out.dtype = dtype::int64;
@@ -95,6 +112,7 @@ void fill(output& out, const spec::encoding& e, kernel::strategy st,
   } else {
     kernel::shaw_clip(std::get<spec::shaw>(e), pos, out.main.ints);
   }
+  return false;
 }
 
 }  // namespace
@@ -128,10 +146,12 @@ command add_compute(CLI::App& app) {
             output out = st->o.start_output(e, t);
             out.recipe = std::string("strategy:") + kernel::to_string(strat);
             const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
-            visit_output_float(*t, [&](auto tag) {
-              fill<typename decltype(tag)::type>(out, e, strat, pos, st->o.seq_len);
+            const out_format format = parse_out_format(st->o.format);
+            const bool written = visit_output_float(*t, [&](auto tag) {
+              return fill<typename decltype(tag)::type>(out, e, strat, pos, st->o.seq_len, format,
+                                                        st->o.out);
             });
-            write_output(out, parse_out_format(st->o.format), st->o.out);
+            if (!written) write_output(out, format, st->o.out);
             return 0;
           }};
 }

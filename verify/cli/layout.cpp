@@ -59,11 +59,14 @@ void require_size(const char* what, std::int64_t P, std::int64_t per_position) {
 
 }  // namespace
 
-void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos) {
+void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos,
+                 bool streamed) {
   const auto P = static_cast<std::int64_t>(pos.size());
-  require_size("table", P, 2 * pairs);
   out.main = {"table", {P, pairs, 2}, {}, {}, false};
-  out.main.values.reserve(static_cast<std::size_t>(P * pairs * 2));
+  if (!streamed) {
+    require_size("table", P, 2 * pairs);
+    out.main.values.reserve(static_cast<std::size_t>(P * pairs * 2));
+  }
   out.positions = pos;
   for (std::int64_t i = 0; i < pairs; ++i) {
     out.columns.push_back("cos_" + std::to_string(i));

@@ -3,11 +3,14 @@
 // shapes, csv columns and safetensors tensors for the reference and for every strategy, so that
 // their outputs can be compared file against file.
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "output.h"
+#include "pev/scalar/traits.h"
 #include "pev/spec/spec.h"
 
 namespace pev::cli {
@@ -35,10 +38,24 @@ std::string default_what(const spec::encoding& e);
 bool what_needs_positions(const std::string& what);
 
 /// RoPE table [P, pairs, 2] of (cos, sin); safetensors parts cos, sin [P, pairs]. Values: reserve
-/// only.
-void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos);
-/// After filling out.main.values, copies them into the cos and sin parts.
+/// only. A table held in memory is limited to 2^26 values; a `streamed` one (written by a
+/// row_stream, one chunk in memory) only by the positions a request takes.
+void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos,
+                 bool streamed = false);
+/// After filling out.main.values, copies them into the cos and sin parts (a streamed table: the
+/// parts' names and shapes only).
 void split_table(output& out);
+/// Rows of a table for a row_stream: cos and sin ([rows, pairs] each) interleaved as the table's
+/// [rows, pairs, 2], in T's little-endian encodings.
+template <class T>
+void store_interleaved(const std::vector<T>& cos, const std::vector<T>& sin, std::byte* out) {
+  using tr = scalar_traits<T>;
+  using bits = typename tr::bits_type;
+  for (std::size_t k = 0; k < cos.size(); ++k) {
+    const bits b[2] = {tr::to_bits(cos[k]), tr::to_bits(sin[k])};
+    std::memcpy(out + 2 * k * sizeof(bits), b, sizeof b);
+  }
+}
 /// PE [P, d].
 void shape_pe(output& out, std::int64_t d, const std::vector<std::int64_t>& pos);
 /// ALiBi bias [H, P, P] over query × key positions.
