@@ -951,6 +951,16 @@ PEV_FAST_AVX2 vi try_round_lanes(vdd v, vd err, vu& out) {
   return (vi)(lo == hi);
 }
 
+// try_round_interval<float> per lane: RN_fp32(hi − M) in `out`, and a bit per lane (movemask) set
+// where RN_fp32(hi + M) has the same encoding.
+PEV_FAST_AVX2 int try_round_float(vdd v, vd err, __m128& out) {
+  const vd m = (err + vabs(v.lo)) * (1 + 0x1p-48) + vabs(v.hi) * 0x1p-51;
+  out = _mm256_cvtpd_ps((__m256d)(v.hi - m));
+  const __m128 hi = _mm256_cvtpd_ps((__m256d)(v.hi + m));
+  return _mm_movemask_ps(
+      _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(out), _mm_castps_si128(hi))));
+}
+
 }  // namespace simd
 
 vector_freqs make_vector_freqs(const std::vector<frequency>& freq) {
@@ -967,6 +977,10 @@ vector_freqs make_vector_freqs(const std::vector<frequency>& freq) {
     v.q1[i] = freq[i].q[1];
     v.e1[i] = freq[i].value_e1;
     v.scalar[i] = 0;
+  }
+  v.regular.assign(padded / simd::kLanes, 0);
+  for (std::size_t i = 0; i < padded; ++i) {
+    if (v.scalar[i] == 0) v.regular[i / simd::kLanes] |= static_cast<std::uint8_t>(1u << (i % 4));
   }
   return v;
 }
@@ -1003,12 +1017,19 @@ PEV_FAST_AVX2_TARGET std::size_t double_stage_row(const constants& K, const vect
     // Lanes beyond the short reduction's range may hold any k: they index the entry of k = 0
     // (those lanes are left to the scalar code), so that every gather stays inside it.
     const vi k = in_range ? (vi)((vu)(kk + S) - (vu)S) + kHalfN : vi{} + kHalfN;
-    // eval_double: the table entries of kπ/(2N), the polynomials, the addition formulas.
-    const __m256i idx = (__m256i)(k * 4);
-    const vd sh = (vd)_mm256_i64gather_pd(&K.trig[0], idx, 8);
-    const vd sl = (vd)_mm256_i64gather_pd(&K.trig[1], idx, 8);
-    const vd ch = (vd)_mm256_i64gather_pd(&K.trig[2], idx, 8);
-    const vd cl = (vd)_mm256_i64gather_pd(&K.trig[3], idx, 8);
+    // eval_double: the table entries of kπ/(2N) (each lane's four doubles sh, sl, ch, cl are
+    // adjacent: four loads and a 4×4 transpose, cheaper than gathers), the polynomials, the
+    // addition formulas.
+    const __m256d r0 = _mm256_loadu_pd(&K.trig[4 * static_cast<std::size_t>(k[0])]);
+    const __m256d r1 = _mm256_loadu_pd(&K.trig[4 * static_cast<std::size_t>(k[1])]);
+    const __m256d r2 = _mm256_loadu_pd(&K.trig[4 * static_cast<std::size_t>(k[2])]);
+    const __m256d r3 = _mm256_loadu_pd(&K.trig[4 * static_cast<std::size_t>(k[3])]);
+    const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+    const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+    const vd sh = (vd)_mm256_permute2f128_pd(t0, t2, 0x20);
+    const vd ch = (vd)_mm256_permute2f128_pd(t0, t2, 0x31);
+    const vd sl = (vd)_mm256_permute2f128_pd(t1, t3, 0x20);
+    const vd cl = (vd)_mm256_permute2f128_pd(t1, t3, 0x31);
     const vd r = g * K.pio2.hi;
     const vd z = r * r;
     const vd ts = r * (z * (K.c3.hi + z * K.s5));
@@ -1029,10 +1050,42 @@ PEV_FAST_AVX2_TARGET std::size_t double_stage_row(const constants& K, const vect
     }
     // try_round_interval, with E = E0 + |p|·E1_i.
     const vd err = e00 + xabs * load(&F.e1[i]);
+    const std::size_t lanes = F.n - i < kLanes ? F.n - i : kLanes;
+    if constexpr (std::is_same_v<T, float>) {
+      // fp32: the encodings stay in vector registers; whole groups are stored at once.
+      __m128 s_lo, c_lo;
+      const int good = try_round_float(vs, err, s_lo) & try_round_float(vcos, err, c_lo) &
+                       _mm256_movemask_pd((__m256d)in_range) & F.regular[i / kLanes];
+      if (lanes == kLanes) {
+        _mm_storeu_ps(s_out + i, s_lo);
+        _mm_storeu_ps(c_out + i, c_lo);
+        if constexpr (V) {
+          _mm256_storeu_pd(s_val + i, (__m256d)(vs.hi + vs.lo));
+          _mm256_storeu_pd(c_val + i, (__m256d)(vcos.hi + vcos.lo));
+        }
+      } else {
+        alignas(16) float sf[kLanes], cf[kLanes];
+        _mm_store_ps(sf, s_lo);
+        _mm_store_ps(cf, c_lo);
+        for (std::size_t l = 0; l < lanes; ++l) {
+          s_out[i + l] = sf[l];
+          c_out[i + l] = cf[l];
+          if constexpr (V) {
+            s_val[i + l] = vs.hi[l] + vs.lo[l];
+            c_val[i + l] = vcos.hi[l] + vcos.lo[l];
+          }
+        }
+      }
+      for (std::size_t l = 0; l < lanes; ++l) {
+        const bool ok = ((good >> l) & 1) != 0;
+        redo[i + l] = ok ? 0 : 1;
+        decided += ok ? 1 : 0;
+      }
+      continue;
+    }
     vu bs_out, bc_out;
     const vi ok =
         try_round_lanes<T>(vs, err, bs_out) & try_round_lanes<T>(vcos, err, bc_out) & in_range;
-    const std::size_t lanes = F.n - i < kLanes ? F.n - i : kLanes;
     for (std::size_t l = 0; l < lanes; ++l) {
       const bool good = ok[l] != 0 && F.scalar[i + l] == 0;
       redo[i + l] = good ? 0 : 1;

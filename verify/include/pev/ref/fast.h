@@ -82,7 +82,8 @@ struct frequency {
 /// value_e1 per pair, and the pairs left to the scalar code, padded to whole vectors.
 struct vector_freqs {
   std::vector<double> q0, q1, e1;
-  std::vector<std::uint8_t> scalar;  // 1: not a regular frequency
+  std::vector<std::uint8_t> scalar;   // 1: not a regular frequency
+  std::vector<std::uint8_t> regular;  // per group of 4 pairs: bit l set for a regular pair
   std::size_t n = 0;
 };
 
