@@ -30,10 +30,10 @@ void append(output& out, const std::vector<T>& v) {
 // and attention_factor into `out` for the caller to write.
 template <class T>
 bool fill_rope(output& out, const spec::rope& s, kernel::strategy st,
-               const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len,
+               std::vector<std::int64_t>& positions, std::optional<std::int64_t> seq_len,
                out_format format, const std::filesystem::path& file) {
   const kernel::rope_kernel k(
-      s, st, s.stateful() ? std::optional(stateful_seq_len(pos, seq_len)) : std::nullopt);
+      s, st, s.stateful() ? std::optional(stateful_seq_len(positions, seq_len)) : std::nullopt);
   if (out.what == "inv_freq") {
     shape_vector(out, "inv_freq", s.pairs(), "pair");
     for (float f : k.inv_freq()) out.main.values.push_back(to_real(round_to<T>(to_real(f))));
@@ -45,8 +45,8 @@ bool fill_rope(output& out, const spec::rope& s, kernel::strategy st,
     return false;
   }
   if (out.what != "table") what_mismatch(out.what, s, "table, inv_freq, attention_factor");
-  shape_table(out, s.pairs(), pos, /*streamed=*/true);
-  split_table(out);
+  shape_streamed_table(out, s.pairs(), std::move(positions));
+  const std::vector<std::int64_t>& pos = *out.positions;
   const auto n = static_cast<std::size_t>(s.pairs());
   std::vector<T> c, sn;
   progress bar(pos.size(), "compute");
@@ -66,9 +66,9 @@ bool fill_rope(output& out, const spec::rope& s, kernel::strategy st,
 
 // Fills `out` for the caller to write, or writes it (a streamed table) and returns true.
 template <class T>
-bool fill(output& out, const spec::encoding& e, kernel::strategy st,
-          const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len,
-          out_format format, const std::filesystem::path& file) {
+bool fill(output& out, const spec::encoding& e, kernel::strategy st, std::vector<std::int64_t>& pos,
+          std::optional<std::int64_t> seq_len, out_format format,
+          const std::filesystem::path& file) {
   if (const auto* s = std::get_if<spec::rope>(&e)) {
     return fill_rope<T>(out, *s, st, pos, seq_len, format, file);
   }
@@ -145,7 +145,7 @@ command add_compute(CLI::App& app) {
             st->o.refuse_inputs_inside_out(e);
             output out = st->o.start_output(e, t);
             out.recipe = std::string("strategy:") + kernel::to_string(strat);
-            const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
+            std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
             const out_format format = parse_out_format(st->o.format);
             const bool written = visit_output_float(*t, [&](auto tag) {
               return fill<typename decltype(tag)::type>(out, e, strat, pos, st->o.seq_len, format,

@@ -59,21 +59,27 @@ void require_size(const char* what, std::int64_t P, std::int64_t per_position) {
 
 }  // namespace
 
-void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos,
-                 bool streamed) {
+void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos) {
   const auto P = static_cast<std::int64_t>(pos.size());
+  require_size("table", P, 2 * pairs);
   out.main = {"table", {P, pairs, 2}, {}, {}, false};
-  if (!streamed) {
-    require_size("table", P, 2 * pairs);
-    out.main.values.reserve(static_cast<std::size_t>(P * pairs * 2));
-  }
+  out.main.values.reserve(static_cast<std::size_t>(P * pairs * 2));
   out.positions = pos;
   for (std::int64_t i = 0; i < pairs; ++i) {
     out.columns.push_back("cos_" + std::to_string(i));
     out.columns.push_back("sin_" + std::to_string(i));
   }
 }
-
+void shape_streamed_table(output& out, std::int64_t pairs, std::vector<std::int64_t>&& pos) {
+  const auto P = static_cast<std::int64_t>(pos.size());
+  out.main = {"table", {P, pairs, 2}, {}, {}, false};
+  out.positions = std::move(pos);
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    out.columns.push_back("cos_" + std::to_string(i));
+    out.columns.push_back("sin_" + std::to_string(i));
+  }
+  split_table(out);
+}
 void split_table(output& out) {
   const std::vector<std::int64_t> shape = {out.main.shape[0], out.main.shape[1]};
   tensor c{"cos", shape, {}, {}, false};

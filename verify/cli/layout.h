@@ -3,6 +3,7 @@
 // shapes, csv columns and safetensors tensors for the reference and for every strategy, so that
 // their outputs can be compared file against file.
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -38,10 +39,11 @@ std::string default_what(const spec::encoding& e);
 bool what_needs_positions(const std::string& what);
 
 /// RoPE table [P, pairs, 2] of (cos, sin); safetensors parts cos, sin [P, pairs]. Values: reserve
-/// only. A table held in memory is limited to 2^26 values; a `streamed` one (written by a
-/// row_stream, one chunk in memory) only by the positions a request takes.
-void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos,
-                 bool streamed = false);
+/// only; at most 2^26 (each an MPFR number until written).
+void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos);
+/// The same shapes and parts for a table written by a row_stream (one chunk in memory: no limit
+/// beyond the positions of a request); the positions move into out.positions (held once).
+void shape_streamed_table(output& out, std::int64_t pairs, std::vector<std::int64_t>&& pos);
 /// After filling out.main.values, copies them into the cos and sin parts (a streamed table: the
 /// parts' names and shapes only).
 void split_table(output& out);
@@ -52,7 +54,14 @@ void store_interleaved(const std::vector<T>& cos, const std::vector<T>& sin, std
   using tr = scalar_traits<T>;
   using bits = typename tr::bits_type;
   for (std::size_t k = 0; k < cos.size(); ++k) {
-    const bits b[2] = {tr::to_bits(cos[k]), tr::to_bits(sin[k])};
+    bits b[2] = {tr::to_bits(cos[k]), tr::to_bits(sin[k])};
+    if constexpr (std::endian::native != std::endian::little) {
+      for (bits& x : b) {
+        if constexpr (sizeof(bits) == 2) x = __builtin_bswap16(x);
+        if constexpr (sizeof(bits) == 4) x = __builtin_bswap32(x);
+        if constexpr (sizeof(bits) == 8) x = __builtin_bswap64(x);
+      }
+    }
     std::memcpy(out + 2 * k * sizeof(bits), b, sizeof b);
   }
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -455,12 +456,17 @@ void write_output(const output& out, const row_stream& rows, out_format format,
         }
       }
       if (out.positions) {
-        const io::array a = positions_array(out);
+        // int64 little-endian: the vector's own bytes on a little-endian host (no copy).
+        std::optional<io::array> swapped;
+        if constexpr (std::endian::native != std::endian::little) swapped = positions_array(out);
+        const void* data = swapped ? static_cast<const void*>(swapped->data.data())
+                                   : static_cast<const void*>(out.positions->data());
+        const std::size_t bytes = out.positions->size() * sizeof(std::int64_t);
         if (np > 1 && f.seekable()) {
           // The append position is still after the header: the positions go after the parts.
-          f.write_at(header.size() + np * part_bytes, a.data.data(), a.data.size());
+          f.write_at(header.size() + np * part_bytes, data, bytes);
         } else {
-          f.write(a.data.data(), a.data.size());
+          f.write(data, bytes);
         }
       }
       f.commit();

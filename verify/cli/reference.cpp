@@ -25,11 +25,11 @@ namespace {
 // A RoPE table streamed in the output dtype T: the fast reference (fast = true, identical bits)
 // or the MPFR rows rounded to T, chunk by chunk.
 template <class T>
-void stream_rope_table(output& out, const spec::rope& s, const std::vector<std::int64_t>& pos,
+void stream_rope_table(output& out, const spec::rope& s, std::vector<std::int64_t>& positions,
                        std::optional<std::int64_t> seq_len, bool fast, out_format format,
                        const std::filesystem::path& file) {
-  shape_table(out, s.pairs(), pos, /*streamed=*/true);
-  split_table(out);
+  shape_streamed_table(out, s.pairs(), std::move(positions));
+  const std::vector<std::int64_t>& pos = *out.positions;
   const auto n = static_cast<std::size_t>(s.pairs());
   std::optional<ref::fast_rope_reference> fr;
   std::optional<ref::rope_reference> rr;
@@ -66,7 +66,7 @@ void stream_rope_table(output& out, const spec::rope& s, const std::vector<std::
 // Writes the table (or inv_freq, attention_factor) and returns true, or leaves `out` to be
 // written by the caller.
 bool fill_rope(output& out, const spec::rope& s, const std::string& recipe,
-               const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len, bool mpfr,
+               std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len, bool mpfr,
                out_format format, const std::filesystem::path& file) {
   const std::optional<std::int64_t> len =
       s.stateful() ? std::optional(stateful_seq_len(pos, seq_len)) : std::nullopt;
@@ -178,7 +178,7 @@ command add_reference(CLI::App& app) {
               throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
             }
             const ref::recipe& r = ref::find_recipe(st->recipe);
-            const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
+            std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
             const out_format format = parse_out_format(st->o.format);
             if (const auto* s = std::get_if<spec::rope>(&e)) {
               if (fill_rope(out, *s, st->recipe, pos, st->o.seq_len, st->reference == "mpfr",
