@@ -6,7 +6,8 @@
 // and accurate kernels' table<float> likewise, then the three commands as child processes (CPU
 // time user + system from wait4, wall time, peak RSS). Every figure counts values the same way:
 // two per (cos, sin) pair. Printed: medians over the rounds, and the ratios end to end / in
-// process (CPU and wall). Not run by ctest.
+// process (CPU and wall). Then the accurate kernel against hf on positions 0 … 65535 and on random
+// positions < 2^31 (seeded, printed). Not run by ctest.
 //
 // Usage: bench_stream [--pev PATH] [--positions P] [--rounds N] [--out FILE]
 //   PATH defaults to ../verify/pev beside this program, P to 2^20, N to 5, FILE to /dev/null.
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -162,6 +164,29 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 3; ++k) {
     std::printf("%-34s CPU %.3f   wall %.3f\n", names[k + 3], median(cpu[k]) / median(cpu[k + 3]),
                 median(wall[k]) / median(wall[k + 3]));
+  }
+  // The kernels on their own: accurate against hf on positions 0 … 65535 and on 65536 random
+  // positions < 2^31, interleaved rounds, thread CPU time.
+  constexpr std::uint64_t kSeed = 20240611;
+  std::mt19937_64 rng(kSeed);
+  std::vector<std::int64_t> sweep(65536), random(65536);
+  for (std::size_t i = 0; i < sweep.size(); ++i) sweep[i] = static_cast<std::int64_t>(i);
+  for (auto& p : random) p = static_cast<std::int64_t>(rng() >> 33);
+  std::printf("\naccurate / hf, fp32, 64 pairs (seed %llu; values/s, thread CPU, medians):\n",
+              static_cast<unsigned long long>(kSeed));
+  for (const auto* set : {&sweep, &random}) {
+    std::vector<double> th, ta;
+    for (int r = 0; r < 3 * rounds; ++r) {
+      th.push_back(
+          in_process(*set, pairs, [&](auto p, auto c, auto sn) { hf.table<float>(p, c, sn); }).cpu);
+      ta.push_back(in_process(*set, pairs, [&](auto p, auto c, auto sn) {
+                     acc.table<float>(p, c, sn);
+                   }).cpu);
+    }
+    const double v = 2.0 * double(set->size()) * double(pairs);
+    std::printf("%-24s hf %.4g  accurate %.4g  ratio %.2f (target >= 1.5)\n",
+                set == &sweep ? "positions 0..65535" : "random < 2^31", v / median(th),
+                v / median(ta), median(th) / median(ta));
   }
   return 0;
 }
