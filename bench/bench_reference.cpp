@@ -9,12 +9,21 @@
 // recipe, default MPFR precision; positions either a sweep block (p < 2^12) or random positions
 // < 2^31 (fixed seed). Fast path for fp32, fp16, bf16 and fp64 targets; the MPFR path rounds to
 // fp32 (its cost does not depend on the target). Default --benchmark_min_time is 0.5 s.
+//
+// Baselines for RoPE fp32, every one counting values as above (two per (cos, sin) pair): the fast
+// reference with its per-element double stage (before the vector rows), direct MPFR
+// (mpfr_sin_cos at 53 bits on a 128-bit angle), glibc sincosf on fp32 angles, and store bandwidth
+// (memcpy of fp32 values); the ratios are printed after the MPFR table.
 
 #include <benchmark/benchmark.h>
+#include <mpfr.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -119,6 +128,81 @@ void bm_rope_fast(benchmark::State& state, std::string set) {
   state.counters["fallback_rate"] = st.fallback_rate();
 }
 
+// The fast reference with the double stage forced to the per-element code: the pre-vector
+// throughput, the baseline of the vector rows (docs/performance.md).
+void bm_rope_fast_scalar(benchmark::State& state, std::string set) {
+  pev::ref::fast_detail::force_scalar_rows(true);
+  bm_rope_fast<float>(state, set);
+  pev::ref::fast_detail::force_scalar_rows(false);
+}
+
+// Direct MPFR, not pev's path: p·θ_i at 128 bits, mpfr_sin_cos at 53 bits, rounded to float (a
+// double rounding: a lower bound on the cost of a correctly rounded answer, not one).
+void bm_rope_mpfr53(benchmark::State& state, std::string set) {
+  const pev::ref::fast_rope_reference fast(rope_spec());
+  const std::size_t n = static_cast<std::size_t>(fast.pairs());
+  std::vector<std::array<mpfr_t, 1>> theta(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    mpfr_init2(theta[i][0], 128);
+    mpfr_set(theta[i][0], fast.reference().inv_freq()[i].backend().data(), MPFR_RNDN);
+  }
+  mpfr_t a, sn, cs;
+  mpfr_init2(a, 128);
+  mpfr_init2(sn, 53);
+  mpfr_init2(cs, 53);
+  std::size_t cursor = 0, values = 0;
+  for (auto _ : state) {
+    for (std::int64_t p : block(set, cursor, kMpfrBlock * 16)) {
+      for (std::size_t i = 0; i < n; ++i) {
+        mpfr_mul_si(a, theta[i][0], static_cast<long>(p), MPFR_RNDN);
+        mpfr_sin_cos(sn, cs, a, MPFR_RNDN);
+        benchmark::DoNotOptimize(mpfr_get_flt(cs, MPFR_RNDN));
+        benchmark::DoNotOptimize(mpfr_get_flt(sn, MPFR_RNDN));
+        values += 2;
+      }
+    }
+  }
+  mpfr_clears(a, sn, cs, static_cast<mpfr_ptr>(nullptr));
+  for (auto& t : theta) mpfr_clear(t[0]);
+  set_rate(state, values);
+}
+
+// glibc's sincosf on the fp32 angle fp32(p)·fp32(θ_i): no correct rounding, no error bound.
+void bm_rope_sincosf(benchmark::State& state, std::string set) {
+  const pev::ref::fast_rope_reference fast(rope_spec());
+  const std::vector<float>& theta = fast.inv_freq<float>();
+  std::vector<float> c(kFastBlock * theta.size()), s(kFastBlock * theta.size());
+  std::size_t cursor = 0, values = 0;
+  for (auto _ : state) {
+    const auto pos = block(set, cursor, kFastBlock);
+    for (std::size_t r = 0; r < pos.size(); ++r) {
+      const float p = static_cast<float>(pos[r]);
+      for (std::size_t i = 0; i < theta.size(); ++i) {
+        ::sincosf(p * theta[i], &s[r * theta.size() + i], &c[r * theta.size() + i]);
+      }
+    }
+    benchmark::DoNotOptimize(c.data());
+    benchmark::DoNotOptimize(s.data());
+    values += 2 * kFastBlock * theta.size();
+  }
+  set_rate(state, values);
+}
+
+// Store bandwidth: memcpy of fp32 values into a 64 MiB buffer (beyond the caches), counted as
+// values written.
+void bm_store_memcpy(benchmark::State& state) {
+  constexpr std::size_t kChunk = kFastBlock * kHeadDim;  // one fast block's values
+  std::vector<float> src(kChunk, 1.0f), dst(std::size_t{16} << 20);
+  std::size_t at = 0, values = 0;
+  for (auto _ : state) {
+    std::memcpy(dst.data() + at, src.data(), kChunk * sizeof(float));
+    benchmark::DoNotOptimize(dst.data());
+    at = at + 2 * kChunk > dst.size() ? 0 : at + kChunk;
+    values += kChunk;
+  }
+  set_rate(state, values);
+}
+
 void bm_sinusoidal_mpfr(benchmark::State& state, std::string set) {
   const auto spec = sinusoidal_spec();
   std::size_t cursor = 0, values = 0;
@@ -205,6 +289,24 @@ void print_ratios(const rate_reporter& rep) {
       }
     }
   }
+  std::printf(
+      "\nrope fp32 fast reference against the baselines (same run; values/s; ratio = fast / "
+      "baseline):\n");
+  std::printf("%-7s %-34s %14s %14s %9s\n", "set", "baseline", "fast", "baseline", "ratio");
+  const double store = rep.rate("store/memcpy");
+  for (const char* set : kSets) {
+    const double fast = rep.rate(std::string("rope/fast/fp32/") + set);
+    const std::pair<const char*, std::string> base[] = {
+        {"per-element code (force_scalar_rows)", std::string("rope/fast-scalar/fp32/") + set},
+        {"direct mpfr_sin_cos, 53 bits", std::string("rope/mpfr53/") + set},
+        {"glibc sincosf (fp32 angle)", std::string("rope/sincosf/") + set},
+        {"store bandwidth (memcpy)", "store/memcpy"}};
+    for (const auto& [label, name] : base) {
+      const double b = name == "store/memcpy" ? store : rep.rate(name);
+      if (fast == 0 || b == 0) continue;
+      std::printf("%-7s %-34s %14.4g %14.4g %8.2fx\n", set, label, fast, b, fast / b);
+    }
+  }
 }
 
 }  // namespace
@@ -223,6 +325,14 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("sinusoidal/mpfr/") + set).c_str(),
                                  bm_sinusoidal_mpfr, set);
   }
+  for (const char* set : kSets) {
+    benchmark::RegisterBenchmark((std::string("rope/fast-scalar/fp32/") + set).c_str(),
+                                 bm_rope_fast_scalar, set);
+    benchmark::RegisterBenchmark((std::string("rope/mpfr53/") + set).c_str(), bm_rope_mpfr53, set);
+    benchmark::RegisterBenchmark((std::string("rope/sincosf/") + set).c_str(), bm_rope_sincosf,
+                                 set);
+  }
+  benchmark::RegisterBenchmark("store/memcpy", bm_store_memcpy);
   register_fast<float>();
   register_fast<half>();
   register_fast<bfloat16>();

@@ -124,6 +124,77 @@ TEST(Cli, NpyAndSafetensorsHoldTheRequestedDtype) {
   EXPECT_EQ(io::read_npy(dir + "/pe.npy").type, io::dtype::fp64);  // exact is stored as float64
 }
 
+std::string file_bytes(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Cli, StreamedTablesAreTheMpfrPathsBytes) {
+  // `reference` streams RoPE tables from the fast reference; --reference mpfr streams the MPFR
+  // rows rounded to the dtype. Same bytes in every format and dtype, across chunk boundaries
+  // (4096 rows of 8 pairs a chunk), with an attention factor; the
+  // safetensors file written to a pipe (one pass per part) equals the one written to a file.
+  const std::string dir = test::temp_dir("streamed");
+  struct request {
+    std::string spec, positions;
+  };
+  const std::vector<request> requests = {{"rope:head_dim=16", "0:4100"},
+                                         {"rope:head_dim=8,rope_type=yarn,factor=4,"
+                                          "original_max_position_embeddings=64",
+                                          "0:300:7"}};
+  int k = 0;
+  for (const auto& q : requests) {
+    for (const std::string dtype : {"fp64", "fp32", "fp16", "bf16"}) {
+      for (const std::string format : {"text", "csv", "json", "npy", "safetensors"}) {
+        std::string bytes[2];
+        for (int mpfr = 0; mpfr < 2; ++mpfr) {
+          const std::string file = dir + "/t" + std::to_string(k++) + "." + format;
+          auto r = run_pev({"reference", "--spec", q.spec, "--positions=" + q.positions, "--dtype",
+                            dtype, "--format", format, "--reference", mpfr ? "mpfr" : "fast",
+                            "--out", file});
+          ASSERT_EQ(r.exit_code, 0) << r.err;
+          bytes[mpfr] = file_bytes(file);
+        }
+        ASSERT_FALSE(bytes[0].empty());
+        EXPECT_TRUE(bytes[0] == bytes[1]) << q.spec << " " << dtype << " " << format;
+        if (format == "safetensors") {
+          auto r = run_pev({"reference", "--spec", q.spec, "--positions=" + q.positions, "--dtype",
+                            dtype, "--format", format, "--out", "/dev/stdout"});
+          ASSERT_EQ(r.exit_code, 0) << r.err;
+          EXPECT_TRUE(r.out == bytes[0]) << q.spec << " " << dtype << " (pipe)";
+        }
+      }
+    }
+  }
+  auto bad = run_pev(
+      {"reference", "--spec", "rope:head_dim=8", "--positions", "0:4", "--reference", "slow"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--reference"), std::string::npos) << bad.err;
+}
+
+TEST(CliCompute, StreamedTableEqualsTheKernelsRows) {
+  // compute streams its table in chunks of rows: the values are the kernel's, row by row.
+  const std::string dir = test::temp_dir("compute_streamed");
+  auto r = run_pev({"compute", "--strategy", "hf", "--spec", "rope:head_dim=16", "--positions",
+                    "0:5000", "--format", "npy", "--out", dir + "/c.npy"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto a = io::read_npy(dir + "/c.npy");
+  ASSERT_EQ(a.shape, (std::vector<std::int64_t>{5000, 8, 2}));
+  const auto v = a.to_doubles();
+  for (const std::string p : {"0", "4095", "4096", "4999"}) {
+    auto one = run_pev({"compute", "--strategy", "hf", "--spec", "rope:head_dim=16", "--positions",
+                        p, "--format", "npy", "--out", dir + "/one.npy"});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const auto w = io::read_npy(dir + "/one.npy").to_doubles();
+    ASSERT_EQ(w.size(), 16u);
+    for (std::size_t i = 0; i < 16; ++i) {
+      EXPECT_EQ(v[std::stoul(p) * 16 + i], w[i]) << "p=" << p << " i=" << i;
+    }
+  }
+}
+
 TEST(Cli, OtherOutputs) {
   auto inv = run_pev({"reference", "--spec", "rope:head_dim=128", "--what", "inv_freq"});
   ASSERT_EQ(inv.exit_code, 0) << inv.err;

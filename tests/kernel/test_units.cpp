@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "helpers.h"
+#include "isa.h"
 #include "narrow.h"
 #include "pev/kernel/absolute.h"
 #include "pev/kernel/relative.h"
@@ -224,6 +225,161 @@ TEST(KernelTurns, TinyRemaindersKeepRelativeAccuracy) {
     const double want = std::sin(2 * M_PI * std::ldexp(1.0, -k));
     EXPECT_NEAR(s / want, 1.0, 4e-16) << k;
   }
+}
+
+// The accurate row before its vectorisation: sincos_of_turn as it was written per element (the
+// negation branch, the switch on the quadrant), times m unless m == 1, then RN or round-to-odd to
+// binary32. accurate_row must give these bits on every instruction set.
+unsigned scalar_reduce_turn(const kernel::detail::turn& t, double& r) {
+  using kernel::detail::pow2;
+  const std::uint64_t h = t.hi + (std::uint64_t{1} << 61);
+  const unsigned q = static_cast<unsigned>(h >> 62);
+  const auto rh =
+      static_cast<std::int64_t>(h & ((std::uint64_t{1} << 62) - 1u)) - (std::int64_t{1} << 61);
+  std::uint64_t a2 = static_cast<std::uint64_t>(rh), a1 = t.mid, a0 = t.lo;
+  const bool negative = rh < 0;
+  if (negative) {
+    a0 = ~a0 + 1u;
+    const std::uint64_t c1 = a0 == 0 ? 1u : 0u;
+    a1 = ~a1 + c1;
+    const std::uint64_t c2 = (c1 != 0 && a1 == 0) ? 1u : 0u;
+    a2 = ~a2 + c2;
+  }
+  std::uint64_t top;
+  int scale;
+  if (a2 != 0) {
+    const int sh = std::countl_zero(a2);
+    top = (a2 << sh) | (a1 >> (64 - sh));
+    scale = 128 - sh;
+  } else if (a1 != 0) {
+    const int sh = std::countl_zero(a1);
+    top = sh == 0 ? a1 : (a1 << sh) | (a0 >> (64 - sh));
+    scale = 64 - sh;
+  } else {
+    const int sh = a0 == 0 ? 0 : std::countl_zero(a0);
+    top = a0 << sh;
+    scale = -sh;
+  }
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  const double mag = static_cast<double>(static_cast<std::int64_t>(top >> 1)) * 2.0;
+  r = (negative ? -mag : mag) * (kTwoPi * pow2(scale - 192));
+  return q;
+}
+
+kernel::detail::sin_cos scalar_sincos_of_turn(const kernel::detail::turn& t) {
+  double r;
+  const unsigned q = scalar_reduce_turn(t, r);
+  const kernel::detail::sin_cos sc = kernel::detail::sincos_reduced(r);
+  switch (q) {
+    case 0:
+      return sc;
+    case 1:
+      return {sc.cos, -sc.sin};
+    case 2:
+      return {-sc.sin, -sc.cos};
+    default:
+      return {-sc.cos, sc.sin};
+  }
+}
+
+// Every instruction set's accurate_row against the per-element code, bit for bit: random and
+// RoPE-like frequencies, turns whose remainders are exactly zero or below 2^−64 turn (the vector
+// reduction's rare lanes), positions in and out of the vector reduction's range [0, 2^32), row
+// lengths around the vector width, m = 1 and m ≠ 1, RN and round-to-odd.
+TEST(KernelTurns, AccurateRowIsTheScalarCodeOnEveryIsa) {
+  using kernel::detail::turn;
+  test::splitmix rng(test::test_seed(17));
+  std::vector<turn> turns;
+  for (int k = 0; k < 200; ++k) turns.push_back({rng.next(), rng.next(), rng.next()});
+  {
+    const precision_scope work(400);
+    for (int f = 0; f < 64; ++f) {
+      turns.push_back(kernel::detail::turn_of_angle(pow(real(10000), -real(f) / 64)));
+    }
+  }
+  // Quarter and eighth turns (remainder exactly 0 or ⅛ for p = 1), and turns whose multiples by
+  // small p land within 2^−64..2^−190 turn of a quadrant boundary.
+  for (std::uint64_t hi : {0ull, 1ull << 61, 1ull << 62, 3ull << 62, 1ull << 63}) {
+    turns.push_back({hi, 0, 0});
+    turns.push_back({hi, 0, 1});
+    turns.push_back({hi, 1, 0});
+    turns.push_back({hi - 1, ~0ull, ~0ull});
+    turns.push_back({hi + 1, 0, 0});
+  }
+  std::vector<std::int64_t> ps = {0,
+                                  1,
+                                  2,
+                                  3,
+                                  4095,
+                                  (std::int64_t{1} << 31) - 1,
+                                  (std::int64_t{1} << 32) - 1,
+                                  std::int64_t{1} << 32,
+                                  (std::int64_t{1} << 53) + 1,
+                                  -1,
+                                  -2,
+                                  std::numeric_limits<std::int64_t>::max(),
+                                  std::numeric_limits<std::int64_t>::min()};
+  for (int k = 0; k < 24; ++k) ps.push_back(static_cast<std::int64_t>(rng.next() >> 33));
+  for (int k = 0; k < 8; ++k) ps.push_back(static_cast<std::int64_t>(rng.next()));
+  std::vector<kernel::detail::isa> isas = {kernel::detail::isa::baseline};
+  if (kernel::detail::detected_isa() == kernel::detail::isa::avx2) {
+    isas.push_back(kernel::detail::isa::avx2);
+  }
+  std::uint64_t compared = 0;
+  for (const std::size_t len : {std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{7},
+                                std::size_t{64}, std::size_t{67}, turns.size()}) {
+    for (std::size_t start = 0; start + len <= turns.size(); start += len) {
+      kernel::detail::turn_set set;
+      for (std::size_t i = 0; i < len; ++i) set.push_back(turns[start + i]);
+      for (const std::int64_t p : ps) {
+        for (const double m : {1.0, 0.7071067811865476, 1.25}) {
+          for (const bool odd : {false, true}) {
+            std::vector<float> want_c(len), want_s(len);
+            for (std::size_t i = 0; i < len; ++i) {
+              const auto sc = scalar_sincos_of_turn(kernel::detail::turn_times(set[i], p));
+              const double c = m == 1.0 ? sc.cos : sc.cos * m;
+              const double sn = m == 1.0 ? sc.sin : sc.sin * m;
+              want_c[i] = odd ? kernel::detail::round_to_odd_float(c) : static_cast<float>(c);
+              want_s[i] = odd ? kernel::detail::round_to_odd_float(sn) : static_cast<float>(sn);
+            }
+            for (const kernel::detail::isa i : isas) {
+              kernel::detail::force_isa(i);
+              if (m == 1.0 && !odd) {
+                // The reduction itself, bit for bit (most differences of r change no float).
+                std::vector<double> r(len);
+                std::vector<std::int64_t> q(len);
+                kernel::detail::accurate_remainders(set, p, r.data(), q.data());
+                for (std::size_t j = 0; j < len; ++j) {
+                  double want_r;
+                  const unsigned want_q =
+                      scalar_reduce_turn(kernel::detail::turn_times(set[j], p), want_r);
+                  ASSERT_EQ(std::bit_cast<std::uint64_t>(r[j]),
+                            std::bit_cast<std::uint64_t>(want_r))
+                      << "isa " << static_cast<int>(i) << ", p=" << p << ", turn " << start + j;
+                  ASSERT_EQ(q[j], static_cast<std::int64_t>(want_q));
+                }
+              }
+              std::vector<float> c(len), sn(len);
+              kernel::detail::accurate_row(set, p, m, odd, c.data(), sn.data());
+              kernel::detail::force_isa(std::nullopt);
+              for (std::size_t j = 0; j < len; ++j) {
+                ASSERT_EQ(std::bit_cast<std::uint32_t>(c[j]),
+                          std::bit_cast<std::uint32_t>(want_c[j]))
+                    << "cos, isa " << static_cast<int>(i) << ", p=" << p << ", turn " << start + j
+                    << ", m=" << m << ", odd=" << odd;
+                ASSERT_EQ(std::bit_cast<std::uint32_t>(sn[j]),
+                          std::bit_cast<std::uint32_t>(want_s[j]))
+                    << "sin, isa " << static_cast<int>(i) << ", p=" << p << ", turn " << start + j
+                    << ", m=" << m << ", odd=" << odd;
+                compared += 2;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::cout << compared << " values compared on " << isas.size() << " instruction set(s)\n";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "pev/core/real.h"
+#include "pev/metric/error_model.h"
 #include "pev/metric/ulp.h"
 #include "pev/scalar/round.h"
 
@@ -317,6 +318,41 @@ TEST(Ulp, CorrectlyRoundedScoresAtMostHalf) {
   check_correctly_rounded_scores<double>(100'000);
   check_correctly_rounded_scores<half>(100'000);
   check_correctly_rounded_scores<bfloat16>(100'000);
+}
+
+TEST(UlpAt, EncodingArithmeticEqualsIlogbAndLdexp) {
+  // ulp_at works on the encoding of its argument; it must equal the libm formula
+  // ldexp(1, max(ilogb(mag), emin) − p + 1) (below: the subnormal quantum) on every binade
+  // boundary, subnormal doubles, zero, NaN, +Inf and random encodings, for every format.
+  auto libm = [](double mag, format f) {
+    if (!(mag > 0)) return std::ldexp(1.0, f.emin - f.p + 1);
+    return std::ldexp(1.0, std::max(std::ilogb(mag), f.emin) - f.p + 1);
+  };
+  const std::uint64_t seed = 20261124;
+  std::cout << "seed: " << seed << "\n";
+  std::mt19937_64 rng(seed);
+  std::vector<double> mags = {0.0,
+                              -0.0,
+                              std::numeric_limits<double>::quiet_NaN(),
+                              std::numeric_limits<double>::infinity(),
+                              std::numeric_limits<double>::denorm_min(),
+                              std::numeric_limits<double>::min(),
+                              std::numeric_limits<double>::max()};
+  for (int e = -1074; e <= 1023; ++e) {
+    const double x = std::ldexp(1.0, e);
+    mags.insert(mags.end(), {x, std::nextafter(x, 0.0), std::nextafter(x, 4.0 * x)});
+  }
+  for (int k = 0; k < 200000; ++k) {
+    const double x = std::bit_cast<double>(rng() >> 1);  // positive encodings, NaNs included
+    mags.push_back(x);
+  }
+  for (const format f : {kF64, kF32, kF16, kBF16}) {
+    for (const double m : mags) {
+      const double want = libm(m, f), got = ulp_at(m, f);
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(want))
+          << "mag " << m << " p " << f.p;
+    }
+  }
 }
 
 }  // namespace

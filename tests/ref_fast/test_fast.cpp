@@ -395,6 +395,50 @@ TEST(RefFastRope, TableValuesAreTheTableAndCloseToExact) {
   std::cout << "table_values: worst |value − exact|/m = 2^" << std::log2(worst) << "\n";
 }
 
+// Restores the vector rows on scope exit.
+struct scalar_rows_scope {
+  explicit scalar_rows_scope(bool on) { ref::fast_detail::force_scalar_rows(on); }
+  ~scalar_rows_scope() { ref::fast_detail::force_scalar_rows(false); }
+};
+
+TEST(RefFastRope, VectorRowsEqualScalarRows) {
+  // The double stage on vectors decides exactly what the per-element FMA code decides, with the
+  // same values, evaluated doubles and statistics (docs/performance.md): every case of the suite,
+  // every target, p < 2048, random p < 2^31 and extreme ones (beyond the short reduction).
+  if (!ref::fast_detail::uses_vector_rows()) GTEST_SKIP() << "no AVX2+FMA: no vector rows";
+  const std::uint64_t seed = test::test_seed(4242);
+  std::mt19937_64 rng(seed);
+  std::vector<std::int64_t> positions;
+  for (std::int64_t p = -8; p < 2048; ++p) positions.push_back(p);
+  for (int k = 0; k < 256; ++k) positions.push_back(static_cast<std::int64_t>(rng() >> 33));
+  for (std::int64_t p : {std::int64_t{1} << 40, (std::int64_t{1} << 52) + 1,
+                         (std::int64_t{1} << 53) - 1, -(std::int64_t{1} << 45) - 7}) {
+    positions.push_back(p);
+  }
+  for (const auto& c : test::rope_cases()) {
+    const auto fast = make_rope(c);
+    const std::size_t n = positions.size() * static_cast<std::size_t>(fast.pairs());
+    test::for_each_type([&]<class T>() {
+      std::vector<T> c1(n), s1(n), c2(n), s2(n);
+      std::vector<double> cv1(n), sv1(n), cv2(n), sv2(n);
+      fast_stats st1, st2;
+      fast.table_values<T>(positions, c1, s1, cv1, sv1, &st1);
+      {
+        const scalar_rows_scope scalar(true);
+        fast.table_values<T>(positions, c2, s2, cv2, sv2, &st2);
+      }
+      ASSERT_EQ(0, std::memcmp(c1.data(), c2.data(), n * sizeof(T))) << c.spec;
+      ASSERT_EQ(0, std::memcmp(s1.data(), s2.data(), n * sizeof(T))) << c.spec;
+      ASSERT_EQ(0, std::memcmp(cv1.data(), cv2.data(), n * sizeof(double))) << c.spec;
+      ASSERT_EQ(0, std::memcmp(sv1.data(), sv2.data(), n * sizeof(double))) << c.spec;
+      EXPECT_EQ(st1.values, st2.values) << c.spec;
+      EXPECT_EQ(st1.refined, st2.refined) << c.spec;
+      EXPECT_EQ(st1.fallbacks, st2.fallbacks) << c.spec;
+      EXPECT_EQ(st1.mpfr_rows, st2.mpfr_rows) << c.spec;
+    });
+  }
+}
+
 TEST(RefFastRope, RejectsMismatchedSizes) {
   const fast_rope_reference fast(test::rope_spec("head_dim=8"));
   const std::vector<std::int64_t> positions = {1, 2};

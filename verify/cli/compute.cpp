@@ -3,6 +3,8 @@
 // against file.
 
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "commands.h"
@@ -24,67 +26,107 @@ void append(output& out, const std::vector<T>& v) {
   for (const T& x : v) out.main.values.push_back(to_real(x));
 }
 
+// Where a streamed table goes (the CLI); without one, tables are filled into `out` (the Python
+// module's arrays).
+struct stream_to {
+  out_format format;
+  std::filesystem::path file;
+};
+
+// With `sink`: writes the table (streamed, one chunk of rows at a time) and returns true. Else,
+// and for inv_freq and attention_factor, fills `out` for the caller to write.
 template <class T>
-void fill_rope(output& out, const spec::rope& s, kernel::strategy st,
-               const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
+bool fill_rope(output& out, const spec::rope& s, kernel::strategy st,
+               std::vector<std::int64_t>& positions, std::optional<std::int64_t> seq_len,
+               const stream_to* sink) {
   const kernel::rope_kernel k(
-      s, st, s.stateful() ? std::optional(stateful_seq_len(pos, seq_len)) : std::nullopt);
+      s, st, s.stateful() ? std::optional(stateful_seq_len(positions, seq_len)) : std::nullopt);
   if (out.what == "inv_freq") {
     shape_vector(out, "inv_freq", s.pairs(), "pair");
     for (float f : k.inv_freq()) out.main.values.push_back(to_real(round_to<T>(to_real(f))));
-    return;
+    return false;
   }
   if (out.what == "attention_factor") {
     shape_scalar(out, "attention_factor");
     out.main.values = {to_real(k.attention_factor())};
-    return;
+    return false;
   }
   if (out.what != "table") what_mismatch(out.what, s, "table, inv_freq, attention_factor");
-  shape_table(out, s.pairs(), pos);
-  const auto n = static_cast<std::size_t>(s.pairs());
-  std::vector<T> c(n), sn(n);
-  progress bar(pos.size(), "compute");
-  for (std::size_t p = 0; p < pos.size(); ++p) {
-    k.table<T>(std::span(&pos[p], 1), c, sn);
-    for (std::size_t i = 0; i < n; ++i) {
-      out.main.values.push_back(to_real(c[i]));
-      out.main.values.push_back(to_real(sn[i]));
+  if (!sink) {
+    shape_table(out, s.pairs(), positions);
+    const auto n = static_cast<std::size_t>(s.pairs());
+    std::vector<T> c, sn;
+    progress bar(positions.size(), "compute");
+    for (std::size_t r0 = 0; r0 < positions.size(); r0 += row_stream::chunk_rows(2 * n)) {
+      const std::size_t r1 = std::min(positions.size(), r0 + row_stream::chunk_rows(2 * n));
+      c.resize((r1 - r0) * n);
+      sn.resize((r1 - r0) * n);
+      k.table<T>(std::span(positions).subspan(r0, r1 - r0), c, sn);
+      for (std::size_t q = 0; q < c.size(); ++q) {
+        out.main.values.push_back(to_real(c[q]));
+        out.main.values.push_back(to_real(sn[q]));
+      }
+      bar.step(r1);
     }
-    bar.step(p + 1);
+    split_table(out);
+    return false;
   }
-  split_table(out);
+  shape_streamed_table(out, s.pairs(), std::move(positions));
+  const std::vector<std::int64_t>& pos = *out.positions;
+  const auto n = static_cast<std::size_t>(s.pairs());
+  std::vector<T> c, sn;
+  progress bar(pos.size(), "compute");
+  row_stream rows;
+  rows.rows = pos.size();
+  rows.width = 2 * n;
+  rows.fill = [&](std::size_t r0, std::size_t r1, std::byte* bytes) {
+    c.resize((r1 - r0) * n);
+    sn.resize((r1 - r0) * n);
+    k.table<T>(std::span(pos).subspan(r0, r1 - r0), c, sn);
+    store_interleaved(c, sn, bytes);
+    bar.step(r1);
+  };
+  write_output(out, rows, sink->format, sink->file);
+  return true;
 }
 
+// Fills `out` for the caller to write, or writes it (a streamed table) and returns true.
 template <class T>
-void fill(output& out, const spec::encoding& e, kernel::strategy st,
-          const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
-  if (const auto* s = std::get_if<spec::rope>(&e)) return fill_rope<T>(out, *s, st, pos, seq_len);
+bool fill(output& out, const spec::encoding& e, kernel::strategy st, std::vector<std::int64_t>& pos,
+          std::optional<std::int64_t> seq_len, const stream_to* sink) {
+  if (const auto* s = std::get_if<spec::rope>(&e)) {
+    return fill_rope<T>(out, *s, st, pos, seq_len, sink);
+  }
   if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
     if (out.what != "pe") what_mismatch(out.what, e, "pe");
     shape_pe(out, s->d_model, pos);
     std::vector<T> v(pos.size() * static_cast<std::size_t>(s->d_model));
     kernel::sinusoidal_table<T>(*s, st, pos, v);
-    return append(out, v);
+    append(out, v);
+    return false;
   }
   if (const auto* s = std::get_if<spec::learned>(&e)) {
     if (out.what != "pe") what_mismatch(out.what, e, "pe");
     shape_pe(out, s->d_model, pos);
     std::vector<T> v(pos.size() * static_cast<std::size_t>(s->d_model));
     kernel::learned_table<T>(*s, st, pos, v);
-    return append(out, v);
+    append(out, v);
+    return false;
   }
   if (const auto* s = std::get_if<spec::alibi>(&e)) {
     if (out.what == "slopes") {
       shape_vector(out, "slopes", s->num_heads, "head");
       std::vector<T> v(static_cast<std::size_t>(s->num_heads));
       kernel::alibi_slopes<T>(*s, st, v);
-      return append(out, v);
+      append(out, v);
+      return false;
     }
     if (out.what != "bias") what_mismatch(out.what, e, "bias, slopes");
     shape_bias(out, s->num_heads, pos);
     std::vector<T> v(static_cast<std::size_t>(s->num_heads) * pos.size() * pos.size());
     kernel::alibi_bias<T>(*s, st, pos, pos, v);
-    return append(out, v);
+    append(out, v);
+    return false;
   }
   if (out.what != "buckets") what_mismatch(out.what, e, "buckets");
   out.dtype = dtype::int64;
@@ -95,6 +137,7 @@ void fill(output& out, const spec::encoding& e, kernel::strategy st,
   } else {
     kernel::shaw_clip(std::get<spec::shaw>(e), pos, out.main.ints);
   }
+  return false;
 }
 
 }  // namespace
@@ -102,8 +145,10 @@ void fill(output& out, const spec::encoding& e, kernel::strategy st,
 void fill_compute(output& out, const spec::encoding& e, kernel::strategy st,
                   const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
   if (!out.dtype) throw error("kernels produce fp32, fp16 or bf16, not exact values");
+  std::vector<std::int64_t> p = pos;
   visit_output_float(
-      *out.dtype, [&](auto tag) { fill<typename decltype(tag)::type>(out, e, st, pos, seq_len); },
+      *out.dtype,
+      [&](auto tag) { return fill<typename decltype(tag)::type>(out, e, st, p, seq_len, nullptr); },
       "a kernel's output");
 }
 
@@ -135,9 +180,12 @@ command add_compute(CLI::App& app) {
             st->o.refuse_inputs_inside_out(e);
             output out = st->o.start_output(e, t);
             out.recipe = std::string("strategy:") + kernel::to_string(strat);
-            const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
-            fill_compute(out, e, strat, pos, st->o.seq_len);
-            write_output(out, parse_out_format(st->o.format), st->o.out);
+            std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
+            const stream_to sink{parse_out_format(st->o.format), st->o.out};
+            const bool written = visit_output_float(*t, [&](auto tag) {
+              return fill<typename decltype(tag)::type>(out, e, strat, pos, st->o.seq_len, &sink);
+            });
+            if (!written) write_output(out, sink.format, st->o.out);
             return 0;
           }};
 }

@@ -72,7 +72,16 @@ void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t
     out.columns.push_back("sin_" + std::to_string(i));
   }
 }
-
+void shape_streamed_table(output& out, std::int64_t pairs, std::vector<std::int64_t>&& pos) {
+  const auto P = static_cast<std::int64_t>(pos.size());
+  out.main = {"table", {P, pairs, 2}, {}, {}, false};
+  out.positions = std::move(pos);
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    out.columns.push_back("cos_" + std::to_string(i));
+    out.columns.push_back("sin_" + std::to_string(i));
+  }
+  split_table(out);
+}
 void split_table(output& out) {
   const std::vector<std::int64_t> shape = {out.main.shape[0], out.main.shape[1]};
   tensor c{"cos", shape, {}, {}, false};

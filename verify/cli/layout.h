@@ -3,11 +3,15 @@
 // shapes, csv columns and safetensors tensors for the reference and for every strategy, so that
 // their outputs can be compared file against file.
 
+#include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "output.h"
+#include "pev/scalar/traits.h"
 #include "pev/spec/spec.h"
 
 namespace pev::cli {
@@ -36,10 +40,32 @@ std::string default_what(const spec::encoding& e);
 bool what_needs_positions(const std::string& what);
 
 /// RoPE table [P, pairs, 2] of (cos, sin); safetensors parts cos, sin [P, pairs]. Values: reserve
-/// only.
+/// only; at most 2^26 (each an MPFR number until written).
 void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos);
-/// After filling out.main.values, copies them into the cos and sin parts.
+/// The same shapes and parts for a table written by a row_stream (one chunk in memory: no limit
+/// beyond the positions of a request); the positions move into out.positions (held once).
+void shape_streamed_table(output& out, std::int64_t pairs, std::vector<std::int64_t>&& pos);
+/// After filling out.main.values, copies them into the cos and sin parts (a streamed table: the
+/// parts' names and shapes only).
 void split_table(output& out);
+/// Rows of a table for a row_stream: cos and sin ([rows, pairs] each) interleaved as the table's
+/// [rows, pairs, 2], in T's little-endian encodings.
+template <class T>
+void store_interleaved(const std::vector<T>& cos, const std::vector<T>& sin, std::byte* out) {
+  using tr = scalar_traits<T>;
+  using bits = typename tr::bits_type;
+  for (std::size_t k = 0; k < cos.size(); ++k) {
+    bits b[2] = {tr::to_bits(cos[k]), tr::to_bits(sin[k])};
+    if constexpr (std::endian::native != std::endian::little) {
+      for (bits& x : b) {
+        if constexpr (sizeof(bits) == 2) x = __builtin_bswap16(x);
+        if constexpr (sizeof(bits) == 4) x = __builtin_bswap32(x);
+        if constexpr (sizeof(bits) == 8) x = __builtin_bswap64(x);
+      }
+    }
+    std::memcpy(out + 2 * k * sizeof(bits), b, sizeof b);
+  }
+}
 /// PE [P, d].
 void shape_pe(output& out, std::int64_t d, const std::vector<std::int64_t>& pos);
 /// ALiBi bias [H, P, P] over query × key positions.

@@ -2,9 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "pev/core/error.h"
@@ -13,6 +18,7 @@
 #include "pev/io/file.h"
 #include "pev/io/npy.h"
 #include "pev/io/safetensors.h"
+#include "pev/io/stream.h"
 #include "pev/scalar/round.h"
 
 namespace pev::cli {
@@ -52,10 +58,49 @@ double rounded_double(const real& v, std::optional<dtype> t) {
   });
 }
 
-std::string format_int_or_value(const tensor& t, std::size_t k, std::optional<dtype> d,
-                                int digits) {
-  return t.integer ? std::to_string(t.ints[k]) : format_value(t.values[k], d, digits);
-}
+// The main tensor's values as text, in order: from the tensor held in memory, or decoded from
+// the rows of a stream.
+class value_texts {
+ public:
+  virtual ~value_texts() = default;
+  virtual std::string next() = 0;
+  /// How many values next() gives.
+  virtual std::size_t count() const = 0;
+};
+
+class tensor_texts final : public value_texts {
+ public:
+  tensor_texts(const tensor& t, std::optional<dtype> d, int digits)
+      : t_(t), d_(d), digits_(digits) {}
+  std::string next() override {
+    const std::size_t k = k_++;
+    return t_.integer ? std::to_string(t_.ints[k]) : format_value(t_.values[k], d_, digits_);
+  }
+  std::size_t count() const override { return t_.size(); }
+
+ private:
+  const tensor& t_;
+  std::optional<dtype> d_;
+  int digits_;
+  std::size_t k_ = 0;
+};
+
+// Text goes out in pieces of about 1 MiB.
+class text_sink {
+ public:
+  explicit text_sink(std::function<void(std::string_view)> out) : out_(std::move(out)) {}
+  std::string s;
+  void row_done() {
+    if (s.size() >= (std::size_t{1} << 20)) flush();
+  }
+  void flush() {
+    if (!s.empty()) out_(s);
+    s.clear();
+  }
+
+ private:
+  std::function<void(std::string_view)> out_;
+};
 
 std::size_t row_width(const tensor& t) {
   if (t.shape.empty()) return 1;
@@ -64,69 +109,69 @@ std::size_t row_width(const tensor& t) {
   return t.shape.size() == 1 ? 1 : w;
 }
 
-std::string as_text(const output& out) {
-  std::string s;
+void as_text(const output& out, value_texts& v, text_sink& o) {
   const tensor& t = out.main;
   const std::size_t w = out.text_row_width ? out.text_row_width : row_width(t);
-  const std::size_t n = t.size();
+  const std::size_t n = v.count();
   for (std::size_t k = 0; k < n; ++k) {
-    s += format_int_or_value(t, k, out.dtype, out.digits);
-    s += (k + 1) % w == 0 ? '\n' : ' ';
+    o.s += v.next();
+    const bool end = (k + 1) % w == 0;
+    o.s += end ? '\n' : ' ';
+    if (end) o.row_done();
   }
-  return s;
 }
 
-std::string as_long_csv(const output& out) {
+void as_long_csv(const output& out, value_texts& v, text_sink& o) {
   const tensor& t = out.main;
-  std::string s;
   for (const auto& n : out.dim_names) {
-    s += n;
-    s += ',';
+    o.s += n;
+    o.s += ',';
   }
-  s += out.columns.empty() ? "value" : out.columns[0];
-  s += '\n';
+  o.s += out.columns.empty() ? "value" : out.columns[0];
+  o.s += '\n';
   const std::size_t rank = t.shape.size();
   std::vector<std::int64_t> idx(rank, 0);
-  for (std::size_t k = 0; k < t.size(); ++k) {
+  const std::size_t n = v.count();
+  for (std::size_t k = 0; k < n; ++k) {
     for (std::size_t d = 0; d < rank; ++d) {
       const bool pos = d < out.dim_is_position.size() && out.dim_is_position[d] && out.positions;
-      s += std::to_string(pos ? (*out.positions)[idx[d]] : idx[d]);
-      s += ',';
+      o.s += std::to_string(pos ? (*out.positions)[idx[d]] : idx[d]);
+      o.s += ',';
     }
-    s += format_int_or_value(t, k, out.dtype, out.digits);
-    s += '\n';
+    o.s += v.next();
+    o.s += '\n';
+    o.row_done();
     for (std::size_t d = rank; d-- > 0;) {
       if (++idx[d] < t.shape[d]) break;
       idx[d] = 0;
     }
   }
-  return s;
 }
 
-std::string as_csv(const output& out) {
-  if (!out.dim_names.empty()) return as_long_csv(out);
+void as_csv(const output& out, value_texts& v, text_sink& o) {
+  if (!out.dim_names.empty()) return as_long_csv(out, v, o);
   if (out.main.shape.empty()) {
-    return (out.columns.empty() ? out.what : out.columns[0]) + "\n" +
-           format_int_or_value(out.main, 0, out.dtype, out.digits) + "\n";
+    o.s += (out.columns.empty() ? out.what : out.columns[0]) + "\n" + v.next() + "\n";
+    return;
   }
-  std::string s = out.row_label;
+  o.s += out.row_label;
   for (const auto& c : out.columns) {
-    s += ',';
-    s += c;
+    o.s += ',';
+    o.s += c;
   }
-  s += '\n';
+  o.s += '\n';
   const tensor& t = out.main;
   const std::size_t w = row_width(t);
-  const std::size_t rows = w == 0 ? 0 : t.size() / w;
+  const std::size_t rows = w == 0 ? 0 : v.count() / w;
   for (std::size_t r = 0; r < rows; ++r) {
-    s += out.positions ? std::to_string((*out.positions)[r]) : std::to_string(r);
+    o.s += out.positions ? std::to_string((*out.positions)[r]) : std::to_string(r);
     for (std::size_t c = 0; c < w; ++c) {
-      s += ',';
-      s += format_int_or_value(t, r * w + c, out.dtype, out.digits);
+      o.s += ',';
+      o.s += v.next();
     }
-    s += '\n';
+    o.s += '\n';
+    o.row_done();
   }
-  return s;
 }
 
 nlohmann::json provenance(const output& out) {
@@ -141,7 +186,7 @@ nlohmann::json provenance(const output& out) {
   return j;
 }
 
-std::string as_json(const output& out) {
+void as_json(const output& out, value_texts& v, text_sink& o) {
   nlohmann::json j = provenance(out);
   j["shape"] = out.main.shape;
   if (out.positions) j["positions"] = *out.positions;
@@ -149,16 +194,19 @@ std::string as_json(const output& out) {
   std::string head = j.dump(2);
   head.pop_back();  // '}'
   while (!head.empty() && (head.back() == '\n' || head.back() == ' ')) head.pop_back();
-  std::string s = head + ",\n  \"data\": [";
-  const tensor& t = out.main;
-  for (std::size_t k = 0; k < t.size(); ++k) {
-    if (k) s += k % 8 == 0 ? ",\n    " : ", ";
-    std::string v = format_int_or_value(t, k, out.dtype, out.digits);
-    if (v == "nan" || v == "inf" || v == "-inf") v = "\"" + v + "\"";
-    s += v;
+  o.s += head + ",\n  \"data\": [";
+  const std::size_t n = v.count();
+  for (std::size_t k = 0; k < n; ++k) {
+    if (k) {
+      const bool line = k % 8 == 0;
+      o.s += line ? ",\n    " : ", ";
+      if (line) o.row_done();
+    }
+    std::string x = v.next();
+    if (x == "nan" || x == "inf" || x == "-inf") x = "\"" + x + "\"";
+    o.s += x;
   }
-  s += "]\n}\n";
-  return s;
+  o.s += "]\n}\n";
 }
 
 }  // namespace
@@ -173,15 +221,10 @@ io::array to_array(const tensor& t, std::optional<dtype> d) {
   });
 }
 
-std::string format_value(const real& v, std::optional<dtype> t, int digits) {
-  if (!t) {
-    if (boost::multiprecision::isnan(v) || boost::multiprecision::isinf(v)) {
-      return nonfinite(v.convert_to<double>());
-    }
-    if (v == 0) return "0";
-    return v.str(digits > 0 ? digits : 21, std::ios_base::fmtflags(0));
-  }
-  const double d = rounded_double(v, t);
+namespace {
+
+// A float dtype's value, given as the double it converts to exactly, as text (format_value).
+std::string format_rounded(double d, dtype t, int digits) {
   if (!std::isfinite(d)) return nonfinite(d);
   if (digits > 0) return fmt::format("{:.{}g}", d, digits);
   if (t == dtype::fp64) return fmt::format("{:.17g}", d);
@@ -190,54 +233,248 @@ std::string format_value(const real& v, std::optional<dtype> t, int digits) {
   return fmt::format("{}", static_cast<float>(d));
 }
 
-void write_output(const output& out, out_format format, const std::filesystem::path& file) {
-  std::string text;
+// The values of a row_stream, decoded chunk by chunk.
+class stream_texts final : public value_texts {
+ public:
+  stream_texts(const row_stream& rows, dtype t, int digits)
+      : rows_(rows), t_(t), digits_(digits), es_(size_of(t)) {}
+  std::string next() override {
+    if (k_ == have_) load();
+    const std::byte* p = buf_.data() + k_++ * es_;
+    const double d = visit_float(t_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using tr = scalar_traits<T>;
+      typename tr::bits_type b;
+      std::memcpy(&b, p, sizeof b);
+      return tr::to_double(tr::from_bits(b));
+    });
+    return format_rounded(d, t_, digits_);
+  }
+  std::size_t count() const override { return rows_.rows * rows_.width; }
+
+ private:
+  void load() {
+    const std::size_t r1 = std::min(rows_.rows, r_ + row_stream::chunk_rows(rows_.width));
+    buf_.resize((r1 - r_) * rows_.width * es_);
+    rows_.fill(r_, r1, buf_.data());
+    have_ = (r1 - r_) * rows_.width;
+    k_ = 0;
+    r_ = r1;
+  }
+  const row_stream& rows_;
+  dtype t_;
+  int digits_;
+  std::size_t es_;
+  std::vector<std::byte> buf_;
+  std::size_t r_ = 0, k_ = 0, have_ = 0;
+};
+
+void write_text(const output& out, out_format format, value_texts& v, text_sink& o) {
   switch (format) {
     case out_format::text:
-      text = as_text(out);
-      break;
+      return as_text(out, v, o);
     case out_format::csv:
-      text = as_csv(out);
-      break;
+      return as_csv(out, v, o);
     case out_format::json:
-      text = as_json(out);
-      break;
+      return as_json(out, v, o);
+    default:
+      throw error("internal: not a text format");
+  }
+}
+
+void note_bf16_npy(const output& out, const std::filesystem::path& file) {
+  if (out.dtype == dtype::bf16) {
+    std::fprintf(stderr,
+                 "pev: note: npy has no bfloat16 dtype; %s holds the bf16 encodings as '<u2' "
+                 "(numpy: np.load(f).view(ml_dtypes.bfloat16))\n",
+                 file.c_str());
+  }
+}
+
+std::map<std::string, std::string> safetensors_metadata(const output& out) {
+  std::map<std::string, std::string> m;
+  const nlohmann::json meta = provenance(out);
+  for (auto it = meta.begin(); it != meta.end(); ++it) {
+    m[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
+  }
+  return m;
+}
+
+io::array positions_array(const output& out) {
+  return io::array::from_int64({static_cast<std::int64_t>(out.positions->size())}, *out.positions);
+}
+
+std::string positions_name(const output& out) {
+  return out.row_label == "distance" ? "distances" : "positions";
+}
+
+// Text formats to standard output (file empty) or to a file, streamed in pieces.
+void write_text_output(const output& out, out_format format, const std::filesystem::path& file,
+                       value_texts& v) {
+  if (file.empty()) {
+    text_sink o([](std::string_view s) { std::cout.write(s.data(), std::streamsize(s.size())); });
+    write_text(out, format, v, o);
+    o.flush();
+    std::cout << std::flush;
+    return;
+  }
+  io::stream_file f(file);
+  text_sink o([&](std::string_view s) { f.write(s); });
+  write_text(out, format, v, o);
+  o.flush();
+  f.commit();
+}
+
+}  // namespace
+
+std::size_t row_stream::chunk_rows(std::size_t width) {
+  // About 2^16 values a chunk (256 KiB of fp32), at least one row.
+  return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(1, width));
+}
+
+std::string format_value(const real& v, std::optional<dtype> t, int digits) {
+  if (!t) {
+    if (boost::multiprecision::isnan(v) || boost::multiprecision::isinf(v)) {
+      return nonfinite(v.convert_to<double>());
+    }
+    if (v == 0) return "0";
+    return v.str(digits > 0 ? digits : 21, std::ios_base::fmtflags(0));
+  }
+  return format_rounded(rounded_double(v, t), *t, digits);
+}
+
+void write_output(const output& out, out_format format, const std::filesystem::path& file) {
+  switch (format) {
+    case out_format::text:
+    case out_format::csv:
+    case out_format::json: {
+      tensor_texts v(out.main, out.dtype, out.digits);
+      return write_text_output(out, format, file, v);
+    }
     case out_format::npy: {
       if (file.empty()) throw error("--format npy needs --out FILE");
-      if (out.dtype == dtype::bf16) {
-        std::fprintf(stderr,
-                     "pev: note: npy has no bfloat16 dtype; %s holds the bf16 encodings as '<u2' "
-                     "(numpy: np.load(f).view(ml_dtypes.bfloat16))\n",
-                     file.c_str());
-      }
+      note_bf16_npy(out, file);
       io::write_npy(file, to_array(out.main, out.dtype));
       return;
     }
     case out_format::safetensors: {
       if (file.empty()) throw error("--format safetensors needs --out FILE");
       io::tensor_file tf;
-      const nlohmann::json meta = provenance(out);
-      for (auto it = meta.begin(); it != meta.end(); ++it) {
-        tf.metadata[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
-      }
+      tf.metadata = safetensors_metadata(out);
       if (out.parts.empty()) {
         tf.add(out.main.name, to_array(out.main, out.dtype));
       } else {
         for (const auto& p : out.parts) tf.add(p.name, to_array(p, out.dtype));
       }
-      if (out.positions) {
-        tf.add(out.row_label == "distance" ? "distances" : "positions",
-               io::array::from_int64({static_cast<std::int64_t>(out.positions->size())},
-                                     *out.positions));
-      }
+      if (out.positions) tf.add(positions_name(out), positions_array(out));
       io::write_safetensors(file, tf);
       return;
     }
   }
-  if (file.empty()) {
-    std::cout << text << std::flush;
-  } else {
-    io::write_file_atomic(file, text);
+}
+
+void write_output(const output& out, const row_stream& rows, out_format format,
+                  const std::filesystem::path& file) {
+  if (!out.dtype || !is_float(*out.dtype))
+    throw error("internal: a row stream needs a float dtype");
+  const dtype t = *out.dtype;
+  const std::size_t es = size_of(t);
+  const std::size_t chunk = row_stream::chunk_rows(rows.width);
+  std::vector<std::byte> buf;
+  switch (format) {
+    case out_format::text:
+    case out_format::csv:
+    case out_format::json: {
+      stream_texts v(rows, t, out.digits);
+      return write_text_output(out, format, file, v);
+    }
+    case out_format::npy: {
+      if (file.empty()) throw error("--format npy needs --out FILE");
+      note_bf16_npy(out, file);
+      io::stream_file f(file);
+      f.write(io::npy_header_bytes(t, out.main.shape));
+      for (std::size_t r0 = 0; r0 < rows.rows; r0 += chunk) {
+        const std::size_t r1 = std::min(rows.rows, r0 + chunk);
+        buf.resize((r1 - r0) * rows.width * es);
+        rows.fill(r0, r1, buf.data());
+        f.write(buf.data(), buf.size());
+      }
+      f.commit();
+      return;
+    }
+    case out_format::safetensors: {
+      if (file.empty()) throw error("--format safetensors needs --out FILE");
+      // Parts interleave: part j holds the main tensor's values j, j + np, j + 2·np, ….
+      const std::size_t np = out.parts.empty() ? 1 : out.parts.size();
+      if (rows.width % np != 0) throw error("internal: parts do not divide a row");
+      std::vector<io::tensor_layout> layout;
+      if (out.parts.empty()) {
+        layout.push_back({out.main.name, t, out.main.shape});
+      } else {
+        for (const auto& p : out.parts) layout.push_back({p.name, t, p.shape});
+      }
+      if (out.positions) {
+        layout.push_back(
+            {positions_name(out), dtype::int64, {std::int64_t(out.positions->size())}});
+      }
+      const std::string header = io::safetensors_header(layout, safetensors_metadata(out));
+      io::stream_file f(file);
+      f.write(header);
+      const std::size_t part_bytes = rows.rows * (rows.width / np) * es;
+      std::vector<std::byte> part;
+      // One part's slice of rows [r0, r1) from the chunk in buf.
+      auto slice = [&](std::size_t j) {
+        const std::size_t n = buf.size() / es / np;
+        part.resize(n * es);
+        for (std::size_t k = 0; k < n; ++k) {
+          std::memcpy(part.data() + k * es, buf.data() + (k * np + j) * es, es);
+        }
+      };
+      if (np == 1 || f.seekable()) {
+        // One pass; each part's slice at its place in the file.
+        for (std::size_t r0 = 0; r0 < rows.rows; r0 += chunk) {
+          const std::size_t r1 = std::min(rows.rows, r0 + chunk);
+          buf.resize((r1 - r0) * rows.width * es);
+          rows.fill(r0, r1, buf.data());
+          if (np == 1) {
+            f.write(buf.data(), buf.size());
+            continue;
+          }
+          for (std::size_t j = 0; j < np; ++j) {
+            slice(j);
+            f.write_at(header.size() + j * part_bytes + r0 * (rows.width / np) * es, part.data(),
+                       part.size());
+          }
+        }
+      } else {
+        // A device or a pipe: one pass over the rows per part.
+        for (std::size_t j = 0; j < np; ++j) {
+          for (std::size_t r0 = 0; r0 < rows.rows; r0 += chunk) {
+            const std::size_t r1 = std::min(rows.rows, r0 + chunk);
+            buf.resize((r1 - r0) * rows.width * es);
+            rows.fill(r0, r1, buf.data());
+            slice(j);
+            f.write(part.data(), part.size());
+          }
+        }
+      }
+      if (out.positions) {
+        // int64 little-endian: the vector's own bytes on a little-endian host (no copy).
+        std::optional<io::array> swapped;
+        if constexpr (std::endian::native != std::endian::little) swapped = positions_array(out);
+        const void* data = swapped ? static_cast<const void*>(swapped->data.data())
+                                   : static_cast<const void*>(out.positions->data());
+        const std::size_t bytes = out.positions->size() * sizeof(std::int64_t);
+        if (np > 1 && f.seekable()) {
+          // The append position is still after the header: the positions go after the parts.
+          f.write_at(header.size() + np * part_bytes, data, bytes);
+        } else {
+          f.write(data, bytes);
+        }
+      }
+      f.commit();
+      return;
+    }
   }
 }
 

@@ -3,8 +3,10 @@
 // shape, the positions it was evaluated at, and its provenance; written as text, csv, json, npy or
 // safetensors.
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +61,24 @@ io::array to_array(const tensor& t, std::optional<dtype> d);
 
 /// Writes `out` to `file` (atomically) or to stdout when `file` is empty (text, csv, json only).
 void write_output(const output& out, out_format format, const std::filesystem::path& file);
+
+/// The main tensor's rows produced chunk by chunk in the output dtype, for tables too large to
+/// hold (docs/design.md §5.4): fill(r0, r1, bytes) writes rows [r0, r1) (`width` values each) as
+/// the dtype's little-endian encodings. Memory stays at one chunk whatever the table's size.
+struct row_stream {
+  std::size_t rows = 0;
+  std::size_t width = 0;
+  std::function<void(std::size_t r0, std::size_t r1, std::byte* out)> fill;
+  /// Rows per chunk for rows of `width` values.
+  static std::size_t chunk_rows(std::size_t width);
+};
+
+/// write_output for `out` (shapes and provenance set, no values, a float dtype) whose main tensor
+/// comes from `rows`: the same bytes, written as the rows are produced. Safetensors parts
+/// interleave (part j holds main values j, j + n, j + 2n, … for n parts, as split_table makes
+/// them); a seekable file gets them in one pass, a device or pipe in one pass per part.
+void write_output(const output& out, const row_stream& rows, out_format format,
+                  const std::filesystem::path& file);
 
 /// One value as text in the output dtype (shortest round-trip for fp32/fp16/bf16, 17 significant
 /// digits for fp64, `digits` (default 21) significant digits for exact).

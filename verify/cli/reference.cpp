@@ -3,20 +3,79 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "commands.h"
 #include "layout.h"
 #include "output.h"
 #include "pev/core/error.h"
+#include "pev/ref/fast.h"
 #include "pev/ref/recipe.h"
 #include "pev/ref/relative.h"
 #include "pev/ref/rope.h"
 #include "pev/ref/sinusoidal.h"
+#include "pev/scalar/round.h"
 #include "pev/spec/spec.h"
 
 namespace pev::cli {
 namespace {
+
+// A RoPE table streamed in the output dtype T: the fast reference (fast = true, identical bits)
+// or the MPFR rows rounded to T, chunk by chunk.
+template <class T>
+void stream_rope_table(output& out, const spec::rope& s, std::vector<std::int64_t>& positions,
+                       std::optional<std::int64_t> seq_len, bool fast, out_format format,
+                       const std::filesystem::path& file) {
+  shape_streamed_table(out, s.pairs(), std::move(positions));
+  const std::vector<std::int64_t>& pos = *out.positions;
+  const auto n = static_cast<std::size_t>(s.pairs());
+  std::optional<ref::fast_rope_reference> fr;
+  std::optional<ref::rope_reference> rr;
+  if (fast) {
+    fr.emplace(s, seq_len);
+  } else {
+    rr.emplace(s, ref::exact_recipe(), seq_len);
+  }
+  std::vector<T> c, sn;
+  progress bar(pos.size(), "reference");
+  row_stream rows;
+  rows.rows = pos.size();
+  rows.width = 2 * n;
+  rows.fill = [&](std::size_t r0, std::size_t r1, std::byte* bytes) {
+    c.resize((r1 - r0) * n);
+    sn.resize((r1 - r0) * n);
+    if (fr) {
+      fr->table<T>(std::span(pos).subspan(r0, r1 - r0), c, sn);
+    } else {
+      for (std::size_t r = r0; r < r1; ++r) {
+        const auto row = rr->row(pos[r]);
+        for (std::size_t i = 0; i < n; ++i) {
+          c[(r - r0) * n + i] = round_to<T>(row[i].cos);
+          sn[(r - r0) * n + i] = round_to<T>(row[i].sin);
+        }
+      }
+    }
+    store_interleaved(c, sn, bytes);
+    bar.step(r1);
+  };
+  write_output(out, rows, format, file);
+}
+
+// A RoPE table in a float dtype from the exact recipe: streamed (stream_rope_table) and written;
+// true when it was, false for what the in-memory path (fill_reference) serves.
+bool stream_rope(output& out, const spec::rope& s, const std::string& recipe,
+                 std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len, bool mpfr,
+                 out_format format, const std::filesystem::path& file) {
+  if (out.what != "table" || !out.dtype || recipe != "exact") return false;
+  const std::optional<std::int64_t> len =
+      s.stateful() ? std::optional(stateful_seq_len(pos, seq_len)) : std::nullopt;
+  visit_float(*out.dtype, [&](auto tag) {
+    stream_rope_table<typename decltype(tag)::type>(out, s, pos, len, !mpfr, format, file);
+  });
+  return true;
+}
 
 void fill_rope(output& out, const spec::rope& s, const ref::recipe& r,
                const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
@@ -107,6 +166,7 @@ command add_reference(CLI::App& app) {
     std::string dtype = "exact";
     std::string recipe = "exact";
     unsigned precision = 0;
+    std::string reference = "fast";
   };
   auto st = std::make_shared<state>();
   CLI::App* cmd = app.add_subcommand(
@@ -125,6 +185,12 @@ command add_reference(CLI::App& app) {
                   "exact (the mathematical definition), hf (transformers' fp32 pipeline) or ggml "
                   "(llama.cpp's fp32 recurrence): round only where the recipe rounds")
       ->capture_default_str();
+  cmd->add_option("--reference", st->reference,
+                  "fast or mpfr: how a RoPE table in fp64/fp32/fp16/bf16 with the exact recipe is "
+                  "computed. fast (the fast exact reference) gives the same bits as mpfr, faster; "
+                  "both stream the table to the output one chunk at a time. --dtype exact and the "
+                  "hf/ggml recipes always use MPFR (at most 2^26 values a request)")
+      ->capture_default_str();
   cmd->add_option(
       "--precision", st->precision,
       "MPFR precision in bits (default " + std::to_string(default_precision_bits()) + ")");
@@ -136,9 +202,21 @@ command add_reference(CLI::App& app) {
             output out = st->o.start_output(e, parse_out_dtype(st->dtype));
             out.recipe = st->recipe;
             out.precision_bits = precision_bits();
-            const std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
+            if (st->reference != "fast" && st->reference != "mpfr") {
+              throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
+            }
+            std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
+            const out_format format = parse_out_format(st->o.format);
+            // RoPE tables in a float dtype stream from the fast reference (docs/design.md §5.4);
+            // the rest is filled in memory.
+            if (const auto* s = std::get_if<spec::rope>(&e)) {
+              if (stream_rope(out, *s, st->recipe, pos, st->o.seq_len, st->reference == "mpfr",
+                              format, st->o.out)) {
+                return 0;
+              }
+            }
             fill_reference(out, e, ref::find_recipe(st->recipe), pos, st->o.seq_len);
-            write_output(out, parse_out_format(st->o.format), st->o.out);
+            write_output(out, format, st->o.out);
             return 0;
           }};
 }

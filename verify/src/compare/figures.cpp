@@ -31,14 +31,17 @@ void log_histogram::add(double v) {
     bins_[kBins - 1]++;
     return;
   }
-  int e = std::ilogb(v);
+  // ilogb and the fraction v·2^−e − 1 from the encoding (no libm in the per-value path): exact
+  // for normal doubles; subnormal ones (exponent field 0) fall below kMinExp either way.
+  const std::uint64_t bits = std::bit_cast<std::uint64_t>(v);
+  const int e = static_cast<int>(bits >> 52) - 1023;
   std::size_t bin;
   if (e < kMinExp) {
     bin = 0;
   } else if (e > kMaxExp) {
     bin = kBins - 1;
   } else {
-    const double f = std::ldexp(v, -e) - 1.0;  // [0, 1)
+    const double f = static_cast<double>(bits & ((std::uint64_t{1} << 52) - 1)) * 0x1p-52;
     const auto sub = static_cast<std::size_t>(f * kSub);
     bin = static_cast<std::size_t>(e - kMinExp) * kSub + std::min<std::size_t>(sub, kSub - 1);
   }

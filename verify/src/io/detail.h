@@ -96,6 +96,10 @@ class atomic_writer {
   void write(const void* data, std::size_t n);
   /// Appends bytes.
   void write(std::string_view s) { write(s.data(), s.size()); }
+  /// Whether write_at works: the output is a (temporary) regular file, not a device or a pipe.
+  bool seekable() const { return !direct_; }
+  /// Writes bytes at `offset` of a seekable output (pwrite; the append position is unchanged).
+  void write_at(std::uint64_t offset, const void* data, std::size_t n);
   /// fsync, close, rename over the target (and fsync the directory, best effort); written
   /// directly: close.
   void commit();

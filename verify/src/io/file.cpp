@@ -29,6 +29,7 @@
 #include "pev/core/json_check.h"
 #include "pev/io/npy.h"
 #include "pev/io/safetensors.h"
+#include "pev/io/stream.h"
 
 namespace pev::io {
 
@@ -311,6 +312,22 @@ void atomic_writer::write(const void* data, std::size_t n) {
   }
 }
 
+void atomic_writer::write_at(std::uint64_t offset, const void* data, std::size_t n) {
+  if (fd_ < 0) throw pev::error(cannot("write", target_, "the writer is closed"));
+  if (direct_) throw pev::error(cannot("write", target_, "internal: write_at on a stream"));
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t r = ::pwrite(fd_, p, n, static_cast<off_t>(offset));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail("", errno);
+    }
+    p += r;
+    offset += static_cast<std::uint64_t>(r);
+    n -= static_cast<std::size_t>(r);
+  }
+}
+
 void atomic_writer::commit() {
   if (fd_ < 0) throw pev::error(cannot("write", target_, "the writer is closed"));
   if (direct_) {
@@ -336,6 +353,16 @@ void atomic_writer::commit() {
 }
 
 }  // namespace detail
+
+stream_file::stream_file(const std::filesystem::path& file)
+    : w_(std::make_unique<detail::atomic_writer>(file)) {}
+stream_file::~stream_file() = default;
+void stream_file::write(const void* data, std::size_t n) { w_->write(data, n); }
+bool stream_file::seekable() const { return w_->seekable(); }
+void stream_file::write_at(std::uint64_t offset, const void* data, std::size_t n) {
+  w_->write_at(offset, data, n);
+}
+void stream_file::commit() { w_->commit(); }
 
 void write_file_atomic(const std::filesystem::path& file, std::string_view bytes) {
   detail::atomic_writer w(file);

@@ -539,17 +539,21 @@ array read(const detail::byte_source& src, std::string_view source, const npy_op
 // to a multiple of 64 bytes (ARRAY_ALIGN) counting the magic, version and length field; numpy pads
 // a full 64 when the header is already aligned (padlen = 64 − (len % 64)). Version 1.0 unless the
 // length does not fit its uint16 field.
-std::string header_bytes(const array& a) {
+std::string header_bytes(const array& a) { return npy_header_bytes(a.type, a.shape); }
+
+}  // namespace
+
+std::string npy_header_bytes(dtype type, const std::vector<std::int64_t>& dims) {
   std::string shape = "(";
-  for (std::size_t i = 0; i < a.shape.size(); ++i) {
+  for (std::size_t i = 0; i < dims.size(); ++i) {
     if (i) shape += ", ";
-    shape += std::to_string(a.shape[i]);
+    shape += std::to_string(dims[i]);
   }
-  if (a.shape.size() == 1) shape += ",";
+  if (dims.size() == 1) shape += ",";
   shape += ")";
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-                                 npy_descr(a.type), shape);
-  if (!a.shape.empty()) dict.append(21 - std::to_string(a.shape.front()).size(), ' ');
+                                 npy_descr(type), shape);
+  if (!dims.empty()) dict.append(21 - std::to_string(dims.front()).size(), ' ');
 
   for (int major : {1, 2}) {
     const std::size_t prefix = major == 1 ? 10 : 12;
@@ -569,8 +573,6 @@ std::string header_bytes(const array& a) {
   }
   return {};  // unreachable: a 2.0 header holds 4 GiB
 }
-
-}  // namespace
 
 std::string_view npy_descr(dtype t) {
   switch (t) {

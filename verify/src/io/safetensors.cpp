@@ -276,13 +276,12 @@ tensor_file read(const detail::byte_source& src, std::string_view source,
 }
 
 // The header JSON, padded with spaces so that the data starts at a multiple of 8 bytes.
-std::string header_bytes(const tensor_file& t, const std::string& w) {
-  if (t.names.size() != t.tensors.size()) {
-    fail("{}: tensor_file lists {} names but holds {} tensors", w, t.names.size(),
-         t.tensors.size());
-  }
-  // Written piece by piece, in the order of `names` (a JSON object built whole would either lose
-  // that order or, as ordered_json, cost O(n²) for n tensors).
+// The header of tensors laid out in this order, with this metadata ("__metadata__" first when
+// not empty): the one writer of safetensors headers, for whole files and streamed ones.
+std::string header_of(const std::vector<tensor_layout>& tensors,
+                      const std::map<std::string, std::string>& metadata, const std::string& w) {
+  // Written piece by piece, in the order given (a JSON object built whole would either lose that
+  // order or, as ordered_json, cost O(n²) for n tensors).
   const auto dump = [&](const auto& j) {
     try {
       return j.dump();
@@ -291,28 +290,24 @@ std::string header_bytes(const tensor_file& t, const std::string& w) {
     }
   };
   std::string text = "{";
-  if (!t.metadata.empty()) {
+  if (!metadata.empty()) {
     json meta = json::object();
-    for (const auto& [k, v] : t.metadata) meta[k] = v;
+    for (const auto& [k, v] : metadata) meta[k] = v;
     text += "\"__metadata__\":" + dump(meta);
   }
   std::uint64_t offset = 0;
   std::set<std::string> seen;
-  for (const std::string& name : t.names) {
-    if (name == "__metadata__") fail("{}: '__metadata__' cannot name a tensor", w);
-    if (!seen.insert(name).second) fail("{}: tensor '{}' is listed twice", w, name);
-    const auto it = t.tensors.find(name);
-    if (it == t.tensors.end()) fail("{}: tensor '{}' is listed but missing", w, name);
-    const array& a = it->second;
-    a.check(fmt::format("{}: tensor '{}'", w, name));
+  for (const tensor_layout& a : tensors) {
+    if (a.name == "__metadata__") fail("{}: '__metadata__' cannot name a tensor", w);
+    if (!seen.insert(a.name).second) fail("{}: tensor '{}' is listed twice", w, a.name);
     // Three keys in the reference writer's order (an ordered_json this small costs nothing).
     nlohmann::ordered_json entry = nlohmann::ordered_json::object();
     entry["dtype"] = std::string(safetensors_name(a.type));
     entry["shape"] = a.shape;
-    entry["data_offsets"] = {offset, offset + a.data.size()};
-    offset += a.data.size();
+    entry["data_offsets"] = {offset, offset + a.bytes()};
+    offset += a.bytes();
     if (text.size() > 1) text += ',';
-    text += dump(json(name)) + ":" + dump(entry);
+    text += dump(json(a.name)) + ":" + dump(entry);
   }
   text += "}";
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -322,7 +317,36 @@ std::string header_bytes(const tensor_file& t, const std::string& w) {
   return out + text;
 }
 
+std::string header_bytes(const tensor_file& t, const std::string& w) {
+  if (t.names.size() != t.tensors.size()) {
+    fail("{}: tensor_file lists {} names but holds {} tensors", w, t.names.size(),
+         t.tensors.size());
+  }
+  std::vector<tensor_layout> layout;
+  layout.reserve(t.names.size());
+  for (const std::string& name : t.names) {
+    if (name == "__metadata__") fail("{}: '__metadata__' cannot name a tensor", w);
+    const auto it = t.tensors.find(name);
+    if (it == t.tensors.end()) fail("{}: tensor '{}' is listed but missing", w, name);
+    const array& a = it->second;
+    a.check(fmt::format("{}: tensor '{}'", w, name));
+    layout.push_back({name, a.type, a.shape});
+  }
+  return header_of(layout, t.metadata, w);
+}
+
 }  // namespace
+
+std::uint64_t tensor_layout::bytes() const {
+  std::uint64_t n = size_of(type);
+  for (std::int64_t d : shape) n *= static_cast<std::uint64_t>(d);
+  return n;
+}
+
+std::string safetensors_header(const std::vector<tensor_layout>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
+  return header_of(tensors, metadata, "safetensors");
+}
 
 void tensor_file::add(const std::string& name, array a) {
   if (name == "__metadata__") fail("'__metadata__' cannot name a tensor");

@@ -1,5 +1,5 @@
-// rope_apply's run-time pieces that do not depend on the dtypes: instruction-set selection and
-// argument validation (apply_impl.h).
+// rope_apply's run-time pieces that do not depend on the dtypes: argument validation
+// (apply_impl.h).
 
 #include <atomic>
 #include <cstdint>
@@ -12,15 +12,8 @@
 #include "apply_impl.h"
 #include "pev/core/error.h"
 
-#if PEV_APPLY_X86
-#include <cpuid.h>
-#endif
-
 namespace pev::kernel::detail {
 namespace {
-
-// -1: not forced; otherwise the forced isa's value.
-std::atomic<int> forced{-1};
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -35,45 +28,6 @@ std::int64_t checked_volume(std::int64_t a, std::int64_t b, std::int64_t c, cons
 }
 
 }  // namespace
-
-isa detected_isa() {
-#if PEV_APPLY_X86
-  static const isa best = [] {
-    // __builtin_cpu_supports checks that the OS saves the AVX state; F16C is read from CPUID
-    // (leaf 1, ECX) because not every compiler's builtin knows its name.
-    __builtin_cpu_init();
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
-    return __builtin_cpu_supports("avx2") && f16c ? isa::avx2 : isa::baseline;
-  }();
-  return best;
-#else
-  return isa::baseline;
-#endif
-}
-
-// PEV_APPLY_ISA=baseline selects the baseline code on any CPU (to compare the two paths; the
-// results are the same bits). Anything else, or unset, selects the best supported one.
-isa default_isa() {
-  static const isa chosen = [] {
-    const char* env = std::getenv("PEV_APPLY_ISA");
-    if (env != nullptr && std::string_view(env) == "baseline") return isa::baseline;
-    return detected_isa();
-  }();
-  return chosen;
-}
-
-isa active_isa() {
-  const int f = forced.load(std::memory_order_relaxed);
-  return f < 0 ? default_isa() : static_cast<isa>(f);
-}
-
-void force_isa(std::optional<isa> i) {
-  if (i && *i == isa::avx2 && detected_isa() != isa::avx2) {
-    fail("rope_apply: this CPU lacks AVX2 and F16C");
-  }
-  forced.store(i ? static_cast<int>(*i) : -1, std::memory_order_relaxed);
-}
 
 void fail(const std::string& message) { throw error(message); }
 

@@ -31,32 +31,19 @@
 #include <vector>
 
 #include "apply_convert.h"
+#include "isa.h"
 #include "pev/core/error.h"
 #include "pev/kernel/apply.h"
 #include "pev/scalar/traits.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define PEV_APPLY_X86 1
+#define PEV_APPLY_X86 PEV_KERNEL_X86
+#if PEV_APPLY_X86
 #include <immintrin.h>
-#else
-#define PEV_APPLY_X86 0
 #endif
 
 #define PEV_APPLY_INLINE [[gnu::always_inline]] inline
 
 namespace pev::kernel::detail {
-
-/// Instruction sets the driver is compiled for. avx2 means AVX2 and F16C.
-enum class isa { baseline, avx2 };
-
-/// The best isa this CPU supports.
-isa detected_isa();
-/// The isa calls use: forced, else baseline when the environment has PEV_APPLY_ISA=baseline, else
-/// detected_isa().
-isa active_isa();
-/// Forces an isa (tests run every path); nullopt restores the default. An isa the CPU lacks throws
-/// pev::error.
-void force_isa(std::optional<isa> i);
 
 // --- Element access ---
 

@@ -40,8 +40,8 @@ struct rope_kernel::impl {
   std::vector<float> inv_freq;  // as the strategy uses them (fp32)
   float attention_factor = 1;   // hf, table-*: the fp32 operand; ggml: mscale
   detail::ggml_rope_params ggml;
-  std::vector<detail::turn> turns;  // accurate: frac(θ_i/2π)
-  double m = 1;                     // accurate: the exact attention factor rounded to double
+  detail::turn_set turns;  // accurate: frac(θ_i/2π)
+  double m = 1;            // accurate: the exact attention factor rounded to double
 };
 
 namespace detail {
@@ -129,28 +129,16 @@ void rope_kernel::table(std::span<const std::int64_t> positions, std::span<T> co
         detail::ggml_row(k.ggml, P, p, c_row, s_row);
         break;
       case strategy::accurate: {
-        // The row is evaluated in a call-free loop into binary32 (RN for float; round-to-odd for
-        // the 16-bit types, which is what narrow<T> does) and then converted: a conversion call
-        // inside the loop clobbers every vector register and halves the throughput.
+        // The row is evaluated into binary32 (RN for float; round-to-odd for the 16-bit types,
+        // which is what narrow<T> does: accurate_row.cpp) and then converted, so that no
+        // conversion call sits inside the evaluation's vector loop.
         float* c_out = odd_cos.data();
         float* s_out = odd_sin.data();
         if constexpr (std::is_same_v<T, float>) {
           c_out = c_row;
           s_out = s_row;
         }
-        for (std::int64_t i = 0; i < P; ++i) {
-          const detail::sin_cos sc =
-              detail::sincos_of_turn(detail::turn_times(k.turns[static_cast<std::size_t>(i)], p));
-          const double c = k.m == 1.0 ? sc.cos : sc.cos * k.m;
-          const double sn = k.m == 1.0 ? sc.sin : sc.sin * k.m;
-          if constexpr (std::is_same_v<T, float>) {
-            c_out[i] = static_cast<float>(c);
-            s_out[i] = static_cast<float>(sn);
-          } else {
-            c_out[i] = detail::round_to_odd_float(c);
-            s_out[i] = detail::round_to_odd_float(sn);
-          }
-        }
+        detail::accurate_row(k.turns, p, k.m, !std::is_same_v<T, float>, c_out, s_out);
         if constexpr (!std::is_same_v<T, float>) {
           // The inlined branch-free encoders (bit for bit T(float)), vectorisable.
           using tr = scalar_traits<T>;

@@ -33,4 +33,17 @@ turn turn_of_angle(const real& radians) {
   return t;
 }
 
+void turn_set::push_back(const turn& t) {
+  const std::size_t n = turns_.size();
+  turns_.push_back(t);
+  const std::uint64_t words[3] = {t.hi, t.mid, t.lo};
+  const std::size_t padded = (n + 1 + 7) / 8 * 8;
+  for (int j = 0; j < 6; ++j) {
+    auto& v = limbs_[static_cast<std::size_t>(j)];
+    v.resize(padded, 0);
+    const std::uint64_t w = words[j / 2];
+    v[n] = j % 2 == 0 ? w >> 32 : w & 0xffffffffu;
+  }
+}
+
 }  // namespace pev::kernel::detail

@@ -27,8 +27,11 @@
 // midpoint of the output type: probability ~2^−26 per fp32 value, ~2^−39 per fp16 value, and
 // never more than 1 ulp off.
 
+#include <array>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "pev/core/real.h"
 
@@ -102,27 +105,27 @@ inline sin_cos sincos_reduced(double r) {
   return out;
 }
 
-/// sin and cos of 2π·t.
-inline sin_cos sincos_of_turn(const turn& t) {
+/// The reduction of 2π·t: q·π/2 + r with the quadrant q ∈ {0, 1, 2, 3} (returned) and the remainder
+/// r ∈ [−π/4, π/4] in double (see the header comment). Branch-free but for the rare remainders
+/// below 2^−66 turn.
+[[gnu::always_inline]] inline unsigned reduce_turn(const turn& t, double& r) {
   // t' = t + ⅛ turn (bit 189 = bit 61 of hi); quadrant = top two bits of t'.
   const std::uint64_t h = t.hi + (std::uint64_t{1} << 61);
-  const unsigned q = static_cast<unsigned>(h >> 62);
+  const auto q = static_cast<unsigned>(h >> 62);
   // Signed remainder r = (t' mod ¼) − ⅛, as a 192-bit two's complement number (rh, mid, lo).
   const auto rh =
       static_cast<std::int64_t>(h & ((std::uint64_t{1} << 62) - 1u)) - (std::int64_t{1} << 61);
-  std::uint64_t a2 = static_cast<std::uint64_t>(rh), a1 = t.mid, a0 = t.lo;
-  const bool negative = rh < 0;
-  if (negative) {
-    a0 = ~a0 + 1u;
-    const std::uint64_t c1 = a0 == 0 ? 1u : 0u;
-    a1 = ~a1 + c1;
-    const std::uint64_t c2 = (c1 != 0 && a1 == 0) ? 1u : 0u;
-    a2 = ~a2 + c2;
-  }
+  // |r| by a masked two's complement negation (the sign is a coin toss: no branch on it).
+  const auto neg = static_cast<std::uint64_t>(rh >> 63);  // all ones when r < 0
+  const std::uint64_t c1 = neg & static_cast<std::uint64_t>(t.lo == 0);
+  const std::uint64_t c2 = c1 & static_cast<std::uint64_t>(t.mid == 0);
+  const std::uint64_t a0 = (t.lo ^ neg) - neg;
+  const std::uint64_t a1 = (t.mid ^ neg) + c1;
+  const std::uint64_t a2 = (static_cast<std::uint64_t>(rh) ^ neg) + c2;
   // |r| = a2·2^128 + a1·2^64 + a0 < 2^190 (units of 2^−192 turn). Take its leading 64 bits.
   std::uint64_t top;
   int scale;  // |r| ≈ top·2^scale
-  if (a2 != 0) {
+  if (a2 != 0) [[likely]] {
     const int s = std::countl_zero(a2);  // ≥ 2
     top = (a2 << s) | (a1 >> (64 - s));
     scale = 128 - s;
@@ -138,9 +141,14 @@ inline sin_cos sincos_of_turn(const turn& t) {
   // top < 2^64: convert its upper 63 bits with the signed conversion (one rounding).
   constexpr double kTwoPi = 6.283185307179586476925286766559;
   const double mag = static_cast<double>(static_cast<std::int64_t>(top >> 1)) * 2.0;
-  const double r = (negative ? -mag : mag) * (kTwoPi * pow2(scale - 192));
-  const sin_cos sc = sincos_reduced(r);
-  switch (q) {
+  const double sign = neg != 0 ? -1.0 : 1.0;
+  r = (sign * mag) * (kTwoPi * pow2(scale - 192));
+  return q;
+}
+
+/// sin and cos of q·π/2 + r from those of r.
+inline sin_cos apply_quadrant(const sin_cos& sc, unsigned q) {
+  switch (q & 3u) {
     case 0:
       return sc;
     case 1:
@@ -151,5 +159,39 @@ inline sin_cos sincos_of_turn(const turn& t) {
       return {-sc.cos, sc.sin};
   }
 }
+
+/// sin and cos of 2π·t.
+inline sin_cos sincos_of_turn(const turn& t) {
+  double r;
+  const unsigned q = reduce_turn(t, r);
+  return apply_quadrant(sincos_reduced(r), q);
+}
+
+/// A row's frequencies as turns, in two layouts: one `turn` per frequency (the scalar reduction),
+/// and the six 32-bit limbs of each (limb 0 the most significant), one array per limb, zero-padded
+/// to a multiple of 8 entries (the vector reduction of accurate_row.cpp).
+class turn_set {
+ public:
+  void push_back(const turn& t);
+  std::size_t size() const { return turns_.size(); }
+  const turn& operator[](std::size_t i) const { return turns_[i]; }
+  const std::vector<turn>& turns() const { return turns_; }
+  const std::uint64_t* limb(int j) const { return limbs_[static_cast<std::size_t>(j)].data(); }
+
+ private:
+  std::vector<turn> turns_;
+  std::array<std::vector<std::uint64_t>, 6> limbs_;
+};
+
+/// The accurate strategy's row (accurate_row.cpp): v_i = m·cos and m·sin of 2π·frac(p·F_i) for
+/// every frequency F_i of `F`, each rounded once to binary32 (to nearest, or to odd with `odd` for
+/// a later rounding to a 16-bit type: detail::narrow), into cos_out and sin_out. The same bits as
+/// sincos_of_turn per element on every instruction set (isa.h): each vector lane runs the scalar
+/// operations in the same order.
+void accurate_row(const turn_set& F, std::int64_t p, double m, bool odd, float* cos_out,
+                  float* sin_out);
+/// accurate_row's reduction alone (for tests): r_i and q_i of reduce_turn(turn_times(F_i, p)) as
+/// the active instruction set computes them.
+void accurate_remainders(const turn_set& F, std::int64_t p, double* r, std::int64_t* q);
 
 }  // namespace pev::kernel::detail

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pev/io/array.h"
 
@@ -33,6 +34,9 @@ array read_npy(const std::filesystem::path& file, bool u2_is_bf16);
 /// As above, with every interpretation of npy_options.
 array read_npy(const std::filesystem::path& file, const npy_options& o);
 
+/// The header write_npy writes for an array of this dtype and shape (its data follows it): for a
+/// writer that streams the data (io/stream.h).
+std::string npy_header_bytes(dtype type, const std::vector<std::int64_t>& shape);
 /// The bytes write_npy writes for `a`.
 std::string npy_bytes(const array& a);
 /// Parses npy bytes held in memory, as read_npy does; `source` names them in messages.

@@ -52,6 +52,19 @@ tensor_file parse_safetensors(std::string_view bytes, std::string_view source);
 tensor_file parse_safetensors(std::string_view bytes, std::string_view source,
                               const safetensors_options& o);
 
+/// A tensor's place in a file written piece by piece: its name, dtype and shape.
+struct tensor_layout {
+  std::string name;
+  dtype type;
+  std::vector<std::int64_t> shape;
+  /// Bytes of its data.
+  std::uint64_t bytes() const;
+};
+/// The header write_safetensors writes for tensors of these layouts in this order (their data
+/// follows it, contiguous, in the same order): for a writer that streams the data (io/stream.h).
+std::string safetensors_header(const std::vector<tensor_layout>& tensors,
+                               const std::map<std::string, std::string>& metadata);
+
 /// Largest header read_safetensors accepts, in bytes (the limit of the reference implementation).
 inline constexpr std::uint64_t max_safetensors_header = 100'000'000;
 

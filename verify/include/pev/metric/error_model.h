@@ -14,8 +14,10 @@
 // formats, and the libm bounds below.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numbers>
 #include <type_traits>
 
@@ -34,11 +36,21 @@ inline constexpr format kF32 = format_of<float>();
 inline constexpr format kF16 = format_of<half>();
 inline constexpr format kBF16 = format_of<bfloat16>();
 
-/// Spacing of the format at magnitude `mag` (its binade), floored at the subnormal quantum.
+/// 2^k for −1074 ≤ k ≤ 1023, from its encoding.
+inline double pow2_bits(int k) {
+  return k >= -1022 ? std::bit_cast<double>(static_cast<std::uint64_t>(k + 1023) << 52)
+                    : std::bit_cast<double>(std::uint64_t{1} << (k + 1074));
+}
+
+/// Spacing of the format at magnitude `mag` (its binade), floored at the subnormal quantum; +Inf
+/// for mag = +Inf. On the encoding of mag (no libm: the comparison engine's per-value hot path):
+/// the exponent field is ilogb(mag) for normal doubles, and subnormal doubles lie below every
+/// format's minimum normal exponent, where the floor applies.
 inline double ulp_at(double mag, format f) {
-  if (!(mag > 0)) return std::ldexp(1.0, f.emin - f.p + 1);
-  const int e = std::ilogb(mag);
-  return std::ldexp(1.0, std::max(e, f.emin) - f.p + 1);
+  if (!(mag > 0)) return pow2_bits(f.emin - f.p + 1);
+  if (!(mag <= std::numeric_limits<double>::max())) return mag;  // +Inf
+  const int e = static_cast<int>(std::bit_cast<std::uint64_t>(mag) >> 52) - 1023;
+  return pow2_bits(std::max(e, f.emin) - f.p + 1);
 }
 
 /// Bound on a round-to-nearest error for results of magnitude ≤ mag.

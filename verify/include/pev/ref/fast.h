@@ -78,11 +78,26 @@ struct frequency {
   double angle_e1 = 0;         // error bound of the angle p·θ per unit |p|
 };
 
+/// The regular frequencies' constants laid out for the vector double stage (fast.cpp): q0, q1 and
+/// value_e1 per pair, and the pairs left to the scalar code, padded to whole vectors.
+struct vector_freqs {
+  std::vector<double> q0, q1, e1;
+  std::vector<std::uint8_t> scalar;   // 1: not a regular frequency
+  std::vector<std::uint8_t> regular;  // per group of 4 pairs: bit l set for a regular pair
+  std::size_t n = 0;
+};
+
 /// Selects the portable (Dekker, no FMA) arithmetic even where the CPU has FMA: a testing hook so
 /// that both code paths are checked on FMA machines. Not thread-safe with running evaluations.
 void force_portable_arithmetic(bool on);
 /// True when evaluations use hardware FMA.
 bool uses_fma();
+/// Selects the per-element code even where the CPU runs the double stage on vectors (AVX2 and
+/// FMA): a testing and benchmarking hook (the two give the same values and statistics). Not
+/// thread-safe with running evaluations.
+void force_scalar_rows(bool on);
+/// True when table rows run the double stage on vectors.
+bool uses_vector_rows();
 
 /// RN_T(v), ties to even, of a non-NaN double in one rounding: the conversion the fast path uses
 /// for its candidates and for exactly known values (exported for tests).
@@ -154,6 +169,7 @@ class fast_rope_reference {
   rope_reference ref_;
   unsigned work_bits_;  // lower bound on the MPFR path's working precision
   std::vector<fast_detail::frequency> freq_;
+  fast_detail::vector_freqs vfreq_;
   double m_hi_ = 1, m_lo_ = 0;  // attention factor m as a double-double
   bool m_one_ = true;           // m == 1 exactly: no multiplication
   bool m_ok_ = true;            // m usable by the fast path (else every value falls back)
