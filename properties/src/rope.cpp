@@ -64,7 +64,8 @@ rope_setup setup(const subject& sub, const spec::rope& s, std::optional<std::int
   r.impl = sub.make(spec::encoding{s});
   r.ref = std::make_unique<compare::rope_reference>(s, r.seq, compare::reference_path::fast);
   r.m = r.ref->attention_factor();
-  r.contract = std::make_unique<impl::rope_contract>(s, r.impl->claimed_accuracy(), r.seq, r.m);
+  r.contract = std::make_unique<impl::rope_contract>(s, r.impl->claimed_accuracy(), r.seq, r.m,
+                                                     sub.libm ? *sub.libm : metric::kGlibc);
   r.table_fmt = table_format(r.impl->claimed_accuracy());
   return r;
 }

@@ -104,6 +104,7 @@ std::vector<certify::check> live_property_checks(const impl::live_implementation
   const std::string family = spec::family_name(im.claimed_spec());
   prop::subject s;
   s.name = im.name();
+  s.libm = lo.libm;
   s.make = [&im](const spec::encoding& e) -> std::unique_ptr<impl::implementation> {
     return im.rebind(e);
   };

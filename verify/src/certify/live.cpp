@@ -166,7 +166,9 @@ certificate certify_live(const spec::encoding& e, const impl::live_implementatio
   }
   cert.prov.seed = lo.seed;
   if (!failure && lo.properties && lo.property_checks) {
-    for (check& c : lo.property_checks(im, lo)) cert.checks.push_back(std::move(c));
+    live_options with_lib = lo;
+    if (!with_lib.libm) with_lib.libm = o.libm;
+    for (check& c : lo.property_checks(im, with_lib)) cert.checks.push_back(std::move(c));
   }
   detail::finish(cert);
   cert.certification->seconds =

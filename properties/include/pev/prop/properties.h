@@ -22,6 +22,7 @@
 #include "pev/impl/implementation.h"
 #include "pev/impl/mutants.h"
 #include "pev/kernel/strategy.h"
+#include "pev/metric/libm.h"
 #include "pev/spec/spec.h"
 
 namespace pev::prop {
@@ -32,6 +33,10 @@ struct subject {
   std::function<std::unique_ptr<impl::implementation>(const spec::encoding&)> make;
   /// Encodings the properties should generate for it (a mutant: those its bug changes).
   std::function<bool(const spec::encoding&)> accepts;
+  /// The math-library class its accuracy contract assumes (docs/numerics.md §5.4): none for pev's
+  /// own kernels, which call glibc; a live implementation is held to the class its certificate's
+  /// recipe bounds assume (certify's --libm, default any conforming library).
+  const metric::libm* libm = nullptr;
 };
 
 /// A built-in strategy.

@@ -205,6 +205,9 @@ struct live_options {
   /// of the family becomes a check (its counterexample in the note when it fails).
   bool properties = true;
   int property_cases = 100;
+  /// The math-library class the properties' contracts assume: none, certify_live passes its
+  /// options::libm (the recipe bounds' class).
+  const metric::libm* libm = nullptr;
   /// Runs the property suites on the implementation (pev::prop lives above this library: the CLI
   /// passes it; none: no property checks).
   std::function<std::vector<check>(const impl::live_implementation&, const live_options&)>
