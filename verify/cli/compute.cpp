@@ -40,12 +40,25 @@ void fill_rope(output& out, const spec::rope& s, kernel::strategy st,
     return;
   }
   if (out.what != "table") what_mismatch(out.what, s, "table, inv_freq, attention_factor");
-  shape_table(out, s.pairs(), pos);
+  // MRoPE (docs/encodings.md §4.6): pos is [S, T]; each token's row composes the kernel's 1-D
+  // rows of its S stream positions, pair i from its stream's.
+  const auto S = static_cast<std::size_t>(s.streams());
+  const std::size_t rows = pos.size() / S;
+  shape_table(out, s.pairs(), pos, s.streams());
   const auto n = static_cast<std::size_t>(s.pairs());
-  std::vector<T> c(n), sn(n);
-  progress bar(pos.size(), "compute");
-  for (std::size_t p = 0; p < pos.size(); ++p) {
-    k.table<T>(std::span(&pos[p], 1), c, sn);
+  const std::vector<std::int64_t> map = spec::mrope_streams(s);
+  std::vector<T> c(n), sn(n), all_c(n * S), all_s(n * S);
+  std::vector<std::int64_t> sp(S);
+  progress bar(rows, "compute");
+  for (std::size_t p = 0; p < rows; ++p) {
+    if (S == 1) {
+      k.table<T>(std::span(&pos[p], 1), c, sn);
+    } else {
+      for (std::size_t st = 0; st < S; ++st) sp[st] = pos[st * rows + p];
+      k.table<T>(sp, all_c, all_s);
+      spec::select_streams<T>(map, 1, all_c, c);
+      spec::select_streams<T>(map, 1, all_s, sn);
+    }
     for (std::size_t i = 0; i < n; ++i) {
       out.main.values.push_back(to_real(c[i]));
       out.main.values.push_back(to_real(sn[i]));

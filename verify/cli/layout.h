@@ -36,7 +36,9 @@ bool what_needs_positions(const std::string& what);
 
 /// RoPE table [P, pairs, 2] of (cos, sin); safetensors parts cos, sin [P, pairs]. Values: reserve
 /// only.
-void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos);
+/// `pos` holds `streams` rows of positions for MRoPE (docs/encodings.md §4.6): [streams, P].
+void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos,
+                 std::int64_t streams = 1);
 /// After filling out.main.values, copies them into the cos and sin parts.
 void split_table(output& out);
 /// PE [P, d].

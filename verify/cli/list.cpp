@@ -31,7 +31,10 @@ command add_list(CLI::App& app) {
              "              max_position_embeddings, original_max_position_embeddings,\n"
              "              beta_fast=32, beta_slow=1, truncate=true, mscale, mscale_all_dim,\n"
              "              attention_factor, low_freq_factor, high_freq_factor,\n"
-             "              short_factor=[...], long_factor=[...]\n";
+             "              short_factor=[...], long_factor=[...],\n"
+             "              mrope_section=[t,h,w] (pairs; ggml: [t,h,w,e]), "
+             "mrope_interleaved=false\n"
+             "              (MRoPE: positions are [streams, T], one row per section)\n";
         s += "rope types:\n";
         s += "  default linear ntk dynamic yarn llama3 longrope proportional\n";
         s += "recipes (reference levels):\n";

@@ -227,8 +227,11 @@ void write_output(const output& out, out_format format, const std::filesystem::p
         for (const auto& p : out.parts) tf.add(p.name, to_array(p, out.dtype));
       }
       if (out.positions) {
+        const auto n = static_cast<std::int64_t>(out.positions->size());
+        const std::int64_t S = out.position_streams;
         tf.add(out.row_label == "distance" ? "distances" : "positions",
-               io::array::from_int64({static_cast<std::int64_t>(out.positions->size())},
+               io::array::from_int64(S > 1 ? std::vector<std::int64_t>{S, n / S}
+                                           : std::vector<std::int64_t>{n},
                                      *out.positions));
       }
       io::write_safetensors(file, tf);

@@ -40,6 +40,7 @@ struct output {
   std::string recipe;
   unsigned precision_bits = 0;
   std::optional<std::vector<std::int64_t>> positions;  // row labels, when rows are positions
+  std::int64_t position_streams = 1;  // MRoPE: positions is [streams, rows] (labels: stream 0)
   std::string row_label = "position";                  // csv name of the leading index
   std::vector<std::string> columns;                    // csv names of one row's values
   tensor main;                                         // docs/design.md §5.4 shape

@@ -33,10 +33,15 @@ void fill_rope(output& out, const spec::rope& s, const ref::recipe& r,
     return;
   }
   if (out.what != "table") what_mismatch(out.what, s, "table, inv_freq, attention_factor");
-  shape_table(out, s.pairs(), pos);
-  progress bar(pos.size(), "reference");
-  for (std::size_t k = 0; k < pos.size(); ++k) {
-    for (auto& cs : rr.row(pos[k])) {
+  // MRoPE (docs/encodings.md §4.6): pos is [S, T]; row t takes pair i at its stream's position.
+  const auto S = static_cast<std::size_t>(s.streams());
+  const std::size_t T = pos.size() / S;
+  shape_table(out, s.pairs(), pos, s.streams());
+  progress bar(T, "reference");
+  std::vector<std::int64_t> sp(S);
+  for (std::size_t k = 0; k < T; ++k) {
+    for (std::size_t st = 0; st < S; ++st) sp[st] = pos[st * T + k];
+    for (auto& cs : S > 1 ? rr.row(sp) : rr.row(pos[k])) {
       out.main.values.push_back(std::move(cs.cos));
       out.main.values.push_back(std::move(cs.sin));
     }

@@ -100,6 +100,11 @@ void attention_factor_check(context& k, compare::rope_reference& ref, const impl
       make_check(name, fmt::format("tensor '{}'", name), dtype_of<T>(), f, k.o));
 }
 
+/// The number of position streams `pos` holds for `ref` (1 for plain RoPE).
+std::size_t streams_of(const compare::rope_reference& ref) {
+  return ref.stream_of_pair().empty() ? 1 : static_cast<std::size_t>(ref.spec().streams());
+}
+
 template <class T>
 void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
                   const table_source& t, const std::vector<std::int64_t>& pos,
@@ -107,13 +112,27 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   const auto opts = figure_options(k.o, max_of(pos) + 1, t.width, true, &k.mismatches);
   compare::figures cos(opts), sin(opts);
   compare::typed_values<T> rc, rs;
-  for (std::size_t r0 = 0; r0 < pos.size(); r0 += kChunkRows) {
-    const std::size_t n = std::min(kChunkRows, pos.size() - r0);
-    const std::span<const std::int64_t> chunk(pos.data() + r0, n);
-    ref.table<T>(chunk, rc, rs, /*rounded_doubles=*/false);
-    const compare::table_rows<T> rows{rc.rn, rs.rn, rc.exact, rs.exact, ref.pairs()};
+  // MRoPE rows hold [S, rows] positions (docs/encodings.md §4.6): each chunk takes its rows of
+  // every stream.
+  const std::vector<std::int64_t>& map = ref.stream_of_pair();
+  const std::size_t S = streams_of(ref), rows = pos.size() / S;
+  std::vector<std::int64_t> chunk;
+  for (std::size_t r0 = 0; r0 < rows; r0 += kChunkRows) {
+    const std::size_t n = std::min(kChunkRows, rows - r0);
+    chunk.clear();
+    for (std::size_t st = 0; st < S; ++st) {
+      const auto from = pos.begin() + static_cast<std::ptrdiff_t>(st * rows + r0);
+      chunk.insert(chunk.end(), from, from + static_cast<std::ptrdiff_t>(n));
+    }
+    if (map.empty()) {
+      ref.table<T>(chunk, rc, rs, /*rounded_doubles=*/false);
+    } else {
+      ref.table_streams<T>(chunk, rc, rs, /*rounded_doubles=*/false);
+    }
+    const compare::table_rows<T> rows_ref{rc.rn, rs.rn, rc.exact, rs.exact, ref.pairs()};
     compare::compare_table<T>(
-        chunk, [](std::size_t q) { return q; }, rows, t.pair,
+        chunk, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref,
+        t.pair,
         [&](std::size_t q, std::size_t j, bool is_sin) {
           const plane& pl = is_sin ? t.sin : t.cos;
           return element<T>(*pl.a,
@@ -134,9 +153,14 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     k.cert.checks.push_back(
         make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact));
   }
+  report::library_figures& lib = k.c().library;
+  if (!map.empty()) {
+    // The library fit reads 1-D rows' angles; an MRoPE row mixes positions.
+    lib.note = "the library fit reads 1-D rows, an MRoPE table mixes positions";
+    return;
+  }
   // The math library the table shows, measured against the hf recipe's own angles.
   fit = fit_table<T>(ref.spec(), seq, t, pos);
-  report::library_figures& lib = k.c().library;
   lib.trig_ulp = fit.trig_ulp;
   lib.trig_abs = fit.trig_abs;
   lib.pow_ulp = fit.pow_ulp;
@@ -152,21 +176,44 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   const std::string name = q.name + "_out";
   compare::figures f(figure_options(k.o, max_of(pos) + 1, q.heads * D, true, &k.mismatches));
   const std::vector<std::int64_t> dim_pair = spec::dim_pairs(ref.spec());
+  const std::vector<std::int64_t>& map = ref.stream_of_pair();
+  const std::size_t S = streams_of(ref);
+  std::vector<std::int64_t> sp(S), dim_pos;
   std::vector<double> x(static_cast<std::size_t>(D)), y(x.size());
   std::vector<T> got(x.size()), rn(x.size());
   for (std::int64_t t = 0; t < q.tokens; ++t) {
-    const std::int64_t p = pos[static_cast<std::size_t>(t)];
-    f.add_position(p);
-    bounds.at_position(p);
+    for (std::size_t st = 0; st < S; ++st) {
+      sp[st] = pos[st * static_cast<std::size_t>(q.tokens) + static_cast<std::size_t>(t)];
+      if (std::find(sp.begin(), sp.begin() + static_cast<std::ptrdiff_t>(st), sp[st]) ==
+          sp.begin() + static_cast<std::ptrdiff_t>(st)) {
+        f.add_position(sp[st]);
+      }
+    }
+    const std::int64_t p = sp[0];
+    if (map.empty()) {
+      bounds.at_position(p);
+    } else {
+      // MRoPE: dim j at its pair's stream position (docs/encodings.md §4.6).
+      bounds.at_positions(sp, map);
+      dim_pos.resize(x.size());
+      for (std::size_t j = 0; j < x.size(); ++j) {
+        const std::int64_t i = dim_pair[j];
+        dim_pos[j] = sp[i >= 0 ? static_cast<std::size_t>(map[static_cast<std::size_t>(i)]) : 0];
+      }
+    }
     for (std::int64_t h = 0; h < q.heads; ++h) {
       const auto base = static_cast<std::size_t>((t * q.heads + h) * D);
       for (std::size_t j = 0; j < x.size(); ++j) {
         x[j] = scalar_traits<T>::to_double(element<T>(*q.in, base + j));
         got[j] = element<T>(*q.out, base + j);
       }
-      ref.rotate<T>(p, x, rn, y);
+      if (map.empty()) {
+        ref.rotate<T>(p, x, rn, y);
+      } else {
+        ref.rotate_streams<T>(sp, x, rn, y);
+      }
       compare::compare_rotation<T>(p, h * D, x, got, rn, y, dim_pair, ref.spec(), bounds, f,
-                                   name.c_str());
+                                   name.c_str(), dim_pos);
     }
   }
   k.cert.checks.push_back(make_check(
@@ -184,8 +231,10 @@ void certify_rope(const spec::rope& s, context& k) {
   if (table_present(d, s, k.o) || qk.empty()) t = find_rope_table(d, s, k.o.layout);
   std::vector<std::int64_t> pos, qk_pos;
   std::vector<std::string> what;
+  // MRoPE: every position list is [streams, rows] (docs/encodings.md §4.6).
+  const std::int64_t S = s.streams();
   if (t) {
-    pos = row_positions(d, k.o, t->rows);
+    pos = S > 1 ? stream_row_positions(d, k.o, t->rows, S) : row_positions(d, k.o, t->rows);
     if (pos.empty()) throw error("the table has no rows");
     what.push_back(fmt::format("rope table ({} layout{})", to_string(t->layout),
                                t->detected ? ", detected" : ""));
@@ -198,9 +247,14 @@ void certify_rope(const spec::rope& s, context& k) {
         throw error("tensors q_in and k_in have different numbers of tokens");
       }
     }
-    qk_pos =
-        t ? row_positions(d, {}, qk.front().tokens, {"qk_positions"})
-          : row_positions(d, k.o, qk.front().tokens, {"qk_positions", "positions", "position_ids"});
+    const std::int64_t T = qk.front().tokens;
+    if (S > 1) {
+      qk_pos = t ? stream_row_positions(d, {}, T, S, {"qk_positions"})
+                 : stream_row_positions(d, k.o, T, S, {"qk_positions", "positions", "position_ids"});
+    } else {
+      qk_pos = t ? row_positions(d, {}, T, {"qk_positions"})
+                 : row_positions(d, k.o, T, {"qk_positions", "positions", "position_ids"});
+    }
     what.push_back(fmt::format("rotated {} ({} tokens × {} heads × {}, {} layout)",
                                qk.size() == 2 ? "q and k" : qk.front().name, qk.front().tokens,
                                qk.front().heads, qk.front().dim, spec::to_string(s.layout)));
@@ -252,7 +306,7 @@ void certify_rope(const spec::rope& s, context& k) {
   evidence_map ev;
   diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);
   add_explanations(ev, k.cert);
-  if (t) {
+  if (t && S == 1) {
     k.c().why->findings =
         parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), fit);
   }
