@@ -249,24 +249,23 @@ Gen<spec::rope> rope_spec() {
 Gen<spec::rope> mrope_spec() {
   return gen::mapcat(rope_spec(), [](const spec::rope& base) {
     const std::int64_t P = base.pairs();
-    return gen::map(gen::tuple(gen::inRange<std::int64_t>(0, P + 1),
-                               gen::inRange<std::int64_t>(0, P + 1), gen::arbitrary<bool>(),
-                               gen::element(false, false, true)),
-                    [base, P](const std::tuple<std::int64_t, std::int64_t, bool, bool>& a) {
-                      const auto& [x, y, interleaved, ggml] = a;
-                      // Three cuts of [0, P] (transformers), or four sections of ggml summing to
-                      // at most P (its map then repeats).
-                      const std::int64_t lo = std::min(x, y), hi = std::max(x, y);
-                      std::string sec = "[" + std::to_string(lo) + "," + std::to_string(hi - lo) +
-                                        "," + std::to_string(P - hi);
-                      if (ggml) sec = "[" + std::to_string(hi - lo) + ",1,1," + std::to_string(lo);
-                      sec += "]";
-                      if (ggml && hi - lo + 2 + lo > P) sec = "[1,0,0,0]";
-                      std::string text = spec::to_spec_string(spec::encoding{base}) +
-                                         ",mrope_section=" + sec;
-                      if (interleaved) text += ",mrope_interleaved=true";
-                      return parse_as<spec::rope>(text);
-                    });
+    return gen::map(
+        gen::tuple(gen::inRange<std::int64_t>(0, P + 1), gen::inRange<std::int64_t>(0, P + 1),
+                   gen::arbitrary<bool>(), gen::element(false, false, true)),
+        [base, P](const std::tuple<std::int64_t, std::int64_t, bool, bool>& a) {
+          const auto& [x, y, interleaved, ggml] = a;
+          // Three cuts of [0, P] (transformers), or four sections of ggml summing to
+          // at most P (its map then repeats).
+          const std::int64_t lo = std::min(x, y), hi = std::max(x, y);
+          std::string sec = "[" + std::to_string(lo) + "," + std::to_string(hi - lo) + "," +
+                            std::to_string(P - hi);
+          if (ggml) sec = "[" + std::to_string(hi - lo) + ",1,1," + std::to_string(lo);
+          sec += "]";
+          if (ggml && hi - lo + 2 + lo > P) sec = "[1,0,0,0]";
+          std::string text = spec::to_spec_string(spec::encoding{base}) + ",mrope_section=" + sec;
+          if (interleaved) text += ",mrope_interleaved=true";
+          return parse_as<spec::rope>(text);
+        });
   });
 }
 

@@ -83,8 +83,8 @@ void mrope_table_exact(const subject& sub, dtype t) {
         for (int which = 0; which < 2; ++which) {
           const double got = dbl(which ? sin[k] : cos[k]);
           const double want = which ? rs.exact[i] : rc.exact[i];
-          const double B = c.contract->table_bound(p, ii, want, format_of<T>()) +
-                           half_ulp(want, kF64);
+          const double B =
+              c.contract->table_bound(p, ii, want, format_of<T>()) + half_ulp(want, kF64);
           if (!(std::fabs(got - want) <= B)) {
             std::ostringstream os;
             os << (which ? "m·sin" : "m·cos") << " at " << where(c, tok, ii, p) << ": got "
@@ -106,10 +106,11 @@ void mrope_rotate_exact(const subject& sub, dtype t) {
     const auto n = static_cast<std::int64_t>(pos.size()) / S;
     const auto heads = *gen::inRange<std::int64_t>(1, 3);
     const auto D = static_cast<std::size_t>(c.s.head_dim);
-    const auto x = *gen::container<std::vector<T>>(static_cast<std::size_t>(n * heads) * D,
-                                                   finite<T>(4));
+    const auto x =
+        *gen::container<std::vector<T>>(static_cast<std::size_t>(n * heads) * D, finite<T>(4));
     std::vector<T> y(x.size());
-    c.impl->rope_rotate_streams<T>(pos, c.seq, kernel::heads_view<const T>{x, n, heads, c.s.head_dim},
+    c.impl->rope_rotate_streams<T>(pos, c.seq,
+                                   kernel::heads_view<const T>{x, n, heads, c.s.head_dim},
                                    kernel::heads_view<T>{y, n, heads, c.s.head_dim});
     std::vector<std::int64_t> sp(static_cast<std::size_t>(S));
     std::vector<double> want(D), xd(D);
@@ -126,17 +127,17 @@ void mrope_rotate_exact(const subject& sub, dtype t) {
           const std::int64_t p = sp[static_cast<std::size_t>(spec::mrope_stream(c.s, i))];
           const auto [j0, j1] = spec::pair_dims(c.s, i);
           const double x0 = xd[static_cast<std::size_t>(j0)], x1 = xd[static_cast<std::size_t>(j1)];
-          const double B0 = c.contract->rotation_bound_at(c.contract->angle_error(p, i), x0, x1,
-                                                          c.m * (std::fabs(x0) + std::fabs(x1)),
-                                                          format_of<T>());
+          const double B0 =
+              c.contract->rotation_bound_at(c.contract->angle_error(p, i), x0, x1,
+                                            c.m * (std::fabs(x0) + std::fabs(x1)), format_of<T>());
           for (const std::int64_t j : {j0, j1}) {
             const auto u = static_cast<std::size_t>(j);
             const double got = dbl(y[base + u]);
             const double B = B0 + half_ulp(want[u], kF64);
             if (!(std::fabs(got - want[u]) <= B)) {
               std::ostringstream os;
-              os << "rotated dim " << j << " at " << where(c, tok, i, p) << ": got "
-                 << dec_hex(got) << ", expected " << dec_hex(want[u]) << " (bound " << B << ")";
+              os << "rotated dim " << j << " at " << where(c, tok, i, p) << ": got " << dec_hex(got)
+                 << ", expected " << dec_hex(want[u]) << " (bound " << B << ")";
               RC_FAIL(os.str());
             }
           }

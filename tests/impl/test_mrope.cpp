@@ -65,9 +65,8 @@ TEST(MropeSpec, GgmlFourSectionsRepeatWithTheirSum) {
   EXPECT_EQ(streams_of("rope:head_dim=8,mrope_section=[1,1,1,1]"),
             (std::vector<std::int64_t>{0, 1, 2, 3}));
   // IMROPE: t only on sectors ≡ 0 below 3·s0, e for the rest (sector 3: 3 < 3·1 fails).
-  EXPECT_EQ(
-      streams_of("rope:head_dim=12,mrope_section=[1,1,1,3],mrope_interleaved=true"),
-      (std::vector<std::int64_t>{0, 1, 2, 3, 3, 3}));
+  EXPECT_EQ(streams_of("rope:head_dim=12,mrope_section=[1,1,1,3],mrope_interleaved=true"),
+            (std::vector<std::int64_t>{0, 1, 2, 3, 3, 3}));
 }
 
 TEST(MropeSpec, SectionsPartitionThePairs) {
@@ -156,7 +155,7 @@ void text_tokens_equal_plain(const spec::rope& s, kernel::strategy st) {
   EXPECT_EQ(bits(c), bits(c1)) << kernel::to_string(st);
   EXPECT_EQ(bits(sn), bits(s1)) << kernel::to_string(st);
   // Rotation of text tokens equals the 1-D rotation.
-  const auto T_ = static_cast<std::int64_t>(one.size()), H = 2, D = s.head_dim;
+  const std::int64_t T_ = static_cast<std::int64_t>(one.size()), H = 2, D = s.head_dim;
   std::vector<T> x(static_cast<std::size_t>(T_ * H * D));
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = T(static_cast<float>(i % 11) * 0.375f - 2.0f);
   std::vector<T> y(x.size()), y1(x.size());
@@ -197,13 +196,14 @@ void sections_against_independent_evaluation(const spec::rope& s) {
   std::uint64_t worst = 0;
   for (std::int64_t tok = 0; tok < n; ++tok) {
     std::vector<std::int64_t> sp;
-    for (std::int64_t k = 0; k < s.streams(); ++k) sp.push_back(pos[static_cast<std::size_t>(k * n + tok)]);
+    for (std::int64_t k = 0; k < s.streams(); ++k)
+      sp.push_back(pos[static_cast<std::size_t>(k * n + tok)]);
     const auto row = rr.row(sp);
     for (std::size_t i = 0; i < P; ++i) {
       const std::int64_t k = spec::mrope_stream(s, static_cast<std::int64_t>(i));
       const std::int64_t p = sp[static_cast<std::size_t>(k)];
-      const real theta = pow(real(s.rope_theta), real(-2 * static_cast<std::int64_t>(i)) /
-                                                       real(s.rotary_dim));
+      const real theta =
+          pow(real(s.rope_theta), real(-2 * static_cast<std::int64_t>(i)) / real(s.rotary_dim));
       const real angle = real_from_int(p) * theta;
       const T want_c = round_to<T>(cos(angle)), want_s = round_to<T>(sin(angle));
       const std::size_t e = static_cast<std::size_t>(tok) * P + i;
@@ -214,8 +214,8 @@ void sections_against_independent_evaluation(const spec::rope& s) {
       EXPECT_EQ(scalar_traits<T>::to_bits(round_to<T>(row[i].sin)),
                 scalar_traits<T>::to_bits(want_s))
           << "token " << tok << " pair " << i << " stream " << k << " p " << p;
-      worst = std::max({worst, metric::ulp_distance(c[e], want_c),
-                        metric::ulp_distance(sn[e], want_s)});
+      worst = std::max(
+          {worst, metric::ulp_distance(c[e], want_c), metric::ulp_distance(sn[e], want_s)});
       EXPECT_LE(metric::ulp_distance(c[e], want_c), 1u)
           << "token " << tok << " pair " << i << " stream " << k << " p " << p;
       EXPECT_LE(metric::ulp_distance(sn[e], want_s), 1u)
@@ -246,12 +246,11 @@ TEST(MropeImplementations, EachSectionIsItsStreamsPlainRope) {
   const auto map = spec::mrope_streams(s);
   for (const kernel::strategy st : kernel::all_strategies()) {
     const auto im = impl::make_builtin(spec::encoding{s}, st);
-    std::vector<float> c(static_cast<std::size_t>(n) * P), sn(c.size()), c1(c.size()),
-        s1(c.size());
+    std::vector<float> c(static_cast<std::size_t>(n) * P), sn(c.size()), c1(c.size()), s1(c.size());
     im->rope_table_streams<float>(pos, std::nullopt, std::span<float>(c), std::span<float>(sn));
     for (std::int64_t k = 0; k < 3; ++k) {
       im->rope_table(std::span<const std::int64_t>(pos).subspan(static_cast<std::size_t>(k * n),
-                                                                 static_cast<std::size_t>(n)),
+                                                                static_cast<std::size_t>(n)),
                      std::nullopt, std::span<float>(c1), std::span<float>(s1));
       for (std::size_t e = 0; e < c.size(); ++e) {
         if (map[e % P] != k) continue;

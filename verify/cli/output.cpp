@@ -230,9 +230,9 @@ void write_output(const output& out, out_format format, const std::filesystem::p
         const auto n = static_cast<std::int64_t>(out.positions->size());
         const std::int64_t S = out.position_streams;
         tf.add(out.row_label == "distance" ? "distances" : "positions",
-               io::array::from_int64(S > 1 ? std::vector<std::int64_t>{S, n / S}
-                                           : std::vector<std::int64_t>{n},
-                                     *out.positions));
+               io::array::from_int64(
+                   S > 1 ? std::vector<std::int64_t>{S, n / S} : std::vector<std::int64_t>{n},
+                   *out.positions));
       }
       io::write_safetensors(file, tf);
       return;

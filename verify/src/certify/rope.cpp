@@ -131,8 +131,7 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     }
     const compare::table_rows<T> rows_ref{rc.rn, rs.rn, rc.exact, rs.exact, ref.pairs()};
     compare::compare_table<T>(
-        chunk, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref,
-        t.pair,
+        chunk, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref, t.pair,
         [&](std::size_t q, std::size_t j, bool is_sin) {
           const plane& pl = is_sin ? t.sin : t.cos;
           return element<T>(*pl.a,
@@ -249,8 +248,9 @@ void certify_rope(const spec::rope& s, context& k) {
     }
     const std::int64_t T = qk.front().tokens;
     if (S > 1) {
-      qk_pos = t ? stream_row_positions(d, {}, T, S, {"qk_positions"})
-                 : stream_row_positions(d, k.o, T, S, {"qk_positions", "positions", "position_ids"});
+      qk_pos =
+          t ? stream_row_positions(d, {}, T, S, {"qk_positions"})
+            : stream_row_positions(d, k.o, T, S, {"qk_positions", "positions", "position_ids"});
     } else {
       qk_pos = t ? row_positions(d, {}, T, {"qk_positions"})
                  : row_positions(d, k.o, T, {"qk_positions", "positions", "position_ids"});

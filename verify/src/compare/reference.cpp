@@ -214,16 +214,15 @@ real alibi_reference::bias(std::int64_t h, std::int64_t q, std::int64_t k) const
   return ref::alibi_bias(slopes_[static_cast<std::size_t>(h)], q, k);
 }
 
-#define PEV_COMPARE_INSTANTIATE(T)                                                             \
-  template void rope_reference::table<T>(std::span<const std::int64_t>, typed_values<T>&,      \
-                                         typed_values<T>&, bool);                              \
-  template void rope_reference::rotate<T>(std::int64_t, std::span<const double>, std::span<T>, \
-                                          std::span<double>);                                  \
+#define PEV_COMPARE_INSTANTIATE(T)                                                                \
+  template void rope_reference::table<T>(std::span<const std::int64_t>, typed_values<T>&,         \
+                                         typed_values<T>&, bool);                                 \
+  template void rope_reference::rotate<T>(std::int64_t, std::span<const double>, std::span<T>,    \
+                                          std::span<double>);                                     \
   template void rope_reference::table_streams<T>(std::span<const std::int64_t>, typed_values<T>&, \
                                                  typed_values<T>&, bool);                         \
-  template void rope_reference::rotate_streams<T>(std::span<const std::int64_t>,                  \
-                                                  std::span<const double>, std::span<T>,          \
-                                                  std::span<double>);                             \
+  template void rope_reference::rotate_streams<T>(                                                \
+      std::span<const std::int64_t>, std::span<const double>, std::span<T>, std::span<double>);   \
   template void sinusoidal_reference::pe<T>(std::span<const std::int64_t>, typed_values<T>&);
 PEV_COMPARE_INSTANTIATE(double)
 PEV_COMPARE_INSTANTIATE(float)

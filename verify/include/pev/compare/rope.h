@@ -6,8 +6,8 @@
 // implementation's values come from (a kernel's output, a dump's tensor in some layout), which the
 // caller's `got` accessor hides.
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -71,7 +71,8 @@ void compare_table(std::span<const std::int64_t> positions,
     const std::size_t k = ref_row(q);
     for (std::size_t j = 0; j < column_pair.size(); ++j) {
       const auto i = static_cast<std::size_t>(column_pair[j]);
-      const std::int64_t p = multi ? row_pos[static_cast<std::size_t>(stream_of_pair[i])] : row_pos[0];
+      const std::int64_t p =
+          multi ? row_pos[static_cast<std::size_t>(stream_of_pair[i])] : row_pos[0];
       const std::size_t e = k * P + i;
       for (int which = 0; which < 2; ++which) {
         const T g = got(q, j, which == 1);
