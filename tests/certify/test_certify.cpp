@@ -468,9 +468,11 @@ TEST(Certify, MropeDumpsAreCertifiedAndMistakesNamed) {
           certify::certify_dump(e, certify::read_dump(dump_mrope<half>(*im, r, dir, true)), {});
       EXPECT_EQ(cert.exit_code(), 0) << certify::to_text(cert);
     }
-    // Every MRoPE mistake: not certified, named.
-    for (const char* id : {"mrope-hw-swapped", "mrope-interleave-flipped", "mrope-sections-doubled",
-                           "mrope-text-positions"}) {
+    // Every MRoPE mistake, and mistakes of the rotation and the table on an MRoPE model: not
+    // certified, named.
+    for (const char* id :
+         {"mrope-hw-swapped", "mrope-interleave-flipped", "mrope-sections-doubled",
+          "mrope-text-positions", "neox-as-interleaved", "rotate-inverse", "position-off-by-one"}) {
       const auto m = impl::make_mutant(id, e);
       const auto cert =
           certify::certify_dump(e, certify::read_dump(dump_mrope<float>(*m, r, dir)), {});

@@ -107,6 +107,12 @@ std::vector<std::int64_t> implementation::stream_map() const {
   return spec::mrope_streams(*r);
 }
 
+spec::rope implementation::rotation_spec() const {
+  const auto* r = std::get_if<spec::rope>(&claimed_spec());
+  if (r == nullptr) unsupported(output::rope_rotate);
+  return *r;
+}
+
 namespace detail {
 std::int64_t stream_tokens(const implementation& impl, std::size_t positions,
                            std::int64_t& streams) {

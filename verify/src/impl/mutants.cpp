@@ -714,6 +714,8 @@ class mutant final : public typed_implementation<mutant> {
     return v;
   }
 
+  spec::rope rotation_spec() const override { return rotation_; }
+
   // RoPE -----------------------------------------------------------------------------------------
   std::vector<float> inv_freq(std::optional<std::int64_t> seq) const override {
     std::vector<float> f = base_->inv_freq(length(seq));

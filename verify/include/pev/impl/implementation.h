@@ -93,6 +93,9 @@ class implementation {
   // streams equal, gives the 1-D result bit for bit).
   /// The stream of every pair: spec::mrope_streams of the claimed spec (a mutant may mistake it).
   virtual std::vector<std::int64_t> stream_map() const;
+  /// The spec whose layout and rotary dims rope_rotate pairs the dims by (the claimed one; a
+  /// mutant may mistake it): rope_rotate_streams takes each dim from its pair's stream.
+  virtual spec::rope rotation_spec() const;
   /// cos and sin are [T, pairs].
   template <class T>
   void rope_table_streams(std::span<const std::int64_t> positions,
@@ -165,8 +168,7 @@ void implementation::rope_rotate_streams(std::span<const std::int64_t> positions
   std::int64_t S = 1;
   const std::int64_t n = detail::stream_tokens(*this, positions.size(), S);
   const std::vector<std::int64_t> map = stream_map();
-  const auto& r = std::get<spec::rope>(claimed_spec());
-  const std::vector<std::int64_t> pair = spec::dim_pairs(r);
+  const std::vector<std::int64_t> pair = spec::dim_pairs(rotation_spec());
   const std::size_t size = in.data.size();
   std::vector<T> all(size * static_cast<std::size_t>(S));
   for (std::int64_t k = 0; k < S; ++k) {
@@ -176,11 +178,12 @@ void implementation::rope_rotate_streams(std::span<const std::int64_t> positions
                 kernel::heads_view<T>{std::span<T>(all).subspan(u * size, size), in.tokens,
                                       in.heads, in.head_dim});
   }
-  // Dim j of every head comes from its pair's stream; pass-through dims from stream 0.
+  // Dim j of every head comes from its pair's stream; pass-through dims (and pairs a mistaken
+  // rotation adds beyond the spec's) from stream 0.
   const auto D = static_cast<std::size_t>(in.head_dim);
   for (std::size_t e = 0; e < size && D > 0; ++e) {
-    const std::int64_t i = pair[e % D];
-    const std::size_t k = i >= 0 ? static_cast<std::size_t>(map[static_cast<std::size_t>(i)]) : 0;
+    const auto i = static_cast<std::size_t>(pair[e % D]);
+    const std::size_t k = i < map.size() ? static_cast<std::size_t>(map[i]) : 0;
     out.data[e] = all[k * size + e];
   }
 }
