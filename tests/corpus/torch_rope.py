@@ -111,6 +111,11 @@ CONFIGS: dict[str, dict] = {
         "head_dim": 128, "rope_theta": 1000000, "rope_type": "default",
         "mrope_section": [16, 24, 24],
     },
+    # Qwen3-VL: interleaved MRoPE (mrope_interleaved), sections [24, 20, 20], rope_theta 5e6.
+    "qwen3-vl": {
+        "head_dim": 128, "rope_theta": 5000000, "rope_type": "default",
+        "mrope_section": [24, 20, 20], "mrope_interleaved": True,
+    },
 }
 
 # Planted bugs: pev mutant id -> what changes in the pipeline (applied in the functions below).
@@ -163,6 +168,7 @@ TABLE_BUGS = [
 TABLE_BUGS += [
     ("qwen2.5-vl", "fp32", "mrope-hw-swapped"), ("qwen2.5-vl", "bf16", "mrope-text-positions"),
     ("qwen2.5-vl", "fp32", "mrope-interleave-flipped"),
+    ("qwen3-vl", "bf16", "mrope-interleave-flipped"), ("qwen3-vl", "fp32", "mrope-hw-swapped"),
 ]
 QK_BUGS = [
     ("qwen2.5-vl", "bf16", "mrope-sections-doubled"), ("qwen2.5-vl", "fp16", "mrope-hw-swapped"),
@@ -194,7 +200,7 @@ SPEC_KEYS = [
     "head_dim", "rope_theta", "layout", "rope_type", "partial_rotary_factor", "factor", "max_position_embeddings",
     "original_max_position_embeddings", "beta_fast", "beta_slow", "truncate", "mscale",
     "mscale_all_dim", "low_freq_factor", "high_freq_factor", "short_factor", "long_factor",
-    "mrope_section",
+    "mrope_section", "mrope_interleaved",
 ]
 
 
@@ -405,42 +411,45 @@ def _to_tf32(t: torch.Tensor) -> torch.Tensor:
 
 
 def mrope_table(cfg: dict, positions: np.ndarray, dtype: str, bug: str | None = None):
-    """Qwen2-VL / Qwen2.5-VL: cos, sin [P, head_dim] after apply_multimodal_rotary_pos_emb's
-    merge, for positions [3, P] (temporal, height, width). The rotary forward computes one
-    table per stream (Qwen2VLRotaryEmbedding.forward: inv_freq expanded to [3, B, D/2, 1], the
-    fp32 matmul with position_ids [3, B, 1, P], cat(freqs, freqs), cos()·m, .to(dtype)); the merge
-    splits the last dim by mrope_section·2 and takes chunk k from stream k mod 3."""
+    """Qwen2-VL / Qwen2.5-VL / Qwen3-VL: cos, sin [P, head_dim] as attention multiplies q by them,
+    for positions [3, P] (temporal, height, width). The rotary forward computes the angles of
+    every stream (Qwen2VLRotaryEmbedding.forward: inv_freq expanded to [3, B, D/2, 1], the fp32
+    matmul with position_ids [3, B, 1, P]). Qwen3-VL (`mrope_interleaved`) then takes pair i of
+    the angles from stream h on slice(1, 3·s1, 3), w on slice(2, 3·s2, 3), t elsewhere
+    (apply_interleaved_mrope), and forms cat(freqs, freqs), cos()·m, .to(dtype); Qwen2/2.5-VL form
+    the three tables and apply_multimodal_rotary_pos_emb splits their last dim by
+    mrope_section·2, chunk k from stream k mod 3."""
     position_ids = torch.from_numpy(positions)[:, None, :]  # [3, B = 1, P]
     if bug == "mrope-text-positions":
         position_ids = position_ids[:1].expand(3, -1, -1)
     inv_freq, m = init_inv_freq(cfg, position_ids[0], bug)
     inv_freq_expanded = inv_freq[None, None, :, None].float().expand(3, position_ids.shape[1], -1, 1)
     position_ids_expanded = position_ids[:, :, None, :].float()
+    section = list(cfg["mrope_section"])
+    order = (0, 2, 1) if bug == "mrope-hw-swapped" else (0, 1, 2)
+    interleaved = cfg.get("mrope_interleaved", False) != (bug == "mrope-interleave-flipped")
+    if bug == "mrope-sections-doubled":
+        # Sections read as dims: each doubled ([16, 24, 24] -> [32, 48, 48]); a split must cover
+        # head_dim, so the consecutive engine gets [32, 32, 0] pairs (w none).
+        left, doubled = sum(section), []
+        for n in section:
+            doubled.append(2 * n if interleaved else min(2 * n, left))
+            left -= doubled[-1]
+        section = doubled
     with torch.autocast("cpu", enabled=False):
         freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(2, 3)
+        if interleaved:
+            merged = freqs[order[0]].clone()
+            for dim, offset in ((1, 1), (2, 2)):
+                idx = slice(offset, section[dim] * 3, 3)
+                merged[..., idx] = freqs[order[dim]][..., idx]
+            emb = torch.cat((merged, merged), dim=-1)
+            cos = (emb.cos() * m).to(dtype=DTYPES[dtype])
+            sin = (emb.sin() * m).to(dtype=DTYPES[dtype])
+            return cos[0], sin[0]
         emb = torch.cat((freqs, freqs), dim=-1)
         cos = (emb.cos() * m).to(dtype=DTYPES[dtype])
         sin = (emb.sin() * m).to(dtype=DTYPES[dtype])
-    section = list(cfg["mrope_section"])
-    order = (0, 2, 1) if bug == "mrope-hw-swapped" else (0, 1, 2)
-    if bug == "mrope-interleave-flipped":
-        # apply_interleaved_mrope (Qwen3-VL) on each half: t, then h on slice(1, 3·s1, 3) and w on
-        # slice(2, 3·s2, 3), both halves of the duplicated table alike.
-        def interleave(x):
-            half = x.shape[-1] // 2
-            out = x[0, ..., :half].clone()
-            for dim, offset in ((1, 1), (2, 2)):
-                idx = slice(offset, section[dim] * 3, 3)
-                out[..., idx] = x[dim, ..., :half][..., idx]
-            return torch.cat((out, out), dim=-1)
-        return interleave(cos)[0], interleave(sin)[0]
-    if bug == "mrope-sections-doubled":
-        # Sections read as dims, doubled to [32, 48, 48]; they cover the 64 pairs as [32, 32, 0].
-        left, doubled = sum(section), []
-        for n in section:
-            doubled.append(min(2 * n, left))
-            left -= doubled[-1]
-        section = doubled
     split = section * 2
     cos = torch.cat([c[order[i % 3]] for i, c in enumerate(cos.split(split, dim=-1))], dim=-1)
     sin = torch.cat([c[order[i % 3]] for i, c in enumerate(sin.split(split, dim=-1))], dim=-1)
