@@ -262,6 +262,7 @@ void certify_rope(const spec::rope& s, context& k) {
   const std::vector<std::int64_t>& main_pos = t ? pos : qk_pos;
   if (main_pos.empty()) throw error("the dump has no rows to certify");
   k.c().what = fmt::format("{}", fmt::join(what, " and "));
+  if (S > 1) k.c().what += fmt::format(", MRoPE positions [{}, T]", S);
   record_positions(k.c(), main_pos);
   std::optional<std::int64_t> seq;
   if (s.stateful()) seq = k.o.seq_len.value_or(std::max(k.c().max_position, max_of(qk_pos)) + 1);
