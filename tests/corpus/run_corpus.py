@@ -7,8 +7,7 @@ Asserts (issue 14, scope item 6):
   1. every genuine dump is certified (exit 0), and certified under its engine's recipe
      (`--recipe hf` for PyTorch, `--recipe ggml` for ggml; the correctly rounded table: `--recipe
      exact`);
-  2. every genuine fp32 table's certificate (MRoPE tables aside: their rows mix positions) records a
-     measured trig ulp (any key named
+  2. every genuine fp32 table's certificate records a measured trig ulp (any key named
      `trig_ulp` or containing it, anywhere in certificate.json, holding a finite number: the
      field's exact place is pev's to choose);
   3. every planted bug is not certified (exit 1), and every one is named by the diagnosis with
@@ -261,9 +260,7 @@ def main() -> int:
             if claim is not None and claim["rc"] != 0:
                 problems.append(f"--recipe {c['recipe']} exit {claim['rc']} (max rho "
                                 f"{_fmt_rho(summarize_cert(claim)['rho'])})")
-            # MRoPE tables mix positions in a row; pev's library fit reads 1-D rows only.
-            if (c["kind"] == "table" and c["dtype"] == "fp32" and c["engine"] in ("torch", "ggml")
-                    and "mrope_section" not in c["spec"]):
+            if c["kind"] == "table" and c["dtype"] == "fp32" and c["engine"] in ("torch", "ggml"):
                 if not s["trig_ulp"]:
                     problems.append("certificate records no measured trig ulp ('trig_ulp')")
         else:

@@ -153,13 +153,19 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
         make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact));
   }
   report::library_figures& lib = k.c().library;
-  if (!map.empty()) {
-    // The library fit reads 1-D rows' angles; an MRoPE row mixes positions.
-    lib.note = "the library fit reads 1-D rows, an MRoPE table mixes positions";
+  // The math library the table shows, measured against the hf recipe's own angles. The fit reads
+  // 1-D rows: of an MRoPE table, its text tokens (every stream at one position).
+  std::vector<std::int64_t> text(pos.begin(), pos.begin() + static_cast<std::ptrdiff_t>(rows));
+  for (std::size_t r = 0; r < rows && !map.empty(); ++r) {
+    for (std::size_t st = 1; st < S; ++st) {
+      if (pos[st * rows + r] != text[r]) text[r] = -1;
+    }
+  }
+  if (std::all_of(text.begin(), text.end(), [](std::int64_t p) { return p < 0; })) {
+    lib.note = "no text token (every stream at one position) in the MRoPE table to fit";
     return;
   }
-  // The math library the table shows, measured against the hf recipe's own angles.
-  fit = fit_table<T>(ref.spec(), seq, t, pos);
+  fit = fit_table<T>(ref.spec(), seq, t, text);
   lib.trig_ulp = fit.trig_ulp;
   lib.trig_abs = fit.trig_abs;
   lib.pow_ulp = fit.pow_ulp;
@@ -307,7 +313,7 @@ void certify_rope(const spec::rope& s, context& k) {
   evidence_map ev;
   diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);
   add_explanations(ev, k.cert);
-  if (t && S == 1) {
+  if (t) {
     k.c().why->findings =
         parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), fit);
   }
