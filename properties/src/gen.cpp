@@ -239,15 +239,23 @@ Gen<spec::rope> rope_spec(spec::rope_type t) {
                }));
 }
 
-Gen<spec::rope> rope_spec() {
+namespace {
+Gen<spec::rope> plain_rope_spec() {
   using rt = spec::rope_type;
   return gen::mapcat(gen::element(rt::default_, rt::linear, rt::ntk, rt::dynamic, rt::yarn,
                                   rt::llama3, rt::longrope, rt::proportional),
                      [](rt t) { return rope_spec(t); });
 }
+}  // namespace
+
+Gen<spec::rope> rope_spec() {
+  // One spec in eight carries an MRoPE section plan: one position per token is a text token of
+  // it (docs/encodings.md §4.6), so every 1-D property holds for it as for the plain spec.
+  return gen::weightedOneOf<spec::rope>({{7, plain_rope_spec()}, {1, mrope_spec()}});
+}
 
 Gen<spec::rope> mrope_spec() {
-  return gen::mapcat(rope_spec(), [](const spec::rope& base) {
+  return gen::mapcat(plain_rope_spec(), [](const spec::rope& base) {
     const std::int64_t P = base.pairs();
     return gen::map(
         gen::tuple(gen::inRange<std::int64_t>(0, P + 1), gen::inRange<std::int64_t>(0, P + 1),
