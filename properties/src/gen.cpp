@@ -254,11 +254,42 @@ Gen<spec::rope> rope_spec(spec::rope_type t) {
                }));
 }
 
-Gen<spec::rope> rope_spec() {
+namespace {
+Gen<spec::rope> plain_rope_spec() {
   using rt = spec::rope_type;
   return gen::mapcat(gen::element(rt::default_, rt::linear, rt::ntk, rt::dynamic, rt::yarn,
                                   rt::llama3, rt::longrope, rt::proportional),
                      [](rt t) { return rope_spec(t); });
+}
+}  // namespace
+
+Gen<spec::rope> rope_spec() {
+  // One spec in eight carries an MRoPE section plan: one position per token is a text token of
+  // it (docs/encodings.md §4.6), so every 1-D property holds for it as for the plain spec.
+  return gen::weightedOneOf<spec::rope>({{7, plain_rope_spec()}, {1, mrope_spec()}});
+}
+
+Gen<spec::rope> mrope_spec() {
+  return gen::mapcat(plain_rope_spec(), [](const spec::rope& base) {
+    const std::int64_t P = base.pairs();
+    return gen::map(
+        gen::tuple(gen::inRange<std::int64_t>(0, P + 1), gen::inRange<std::int64_t>(0, P + 1),
+                   gen::arbitrary<bool>(), gen::element(false, false, true)),
+        [base, P](const std::tuple<std::int64_t, std::int64_t, bool, bool>& a) {
+          const auto& [x, y, interleaved, ggml] = a;
+          // Three cuts of [0, P] (transformers), or four sections of ggml summing to
+          // at most P (its map then repeats).
+          const std::int64_t lo = std::min(x, y), hi = std::max(x, y);
+          std::string sec = "[" + std::to_string(lo) + "," + std::to_string(hi - lo) + "," +
+                            std::to_string(P - hi);
+          if (ggml) sec = "[" + std::to_string(hi - lo) + ",1,1," + std::to_string(lo);
+          sec += "]";
+          if (ggml && hi - lo + 2 + lo > P) sec = "[1,0,0,0]";
+          std::string text = spec::to_spec_string(spec::encoding{base}) + ",mrope_section=" + sec;
+          if (interleaved) text += ",mrope_interleaved=true";
+          return parse_as<spec::rope>(text);
+        });
+  });
 }
 
 Gen<spec::sinusoidal> sinusoidal_spec() {

@@ -44,6 +44,17 @@ const property kProperties[] = {
      rope_relative_shift, true},
     {"rope.kv_cache", "rope", "keys rotated when cached = keys rotated now (static types)", any,
      rope_kv_cache, true},
+    {"mrope.table_exact", "rope",
+     "MRoPE [S, T] positions: each pair within the contract of the exact value at its stream's "
+     "position",
+     any, mrope_table_exact, true},
+    {"mrope.rotate_exact", "rope",
+     "MRoPE rotation: each pair within the rotation contract at its stream's position", any,
+     mrope_rotate_exact, true},
+    {"mrope.sections_plain", "rope",
+     "sections partition the pairs; each section is plain RoPE of its own stream (text tokens: "
+     "1-D RoPE) bit for bit",
+     any, mrope_sections_plain, true},
     {"scaling.factor_one", "rope", "factor 1 reproduces plain RoPE for every scaling type", any,
      scaling_factor_one, true},
     {"scaling.linear_stretch", "rope", "linear(f) at f·t = plain at t", any, scaling_linear_stretch,

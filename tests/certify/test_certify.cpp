@@ -502,6 +502,102 @@ TEST(Certify, EveryMutantIsNotCertifiedAndDiagnosed) {
   EXPECT_GE(tried, 35);
 }
 
+// MRoPE (docs/encodings.md §4.6): a Qwen2.5-VL or Qwen3-VL table and rotated q/k dumped with
+// positions [3, T] (text tokens, image patches with their own height/width positions, large
+// positions).
+template <class T>
+std::vector<fs::path> dump_mrope(const impl::implementation& im, const spec::rope& r,
+                                 const fs::path& dir, bool text_positions_1d = false) {
+  std::vector<std::int64_t> t, h, w;
+  std::mt19937_64 rng(test::test_seed(19));
+  std::uniform_int_distribution<std::int64_t> grid(0, 31);
+  const auto base = test_positions();
+  for (std::size_t k = 0; k < base.size(); ++k) {
+    const bool patch = !text_positions_1d && k % 2 == 1;
+    t.push_back(base[k]);
+    h.push_back(base[k] + (patch ? grid(rng) : 0));
+    w.push_back(base[k] + (patch ? grid(rng) : 0));
+  }
+  std::vector<std::int64_t> pos = t;
+  pos.insert(pos.end(), h.begin(), h.end());
+  pos.insert(pos.end(), w.begin(), w.end());
+  const auto n = static_cast<std::int64_t>(t.size()), P = r.pairs();
+  std::vector<T> c(static_cast<std::size_t>(n * P)), s(c.size());
+  im.rope_table_streams<T>(pos, std::nullopt, std::span<T>(c), std::span<T>(s));
+  io::tensor_file tf;
+  tf.add("cos", io::array::from_values<T>({n, P}, c));
+  tf.add("sin", io::array::from_values<T>({n, P}, s));
+  tf.add("positions",
+         text_positions_1d ? io::array::from_int64({n}, t) : io::array::from_int64({3, 1, n}, pos));
+  // q/k of every 8th token, with their [3, T'] positions.
+  std::vector<std::int64_t> qp;
+  const std::int64_t tq = (n + 7) / 8;
+  for (int k = 0; k < 3; ++k) {
+    for (std::int64_t i = 0; i < n; i += 8) qp.push_back(pos[static_cast<std::size_t>(k * n + i)]);
+  }
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const auto& [name, heads] : {std::pair<std::string, std::int64_t>{"q", 2}, {"k", 1}}) {
+    std::vector<T> in(static_cast<std::size_t>(tq * heads * r.head_dim)), out(in.size());
+    for (T& v : in) v = T(normal(rng));
+    im.rope_rotate_streams<T>(qp, std::nullopt,
+                              kernel::heads_view<const T>{in, tq, heads, r.head_dim},
+                              kernel::heads_view<T>{out, tq, heads, r.head_dim});
+    tf.add(name + "_in", io::array::from_values<T>({tq, heads, r.head_dim}, in));
+    tf.add(name + "_out", io::array::from_values<T>({tq, heads, r.head_dim}, out));
+  }
+  tf.add("qk_positions", io::array::from_int64({3, tq}, qp));
+  io::write_safetensors(dir / "mrope.safetensors", tf);
+  return {dir / "mrope.safetensors"};
+}
+
+TEST(Certify, MropeDumpsAreCertifiedAndMistakesNamed) {
+  for (const char* text :
+       {"rope:head_dim=128,rope_theta=1000000,mrope_section=[16,24,24]",
+        "rope:head_dim=128,rope_theta=5000000,mrope_section=[24,20,20],mrope_interleaved=true"}) {
+    SCOPED_TRACE(text);
+    const spec::encoding e = spec::parse_spec(text);
+    const auto& r = std::get<spec::rope>(e);
+    const fs::path dir = temp_dir("mrope");
+    // Genuine: every strategy gets its contract's grade, with no false alarm.
+    for (const kernel::strategy st : kernel::all_strategies()) {
+      const auto im = impl::make_builtin(e, st);
+      const auto cert =
+          certify::certify_dump(e, certify::read_dump(dump_mrope<float>(*im, r, dir)), {});
+      EXPECT_EQ(cert.exit_code(), 0) << kernel::to_string(st) << ":\n" << certify::to_text(cert);
+      EXPECT_TRUE(grade_matches_contract(st, cert.certification->result, false, true))
+          << kernel::to_string(st) << ":\n"
+          << certify::to_text(cert);
+      if (st == kernel::strategy::accurate) {  // the table checks: correctly rounded
+        EXPECT_EQ(cert.checks[0].best, grade::correctly_rounded) << certify::to_text(cert);
+      }
+      EXPECT_EQ(cert.checks.size(), 4u) << certify::to_text(cert);  // cos, sin, q_out, k_out
+    }
+    // Text tokens given as 1-D positions: every stream equal, certified as such.
+    {
+      const auto im = impl::make_builtin(e, kernel::strategy::hf);
+      const auto cert =
+          certify::certify_dump(e, certify::read_dump(dump_mrope<half>(*im, r, dir, true)), {});
+      EXPECT_EQ(cert.exit_code(), 0) << certify::to_text(cert);
+    }
+    // Every MRoPE mistake, and mistakes of the rotation and the table on an MRoPE model: not
+    // certified, named.
+    for (const char* id :
+         {"mrope-hw-swapped", "mrope-interleave-flipped", "mrope-sections-doubled",
+          "mrope-text-positions", "neox-as-interleaved", "rotate-inverse", "position-off-by-one"}) {
+      const auto m = impl::make_mutant(id, e);
+      const auto cert =
+          certify::certify_dump(e, certify::read_dump(dump_mrope<float>(*m, r, dir)), {});
+      EXPECT_EQ(cert.exit_code(), 1) << id << ":\n" << certify::to_text(cert);
+      ASSERT_TRUE(cert.certification->why) << id;
+      const auto& named = cert.certification->why->named;
+      EXPECT_TRUE(named && *named == id) << id << " named " << named.value_or("nothing") << ":\n"
+                                         << certify::to_text(cert);
+      std::cout << text << ": planted " << id << ", named " << named.value_or("nothing")
+                << " (max rho " << cert.certification->why->explanations.front().max_rho << ")\n";
+    }
+  }
+}
+
 TEST(Certify, LayoutsAreDetected) {
   const spec::encoding e = spec::parse_spec("rope:head_dim=16,rope_theta=10000");
   const auto im = impl::make_builtin(e, kernel::strategy::accurate);

@@ -38,6 +38,50 @@ std::string sha256sum(const std::string& file) {
   return hex;
 }
 
+// MRoPE (docs/encodings.md §4.6): `pev compute` with a [3, T] positions file writes positions
+// [3, T] and the spec; `pev certify` reads both, and its rows equal `pev reference`'s.
+TEST(CliCertify, MropeDumpFromComputeIsCertified) {
+  const std::string dir = test::temp_dir("certify_mrope");
+  const std::string spec = "rope:head_dim=16,rope_theta=1000000,mrope_section=[2,3,3]";
+  {
+    std::ofstream pos(dir + "/pos.txt");
+    for (const char* stream : {"5 6 7 70000", "10 6 9 70001", "100 6 40 3"}) {
+      std::istringstream in(stream);
+      for (std::int64_t p; in >> p;) pos << p << "\n";
+    }
+  }
+  auto c = run_pev({"compute", "--strategy", "accurate", "--spec", spec, "--positions-file",
+                    dir + "/pos.txt", "--dtype", "fp32", "--format", "safetensors", "--out",
+                    dir + "/acc.safetensors"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto r = run_pev({"certify", "--impl", dir + "/acc.safetensors", "--out", dir + "/cert"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = read_json(dir + "/cert/certificate.json");
+  EXPECT_EQ(j["spec"], spec);
+  EXPECT_EQ(j["grade"], "correctly-rounded");
+  EXPECT_EQ(j["positions"]["count"], 12);  // every stream's positions
+  EXPECT_EQ(j["positions"]["max"], 70001);
+  // The reference's text rows: token 1 has t = h = w = 6 (1-D RoPE at 6); token 0 mixes.
+  auto ref = run_pev({"reference", "--spec", spec, "--positions-file", dir + "/pos.txt", "--dtype",
+                      "fp32", "--format", "csv"});
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  auto one = run_pev({"reference", "--spec", "rope:head_dim=16,rope_theta=1000000", "--positions",
+                      "6", "--dtype", "fp32", "--format", "csv"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto line = [](const std::string& csv, int k) {
+    std::istringstream in(csv);
+    std::string l;
+    for (int i = 0; i <= k; ++i) std::getline(in, l);
+    return l;
+  };
+  EXPECT_EQ(line(ref.out, 2), line(one.out, 1)) << ref.out;
+  // A wrong count of positions for the streams is refused, naming the input.
+  auto bad = run_pev(
+      {"certify", "--impl", dir + "/acc.safetensors", "--positions", "0:5", "--out", dir + "/bad"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("MRoPE rows need [3, 4]"), std::string::npos) << bad.err;
+}
+
 TEST(CliCertify, StrategiesDumpedByComputeGetTheirGrades) {
   const std::string dir = test::temp_dir("certify_cli");
   struct expect {

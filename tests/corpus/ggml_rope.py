@@ -13,7 +13,9 @@ ramp_mix) + θ_extrap·ramp_mix, mscale *= 1.0f + 0.1f·logf(1.0f/freq_scale); c
 sinf(θ)·mscale), `rotate_pairs` (x0·cos − x1·sin, x0·sin + x1·cos in fp32, one conversion to the
 tensor type); `ggml/src/ggml.c` — `ggml_rope_yarn_corr_dim(s)` (n_dims·logf(n_ctx_orig/(β·2·
 (float)M_PI))/(2·logf(base)), floorf/ceilf, clamped to [0, n_dims − 1]); `convert_hf_to_gguf.py`
-(Llama-3's `rope_freqs`, computed in PyTorch there and here).
+(Llama-3's `rope_freqs`, computed in PyTorch there and here); `ggml_mrope_cache_init` for
+`ggml_rope_multi` (MROPE, IMROPE: one θ recurrence per position stream t, h, w, e, each pair's θ
+from the stream of its sector = pair mod Σ sections; docs/encodings.md §4.6).
 
 Every step is a numpy float32 operation on float32 operands (no float64 intermediates), with these
 library stand-ins: powf is numpy's float32 power (the C library's powf); cosf, sinf and logf are
@@ -88,6 +90,20 @@ CASES: dict[str, dict] = {
         "ext_factor": 1.0, "attn_factor": 1.0, "n_ctx_orig": 32768, "beta_fast": 32.0,
         "beta_slow": 1.0,
     },
+    # Qwen2-VL / Qwen2.5-VL as llama.cpp runs them: ggml_rope_multi, mode MROPE (NEOX pairs),
+    # sections [16, 24, 24, 0] (t, h, w, e), four position streams (docs/encodings.md §4.6).
+    "mrope": {
+        "spec": "rope:head_dim=128,rope_theta=1000000,mrope_section=[16,24,24,0]",
+        "head_dim": 128, "n_dims": 128, "mode": NEOX, "freq_base": 1000000.0,
+        "sections": [16, 24, 24, 0],
+    },
+    # Qwen3-VL: mode IMROPE, sections [24, 20, 20, 0]; pairs 61 and 62 take the fourth stream.
+    "imrope": {
+        "spec": "rope:head_dim=128,rope_theta=5000000,mrope_section=[24,20,20,0],"
+                "mrope_interleaved=true",
+        "head_dim": 128, "n_dims": 128, "mode": NEOX, "freq_base": 5000000.0,
+        "sections": [24, 20, 20, 0], "imrope": True,
+    },
 }
 
 # Planted bugs: (case, kind, bug) with the pev mutant id that should name each.
@@ -105,7 +121,46 @@ BUGS = [
     ("yarn", "qk-f16", "ggml-attn-factor-not-divided"),
     ("plain", "table-f32", "sin-negated"),
     ("plain", "qk-f32", "rotate-inverse"),
+    ("mrope", "table-f32", "mrope-hw-swapped"),
+    ("imrope", "qk-f16", "mrope-interleave-flipped"),
 ]
+#   mrope-hw-swapped              ggml MROPE with the h and w position streams exchanged
+#   mrope-interleave-flipped      IMROPE's sections applied as MROPE (consecutive)
+
+
+def mrope_sector_stream(c: dict, i: int, imrope: bool) -> int:
+    """ggml_mrope_cache_init's choice of θ for pair i: sector = i mod Σ sections; MROPE takes t, h,
+    w, e on consecutive sector ranges, IMROPE h on sectors ≡ 1 (mod 3) below 3·s1, w on ≡ 2 below
+    3·s2, t on ≡ 0 below 3·s0, e otherwise."""
+    s = c["sections"]
+    sector = i % sum(s)
+    if imrope:
+        if sector % 3 == 1 and sector < 3 * s[1]:
+            return 1
+        if sector % 3 == 2 and sector < 3 * s[2]:
+            return 2
+        if sector % 3 == 0 and sector < 3 * s[0]:
+            return 0
+        return 3
+    if s[0] <= sector < s[0] + s[1]:
+        return 1
+    if s[0] + s[1] <= sector < s[0] + s[1] + s[2]:
+        return 2
+    if sector >= s[0] + s[1] + s[2]:
+        return 3
+    return 0
+
+
+def mrope_positions4(positions: np.ndarray, seed: int) -> np.ndarray:
+    """[4, P] streams t, h, w, e: every other token a text token (all four equal), the others
+    patches at h, w, e = t + seeded offsets below 32."""
+    rng = np.random.default_rng(seed + 23)
+    patch = (np.arange(positions.size) % 2) == 1
+    rows = [positions]
+    for _ in range(3):
+        rows.append(np.where(patch, positions + rng.integers(0, 32, size=positions.shape),
+                             positions))
+    return np.stack(rows).astype(np.int64)
 
 
 def llama3_rope_freqs(head_dim: int, base: float, p: dict) -> np.ndarray:
@@ -164,11 +219,18 @@ def rope_cache(c: dict, positions: np.ndarray, bug: str | None = None):
           else None)
 
     theta_scale = _powf(c["freq_base"], f32(-2.0) / f32(n_dims))
-    theta = positions.astype(np.float32)  # theta_base = (float) p
+    # ggml_rope_multi (MROPE/IMROPE): positions [4, P], one θ recurrence per stream, each pair's
+    # θ taken from its sector's stream (ggml_mrope_cache_init).
+    multi = "sections" in c
+    streams = positions.astype(np.float32) if multi else positions.astype(np.float32)[None, :]
+    if multi and bug == "mrope-hw-swapped":
+        streams = streams[[0, 2, 1, 3]]
+    imrope = c.get("imrope", False) != (bug == "mrope-interleave-flipped")
     pairs = n_dims // 2
-    cos = np.empty((len(positions), pairs), dtype=np.float32)
+    cos = np.empty((streams.shape[1], pairs), dtype=np.float32)
     sin = np.empty_like(cos)
     for i in range(pairs):  # i0 = 2i
+        theta = streams[mrope_sector_stream(c, i, imrope)] if multi else streams[0]
         theta_extrap = theta / ff[i] if ff is not None else theta
         theta_interp = freq_scale * theta_extrap
         th = theta_interp
@@ -181,7 +243,7 @@ def rope_cache(c: dict, positions: np.ndarray, bug: str | None = None):
         # cosf/sinf: the float64 functions rounded once
         cos[:, i] = np.cos(th.astype(np.float64)).astype(np.float32) * mscale
         sin[:, i] = np.sin(th.astype(np.float64)).astype(np.float32) * mscale * sin_sign
-        theta = theta * theta_scale
+        streams = streams * theta_scale
     return cos, sin
 
 
@@ -211,6 +273,8 @@ def generate(out: str, seed: int, only: str | None = None) -> list[dict]:
     os.makedirs(out, exist_ok=True)
     positions = corpus_positions(seed)
     qk_pos = qk_positions(positions, seed)
+    mpos = mrope_positions4(positions, seed)
+    mqk_pos = mpos[:, np.searchsorted(positions, qk_pos)]
     cases = []
 
     def emit(name, cname, kind, dtype, bug):
@@ -218,9 +282,10 @@ def generate(out: str, seed: int, only: str | None = None) -> list[dict]:
             return
         c = CASES[cname]
         path = os.path.join(out, name + ".safetensors")
+        pos, qpos = (mpos, mqk_pos) if "sections" in c else (positions, qk_pos)
         if kind == "table":
-            cos, sin = rope_cache(c, positions, bug)
-            st_io.save(path, {"table": np.stack([cos, sin], axis=-1), "positions": positions},
+            cos, sin = rope_cache(c, pos, bug)
+            st_io.save(path, {"table": np.stack([cos, sin], axis=-1), "positions": pos},
                        {"spec": c["spec"]})
             rows = len(positions)
         else:
@@ -230,11 +295,11 @@ def generate(out: str, seed: int, only: str | None = None) -> list[dict]:
             q = rng.standard_normal(shape, dtype=np.float32).astype(npdt)
             shape = (len(qk_pos), K_HEADS, c["head_dim"])
             k = rng.standard_normal(shape, dtype=np.float32).astype(npdt)
-            cos, sin = rope_cache(c, qk_pos, None if bug == "rotate-inverse" else bug)
+            cos, sin = rope_cache(c, qpos, None if bug == "rotate-inverse" else bug)
             back = bug == "rotate-inverse"
             q_out, k_out = rope_apply(c, q, cos, sin, back), rope_apply(c, k, cos, sin, back)
             st_io.save(path, {"q_in": q, "q_out": q_out, "k_in": k, "k_out": k_out,
-                              "positions": qk_pos}, {"spec": c["spec"]})
+                              "positions": qpos}, {"spec": c["spec"]})
             rows = len(qk_pos)
         cases.append({"case": name, "engine": "ggml", "config": cname, "dtype": dtype,
                       "kind": kind, "bug": bug, "spec": c["spec"], "recipe": "ggml", "file": path,

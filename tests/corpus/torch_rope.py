@@ -104,6 +104,18 @@ CONFIGS: dict[str, dict] = {
         "head_dim": 128, "rope_theta": 10000, "rope_type": "dynamic", "factor": 2.0,
         "max_position_embeddings": 4096,
     },
+    # Qwen2.5-VL's text model: multimodal RoPE (docs/encodings.md §4.6) with three position
+    # streams (temporal, height, width) and mrope_section [16, 24, 24] pairs. Its dumps hold
+    # positions [3, P] (mrope_positions below).
+    "qwen2.5-vl": {
+        "head_dim": 128, "rope_theta": 1000000, "rope_type": "default",
+        "mrope_section": [16, 24, 24],
+    },
+    # Qwen3-VL: interleaved MRoPE (mrope_interleaved), sections [24, 20, 20], rope_theta 5e6.
+    "qwen3-vl": {
+        "head_dim": 128, "rope_theta": 5000000, "rope_type": "default",
+        "mrope_section": [24, 20, 20], "mrope_interleaved": True,
+    },
 }
 
 # Planted bugs: pev mutant id -> what changes in the pipeline (applied in the functions below).
@@ -148,7 +160,18 @@ TABLE_BUGS = [
     ("dynamic-ntk", "bf16", "dynamic-never-updated"),
     ("gemma4-proportional", "fp32", "proportional-tail-rotates"),
 ]
+#   mrope-hw-swapped         MRoPE: chunk k of the split takes stream (0, 2, 1)[k mod 3] (h/w swapped)
+#   mrope-text-positions     MRoPE: the temporal positions for every stream (1-D position_ids)
+#   mrope-interleave-flipped MRoPE: Qwen3-VL's interleave applied to consecutive sections
+#   mrope-sections-doubled   MRoPE: sections counted in dims (each doubled, so the split covers
+#                            head_dim with [32, 32, 0] pairs: w gets none)
+TABLE_BUGS += [
+    ("qwen2.5-vl", "fp32", "mrope-hw-swapped"), ("qwen2.5-vl", "bf16", "mrope-text-positions"),
+    ("qwen2.5-vl", "fp32", "mrope-interleave-flipped"),
+    ("qwen3-vl", "bf16", "mrope-interleave-flipped"), ("qwen3-vl", "fp32", "mrope-hw-swapped"),
+]
 QK_BUGS = [
+    ("qwen2.5-vl", "bf16", "mrope-sections-doubled"), ("qwen2.5-vl", "fp16", "mrope-hw-swapped"),
     ("llama2", "fp32", "neox-as-interleaved"), ("qwen2.5", "bf16", "neox-as-interleaved"),
     ("llama2", "fp32", "rotate-inverse"), ("gemma3-global", "bf16", "rotate-inverse"),
     ("deepseek-v3", "fp32", "rotate-inverse"),
@@ -177,6 +200,7 @@ SPEC_KEYS = [
     "head_dim", "rope_theta", "layout", "rope_type", "partial_rotary_factor", "factor", "max_position_embeddings",
     "original_max_position_embeddings", "beta_fast", "beta_slow", "truncate", "mscale",
     "mscale_all_dim", "low_freq_factor", "high_freq_factor", "short_factor", "long_factor",
+    "mrope_section", "mrope_interleaved",
 ]
 
 
@@ -386,9 +410,70 @@ def _to_tf32(t: torch.Tensor) -> torch.Tensor:
     return bits.view(torch.float32)
 
 
+def mrope_table(cfg: dict, positions: np.ndarray, dtype: str, bug: str | None = None):
+    """Qwen2-VL / Qwen2.5-VL / Qwen3-VL: cos, sin [P, head_dim] as attention multiplies q by them,
+    for positions [3, P] (temporal, height, width). The rotary forward computes the angles of
+    every stream (Qwen2VLRotaryEmbedding.forward: inv_freq expanded to [3, B, D/2, 1], the fp32
+    matmul with position_ids [3, B, 1, P]). Qwen3-VL (`mrope_interleaved`) then takes pair i of
+    the angles from stream h on slice(1, 3·s1, 3), w on slice(2, 3·s2, 3), t elsewhere
+    (apply_interleaved_mrope), and forms cat(freqs, freqs), cos()·m, .to(dtype); Qwen2/2.5-VL form
+    the three tables and apply_multimodal_rotary_pos_emb splits their last dim by
+    mrope_section·2, chunk k from stream k mod 3."""
+    position_ids = torch.from_numpy(positions)[:, None, :]  # [3, B = 1, P]
+    if bug == "mrope-text-positions":
+        position_ids = position_ids[:1].expand(3, -1, -1)
+    inv_freq, m = init_inv_freq(cfg, position_ids[0], bug)
+    inv_freq_expanded = inv_freq[None, None, :, None].float().expand(3, position_ids.shape[1], -1, 1)
+    position_ids_expanded = position_ids[:, :, None, :].float()
+    section = list(cfg["mrope_section"])
+    order = (0, 2, 1) if bug == "mrope-hw-swapped" else (0, 1, 2)
+    interleaved = cfg.get("mrope_interleaved", False) != (bug == "mrope-interleave-flipped")
+    if bug == "mrope-sections-doubled":
+        # Sections read as dims: each doubled ([16, 24, 24] -> [32, 48, 48]); a split must cover
+        # head_dim, so the consecutive engine gets [32, 32, 0] pairs (w none).
+        left, doubled = sum(section), []
+        for n in section:
+            doubled.append(2 * n if interleaved else min(2 * n, left))
+            left -= doubled[-1]
+        section = doubled
+    with torch.autocast("cpu", enabled=False):
+        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(2, 3)
+        if interleaved:
+            merged = freqs[order[0]].clone()
+            for dim, offset in ((1, 1), (2, 2)):
+                idx = slice(offset, section[dim] * 3, 3)
+                merged[..., idx] = freqs[order[dim]][..., idx]
+            emb = torch.cat((merged, merged), dim=-1)
+            cos = (emb.cos() * m).to(dtype=DTYPES[dtype])
+            sin = (emb.sin() * m).to(dtype=DTYPES[dtype])
+            return cos[0], sin[0]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos = (emb.cos() * m).to(dtype=DTYPES[dtype])
+        sin = (emb.sin() * m).to(dtype=DTYPES[dtype])
+    split = section * 2
+    cos = torch.cat([c[order[i % 3]] for i, c in enumerate(cos.split(split, dim=-1))], dim=-1)
+    sin = torch.cat([c[order[i % 3]] for i, c in enumerate(sin.split(split, dim=-1))], dim=-1)
+    return cos[0], sin[0]
+
+
+def mrope_positions(positions: np.ndarray, seed: int) -> np.ndarray:
+    """[3, P] position streams for the corpus positions, as Qwen2-VL's get_rope_index lays out
+    text and image tokens: a text token has t = h = w; an image patch has t = its base position and
+    h, w = base + its row and column in the grid (seeded; every other token is a patch)."""
+    rng = np.random.default_rng(seed + 19)
+    rows = rng.integers(0, 32, size=positions.shape)
+    cols = rng.integers(0, 32, size=positions.shape)
+    patch = (np.arange(positions.size) % 2) == 1
+    h = np.where(patch, positions + rows, positions)
+    w = np.where(patch, positions + cols, positions)
+    return np.stack([positions, h, w]).astype(np.int64)
+
+
 def rope_table(cfg: dict, positions: np.ndarray, dtype: str, bug: str | None = None):
     """cos, sin as the model's rotary embedding returns them for x of `dtype`: [P, head_dim]
     (duplicated halves) or [P, head_dim/2] for gpt-oss."""
+    if "mrope_section" in cfg:
+        return mrope_table(cfg, positions, dtype, bug)
     position_ids = torch.from_numpy(positions)[None, :]  # [B = 1, P] int64
     if bug == "position-off-by-one":
         position_ids = position_ids + 1
@@ -506,7 +591,15 @@ def generate(out: str, seed: int, only: str | None = None) -> list[dict]:
     torch.manual_seed(seed)
     positions = corpus_positions(seed)
     qk_pos = qk_positions(positions, seed)
+    # MRoPE configurations take [3, P] streams; the q/k dump the same tokens' columns.
+    mpos = mrope_positions(positions, seed)
+    mqk_pos = mpos[:, np.searchsorted(positions, qk_pos)]
     cases = []
+
+    def rows_of(cfg, qk=False):
+        if "mrope_section" in cfg:
+            return mqk_pos if qk else mpos
+        return qk_pos if qk else positions
 
     def want(name):
         return only is None or only in name
@@ -524,15 +617,16 @@ def generate(out: str, seed: int, only: str | None = None) -> list[dict]:
         name = _case_name(config, dtype, "table", bug)
         if not want(name):
             return
-        cos, sin = rope_table(cfg, positions, dtype, bug)
+        pos = rows_of(cfg)
+        cos, sin = rope_table(cfg, pos, dtype, bug)
         if bug:
-            c0, s0 = rope_table(cfg, positions, dtype, None)
+            c0, s0 = rope_table(cfg, pos, dtype, None)
             if _same(cos, c0) and _same(sin, s0):
                 print(f"torch_rope: {name}: the bug changes nothing, skipped", file=sys.stderr)
                 return
         path = os.path.join(out, name + ".safetensors")
         st_io.save(path, {"cos": _np(cos, dtype), "sin": _np(sin, dtype),
-                          "positions": positions}, {"spec": spec_string(cfg)})
+                          "positions": pos}, {"spec": spec_string(cfg)})
         cases.append(_record(name, config, dtype, "table", bug, path, len(positions)))
 
     def qk_case(config, dtype, bug):
@@ -541,12 +635,13 @@ def generate(out: str, seed: int, only: str | None = None) -> list[dict]:
         if not want(name):
             return
         q, k = qk_inputs(cfg, dtype, config)
-        cos, sin = rope_table(cfg, qk_pos, dtype, None if bug in ROTATION_BUGS else bug)
+        pos = rows_of(cfg, qk=True)
+        cos, sin = rope_table(cfg, pos, dtype, None if bug in ROTATION_BUGS else bug)
         rot_bug = bug if bug in ROTATION_BUGS else None
         q_out = apply_rotary(cfg, q, cos, sin, rot_bug)
         k_out = apply_rotary(cfg, k, cos, sin, rot_bug)
         if bug:
-            c0, s0 = rope_table(cfg, qk_pos, dtype, None)
+            c0, s0 = rope_table(cfg, pos, dtype, None)
             if (_same(q_out, apply_rotary(cfg, q, c0, s0))
                     and _same(k_out, apply_rotary(cfg, k, c0, s0))):
                 print(f"torch_rope: {name}: the bug changes nothing, skipped", file=sys.stderr)
@@ -554,7 +649,7 @@ def generate(out: str, seed: int, only: str | None = None) -> list[dict]:
         path = os.path.join(out, name + ".safetensors")
         st_io.save(path, {"q_in": _np(q, dtype), "q_out": _np(q_out, dtype),
                           "k_in": _np(k, dtype), "k_out": _np(k_out, dtype),
-                          "positions": qk_pos}, {"spec": spec_string(cfg)})
+                          "positions": pos}, {"spec": spec_string(cfg)})
         cases.append(_record(name, config, dtype, "qk", bug, path, len(qk_pos)))
 
     for config in CONFIGS:

@@ -74,6 +74,15 @@ std::map<std::string, std::string> fields(const rope& r) {
       {"ext_factor", fmt_number(r.ext_factor)},
       {"attn_factor", fmt_number(r.attn_factor)},
       {"freq_factors", list(r.freq_factors)},
+      {"mrope_section",
+       [&] {
+         std::string s = "[";
+         for (std::size_t i = 0; i < r.mrope_section.size(); ++i) {
+           s += (i ? "," : "") + std::to_string(r.mrope_section[i]);
+         }
+         return s + "]";
+       }()},
+      {"mrope_interleaved", r.mrope_interleaved ? "true" : "false"},
   };
 }
 
@@ -118,6 +127,11 @@ const std::vector<rope_case>& rope_cases() {
         {"max_position_embeddings", "32768"}}},
       {"qwen2_moe", "", {{"head_dim", "128"}, {"rotary_dim", "128"}, {"rope_theta", "1000000"},
         {"max_position_embeddings", "8192"}}},
+      // Qwen2VLTextConfig: rope_scaling {"type": "mrope"} standardized to default, its sections kept
+      // (transformers validates without mrope_section: no warning).
+      {"qwen2_vl_mrope", "", {{"head_dim", "128"}, {"rotary_dim", "128"},
+        {"rope_theta", "1000000"}, {"max_position_embeddings", "32768"},
+        {"mrope_section", "[16,24,24]"}}},
       {"qwen3_8b", "", {{"head_dim", "128"}, {"rotary_dim", "128"}, {"rope_theta", "1000000"},
         {"max_position_embeddings", "40960"}}},
       // Qwen3-MoE: head_dim 128, not 2048 // 32 = 64.
@@ -257,7 +271,6 @@ const std::vector<other_case>& other_cases() {
        "learned absolute position embeddings (n_positions = 1024 positions × n_embd = 768)"},
       {"bert_base", "", "learned absolute position embeddings"},
       {"mamba_130m", "", "has no positional encoding pev could check"},
-      {"qwen2_vl_mrope", "", "MRoPE"},
 
   };
   return v;

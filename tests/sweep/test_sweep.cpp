@@ -289,7 +289,9 @@ TEST(SweepSuite, DefaultSuiteHoldsTheIssuesConfigurations) {
   const auto s = sweep::default_suite();
   std::map<std::string, const spec::encoding*> by;
   for (const auto& e : s) by[e.name] = &e.encoding;
-  ASSERT_EQ(s.size(), 11u);
+  ASSERT_EQ(s.size(), 12u);
+  EXPECT_EQ(std::get<spec::rope>(*by.at("qwen2.5-vl-mrope")).mrope_section,
+            (std::vector<std::int64_t>{16, 24, 24}));
   const auto& phi = std::get<spec::rope>(*by.at("phi3-longrope"));
   EXPECT_EQ(phi.head_dim, 96);
   EXPECT_EQ(phi.short_factor.size(), 48u);

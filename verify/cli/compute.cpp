@@ -52,16 +52,32 @@ bool fill_rope(output& out, const spec::rope& s, kernel::strategy st,
     return false;
   }
   if (out.what != "table") what_mismatch(out.what, s, "table, inv_freq, attention_factor");
-  if (!sink) {
-    shape_table(out, s.pairs(), positions);
+  // In memory: without a sink, and for MRoPE (docs/encodings.md §4.6), whose positions are
+  // [S, T] and each token's row composes the kernel's 1-D rows of its S stream positions, pair i
+  // from its stream's.
+  if (!sink || s.streams() > 1) {
+    const std::vector<std::int64_t>& pos = positions;
+    const auto S = static_cast<std::size_t>(s.streams());
+    const std::size_t rows = pos.size() / S;
+    shape_table(out, s.pairs(), pos, s.streams());
     const auto n = static_cast<std::size_t>(s.pairs());
-    std::vector<T> c, sn;
-    progress bar(positions.size(), "compute");
-    for (std::size_t r0 = 0; r0 < positions.size(); r0 += row_stream::chunk_rows(2 * n)) {
-      const std::size_t r1 = std::min(positions.size(), r0 + row_stream::chunk_rows(2 * n));
+    const std::vector<std::int64_t> map = spec::mrope_streams(s);
+    std::vector<T> c, sn, all_c(n * S), all_s(n * S);
+    std::vector<std::int64_t> sp(S);
+    progress bar(rows, "compute");
+    const std::size_t chunk = S == 1 ? row_stream::chunk_rows(2 * n) : 1;
+    for (std::size_t r0 = 0; r0 < rows; r0 += chunk) {
+      const std::size_t r1 = std::min(rows, r0 + chunk);
       c.resize((r1 - r0) * n);
       sn.resize((r1 - r0) * n);
-      k.table<T>(std::span(positions).subspan(r0, r1 - r0), c, sn);
+      if (S == 1) {
+        k.table<T>(std::span(pos).subspan(r0, r1 - r0), c, sn);
+      } else {
+        for (std::size_t st = 0; st < S; ++st) sp[st] = pos[st * rows + r0];
+        k.table<T>(sp, all_c, all_s);
+        spec::select_streams<T>(map, 1, all_c, c);
+        spec::select_streams<T>(map, 1, all_s, sn);
+      }
       for (std::size_t q = 0; q < c.size(); ++q) {
         out.main.values.push_back(to_real(c[q]));
         out.main.values.push_back(to_real(sn[q]));

@@ -61,8 +61,10 @@ void require_size(const char* what, std::int64_t P, std::int64_t per_position) {
 
 }  // namespace
 
-void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos) {
-  const auto P = static_cast<std::int64_t>(pos.size());
+void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos,
+                 std::int64_t streams) {
+  const auto P = static_cast<std::int64_t>(pos.size()) / streams;
+  out.position_streams = streams;
   require_size("table", P, 2 * pairs);
   out.main = {"table", {P, pairs, 2}, {}, {}, false};
   out.main.values.reserve(static_cast<std::size_t>(P * pairs * 2));

@@ -40,8 +40,10 @@ std::string default_what(const spec::encoding& e);
 bool what_needs_positions(const std::string& what);
 
 /// RoPE table [P, pairs, 2] of (cos, sin); safetensors parts cos, sin [P, pairs]. Values: reserve
-/// only; at most 2^26 (each an MPFR number until written).
-void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos);
+/// only; at most 2^26 (each an MPFR number until written). `pos` holds `streams` rows of positions
+/// for MRoPE (docs/encodings.md §4.6): [streams, P].
+void shape_table(output& out, std::int64_t pairs, const std::vector<std::int64_t>& pos,
+                 std::int64_t streams = 1);
 /// The same shapes and parts for a table written by a row_stream (one chunk in memory: no limit
 /// beyond the positions of a request); the positions move into out.positions (held once).
 void shape_streamed_table(output& out, std::int64_t pairs, std::vector<std::int64_t>&& pos);

@@ -32,7 +32,10 @@ command add_list(CLI::App& app) {
              "              max_position_embeddings, original_max_position_embeddings,\n"
              "              beta_fast=32, beta_slow=1, truncate=true, mscale, mscale_all_dim,\n"
              "              attention_factor, low_freq_factor, high_freq_factor,\n"
-             "              short_factor=[...], long_factor=[...]\n";
+             "              short_factor=[...], long_factor=[...],\n"
+             "              mrope_section=[t,h,w] (pairs; ggml: [t,h,w,e]), "
+             "mrope_interleaved=false\n"
+             "              (MRoPE: positions are [streams, T], one row per section)\n";
         s += "  ggml        head_dim, mode=normal|neox, n_dims=head_dim, freq_base=10000,\n"
              "              freq_scale=1, ext_factor=0, attn_factor=1, beta_fast=32, "
              "beta_slow=1,\n"

@@ -300,8 +300,12 @@ std::map<std::string, std::string> safetensors_metadata(const output& out) {
   return m;
 }
 
+// The positions as written: [n], or [S, n / S] for MRoPE's S streams (docs/encodings.md §4.6).
 io::array positions_array(const output& out) {
-  return io::array::from_int64({static_cast<std::int64_t>(out.positions->size())}, *out.positions);
+  const auto n = static_cast<std::int64_t>(out.positions->size());
+  const std::int64_t S = out.position_streams;
+  return io::array::from_int64(
+      S > 1 ? std::vector<std::int64_t>{S, n / S} : std::vector<std::int64_t>{n}, *out.positions);
 }
 
 std::string positions_name(const output& out) {

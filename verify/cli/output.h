@@ -43,12 +43,13 @@ struct output {
   std::string recipe;
   unsigned precision_bits = 0;
   std::optional<std::vector<std::int64_t>> positions;  // row labels, when rows are positions
-  std::string row_label = "position";                  // csv name of the leading index
-  std::vector<std::string> columns;                    // csv names of one row's values
-  tensor main;                                         // docs/design.md §5.4 shape
-  std::vector<tensor> parts;       // safetensors tensors (e.g. cos and sin); empty: {main}
-  int digits = 0;                  // significant digits for exact text; 0: default
-  std::size_t text_row_width = 0;  // values per text line; 0: all dims after the first
+  std::int64_t position_streams = 1;   // MRoPE: positions is [streams, rows] (labels: stream 0)
+  std::string row_label = "position";  // csv name of the leading index
+  std::vector<std::string> columns;    // csv names of one row's values
+  tensor main;                         // docs/design.md §5.4 shape
+  std::vector<tensor> parts;           // safetensors tensors (e.g. cos and sin); empty: {main}
+  int digits = 0;                      // significant digits for exact text; 0: default
+  std::size_t text_row_width = 0;      // values per text line; 0: all dims after the first
   /// Long-format csv (one value per line): the name of each dim, and whether its index maps through
   /// `positions`. Empty: wide csv (row_label, then `columns`).
   std::vector<std::string> dim_names;

@@ -68,7 +68,8 @@ void stream_rope_table(output& out, const spec::rope& s, std::vector<std::int64_
 bool stream_rope(output& out, const spec::rope& s, const std::string& recipe,
                  std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len, bool mpfr,
                  out_format format, const std::filesystem::path& file) {
-  if (out.what != "table" || !out.dtype || recipe != "exact") return false;
+  // MRoPE's [S, T] positions take the in-memory path (docs/encodings.md §4.6).
+  if (out.what != "table" || !out.dtype || recipe != "exact" || s.streams() > 1) return false;
   const std::optional<std::int64_t> len =
       s.stateful() ? std::optional(stateful_seq_len(pos, seq_len)) : std::nullopt;
   visit_float(*out.dtype, [&](auto tag) {
@@ -92,10 +93,15 @@ void fill_rope(output& out, const spec::rope& s, const ref::recipe& r,
     return;
   }
   if (out.what != "table") what_mismatch(out.what, s, "table, inv_freq, attention_factor");
-  shape_table(out, s.pairs(), pos);
-  progress bar(pos.size(), "reference");
-  for (std::size_t k = 0; k < pos.size(); ++k) {
-    for (auto& cs : rr.row(pos[k])) {
+  // MRoPE (docs/encodings.md §4.6): pos is [S, T]; row t takes pair i at its stream's position.
+  const auto S = static_cast<std::size_t>(s.streams());
+  const std::size_t T = pos.size() / S;
+  shape_table(out, s.pairs(), pos, s.streams());
+  progress bar(T, "reference");
+  std::vector<std::int64_t> sp(S);
+  for (std::size_t k = 0; k < T; ++k) {
+    for (std::size_t st = 0; st < S; ++st) sp[st] = pos[st * T + k];
+    for (auto& cs : S > 1 ? rr.row(sp) : rr.row(pos[k])) {
       out.main.values.push_back(std::move(cs.cos));
       out.main.values.push_back(std::move(cs.sin));
     }

@@ -73,6 +73,14 @@ std::vector<std::int64_t> row_positions(const dump& d, const options& o, std::in
                                         std::initializer_list<const char*> names = {"positions",
                                                                                     "position_ids"},
                                         std::int64_t batch = 1);
+/// MRoPE (docs/encodings.md §4.6): the rows' positions as [streams, rows] (stream-major), from
+/// --positions, else the first tensor of `names`, holding streams·rows values (a [S, rows] or
+/// [S, 1, rows] array) or rows values (text tokens: every stream equal), else 0 … rows − 1 in
+/// every stream.
+std::vector<std::int64_t> stream_row_positions(const dump& d, const options& o, std::int64_t rows,
+                                               std::int64_t streams,
+                                               std::initializer_list<const char*> names = {
+                                                   "positions", "position_ids"});
 /// Positions of an index axis of n entries: tensor `name`, else 0 … n − 1.
 std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::int64_t n);
 /// Records what the certificate covers: count, range, whether every position 0 … max is there.

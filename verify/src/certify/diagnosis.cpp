@@ -59,19 +59,57 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
              const std::vector<std::int64_t>& qk_pos, evidence_map& ev) {
   constexpr format out = format_of<T>();
   const auto P = static_cast<std::size_t>(s.pairs());
+  // MRoPE (docs/encodings.md §4.6): positions are [S, rows]; an implementation's tables and
+  // rotations compose its 1-D ones by its own pair → stream map, and the angle errors of pair i
+  // are those at its stream's position.
+  const bool multi = s.streams() > 1;
+  const auto S = static_cast<std::size_t>(s.streams());
+  const std::size_t rows = pos.size() / S, tokens = qk_pos.size() / S;
+  auto table_of = [&](const impl::implementation& m, std::span<T> c, std::span<T> sn) {
+    if (multi) {
+      m.rope_table_streams<T>(pos, seq, c, sn);
+    } else {
+      m.rope_table(pos, seq, c, sn);
+    }
+  };
+  auto rotate_of = [&](const impl::implementation& m, kernel::heads_view<const T> in,
+                       kernel::heads_view<T> o) {
+    if (multi) {
+      m.rope_rotate_streams<T>(qk_pos, seq, in, o);
+    } else {
+      m.rope_rotate(qk_pos, seq, in, o);
+    }
+  };
+  // Angle errors of row r of `p` (rows n) under `judge`, pair i at its stream's position.
+  std::vector<double> tmp;
+  auto errors_at = [&](const impl::rope_contract& judge, const std::vector<std::int64_t>& p,
+                       std::size_t n, std::size_t r, const std::vector<std::int64_t>& map,
+                       std::vector<double>& row_out) {
+    if (!multi) return judge.angle_errors(p[r], row_out);
+    for (std::size_t st = 0; st < S; ++st) {
+      judge.angle_errors(p[st * n + r], tmp);
+      row_out.resize(tmp.size());
+      for (std::size_t i = 0; i < tmp.size(); ++i) {
+        // Pairs beyond the spec's (a mistaken layout's extra pairs) take stream 0.
+        const std::size_t own = i < map.size() ? static_cast<std::size_t>(map[i]) : 0;
+        if (own == st) row_out[i] = tmp[i];
+      }
+    }
+  };
   for (const replay_base& base : bases) {
     const impl::mutant_options mo{base.st, base.rotate_in_output_type};
     const auto control = impl::make_control(k.e, mo);
+    const std::vector<std::int64_t> correct_map = spec::mrope_streams(s);
     // What does not depend on the mistake: the pipeline's angle errors per row (ggml replays its
     // recurrence once per position) and its correct outputs.
-    std::vector<double> dtheta(pos.size() * P), row;
-    std::vector<T> cc(pos.size() * P), cs(cc.size());
+    std::vector<double> dtheta(rows * P), row;
+    std::vector<T> cc(rows * P), cs(cc.size());
     if (t) {
-      for (std::size_t r = 0; r < pos.size(); ++r) {
-        base.contract->angle_errors(pos[r], row);
+      for (std::size_t r = 0; r < rows; ++r) {
+        errors_at(*base.contract, pos, rows, r, correct_map, row);
         std::copy(row.begin(), row.end(), dtheta.begin() + static_cast<std::ptrdiff_t>(r * P));
       }
-      control->rope_table(pos, seq, std::span<T>(cc), std::span<T>(cs));
+      table_of(*control, std::span<T>(cc), std::span<T>(cs));
     }
     struct qk_data {
       std::vector<T> in, correct;
@@ -81,8 +119,8 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
       const auto n = static_cast<std::size_t>(q.tokens * q.heads * q.dim);
       qk_data d{std::vector<T>(n), std::vector<T>(n)};
       for (std::size_t u = 0; u < n; ++u) d.in[u] = element<T>(*q.in, u);
-      control->rope_rotate(qk_pos, seq, kernel::heads_view<const T>{d.in, q.tokens, q.heads, q.dim},
-                           kernel::heads_view<T>{d.correct, q.tokens, q.heads, q.dim});
+      rotate_of(*control, kernel::heads_view<const T>{d.in, q.tokens, q.heads, q.dim},
+                kernel::heads_view<T>{d.correct, q.tokens, q.heads, q.dim});
       qd.push_back(std::move(d));
     }
     for (const impl::mutant_info& info : impl::mutant_catalogue()) {
@@ -108,25 +146,27 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
         own.emplace(ps, base.st, pseq, pm, base.contract->lib(), base.contract->arithmetic());
       }
       const impl::rope_contract& judge = own ? *own : *base.contract;
+      const std::vector<std::int64_t> map = multi ? m->stream_map() : correct_map;
+      const bool own_map = multi && map != correct_map;
       std::vector<double> own_dtheta;
-      if (own && t) {
+      if ((own || own_map) && t) {
         own_dtheta.resize(dtheta.size());
-        for (std::size_t r = 0; r < pos.size(); ++r) {
-          own->angle_errors(pos[r], row);
+        for (std::size_t r = 0; r < rows; ++r) {
+          errors_at(judge, pos, rows, r, map, row);
           // The table holds the spec's P pairs; a plan that rotates more pairs (a pass-through
           // tail rotated) has no column for the extra ones.
           std::copy_n(row.begin(), std::min(row.size(), P),
                       own_dtheta.begin() + static_cast<std::ptrdiff_t>(r * P));
         }
       }
-      const std::vector<double>& dth = own ? own_dtheta : dtheta;
+      const std::vector<double>& dth = own || own_map ? own_dtheta : dtheta;
       replay rp;
       rp.ev.description = info.description;
       if (base.st != kernel::strategy::hf) rp.ev.description += " (on the ggml pipeline)";
       if (t && m->supports(impl::output::rope_table, dtype_of<T>())) {
         std::vector<T> mc(cc.size()), ms(cc.size());
-        m->rope_table(pos, seq, std::span<T>(mc), std::span<T>(ms));
-        for (std::size_t r = 0; r < pos.size(); ++r) {
+        table_of(*m, std::span<T>(mc), std::span<T>(ms));
+        for (std::size_t r = 0; r < rows; ++r) {
           for (std::int64_t j = 0; j < t->width; ++j) {
             const auto i = static_cast<std::size_t>(t->pair[static_cast<std::size_t>(j)]);
             const std::size_t e = r * P + i;
@@ -168,13 +208,11 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
            qi < qk.size() && m->supports(impl::output::rope_rotate, dtype_of<T>()); ++qi) {
         const qk_source& q = qk[qi];
         std::vector<T> got(qd[qi].in.size());
-        m->rope_rotate(qk_pos, seq,
-                       kernel::heads_view<const T>{qd[qi].in, q.tokens, q.heads, q.dim},
-                       kernel::heads_view<T>{got, q.tokens, q.heads, q.dim});
+        rotate_of(*m, kernel::heads_view<const T>{qd[qi].in, q.tokens, q.heads, q.dim},
+                  kernel::heads_view<T>{got, q.tokens, q.heads, q.dim});
         std::vector<double> x(static_cast<std::size_t>(q.dim));
         for (std::int64_t tok = 0; tok < q.tokens; ++tok) {
-          const std::int64_t p = qk_pos[static_cast<std::size_t>(tok)];
-          rjudge.angle_errors(p, row);
+          errors_at(rjudge, qk_pos, tokens, static_cast<std::size_t>(tok), map, row);
           for (std::int64_t h = 0; h < q.heads; ++h) {
             const auto b0 = static_cast<std::size_t>((tok * q.heads + h) * q.dim);
             for (std::size_t j = 0; j < x.size(); ++j) {

@@ -741,6 +741,14 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
     if (p) {
       given = p->to_int64();
       given_shape = drop_ones(p->shape, 1);
+      // MRoPE's [S, T] (or [S, 1, T]) positions: the layout is settled on the first stream's T
+      // (certify_rope reads every stream's; docs/encodings.md §4.6).
+      const std::int64_t S = s.streams();
+      if (S > 1 && !given_shape.empty() && given_shape.front() == S &&
+          given.size() % static_cast<std::size_t>(S) == 0 && given_shape.size() > 1) {
+        given.resize(given.size() / static_cast<std::size_t>(S));
+        given_shape = {static_cast<std::int64_t>(given.size())};
+      }
       if (given_shape.size() > 2) {
         throw error(
             fmt::format("tensor '{}' has shape {}, expected positions [T] or [B, T] (position_ids)",
@@ -752,6 +760,8 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
   auto positions_fit = [&](const axes& r) {
     if (given_name.empty()) return true;
     const auto n = static_cast<std::int64_t>(given.size());
+    // MRoPE's --positions: S·T values, stream after stream.
+    if (s.streams() > 1 && r.batch == 1 && n == s.streams() * r.tokens) return true;
     if (given_shape.size() == 2) return given_shape[0] == r.batch && given_shape[1] == r.tokens;
     return n == r.batch * r.tokens || (r.batch > 1 && n == r.tokens);
   };

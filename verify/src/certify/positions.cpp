@@ -91,6 +91,37 @@ std::vector<std::int64_t> row_positions(const dump& d, const options& o, std::in
   return pos;
 }
 
+std::vector<std::int64_t> stream_row_positions(const dump& d, const options& o, std::int64_t rows,
+                                               std::int64_t streams,
+                                               std::initializer_list<const char*> names) {
+  std::vector<std::int64_t> pos = o.positions;
+  std::string name = "--positions";
+  if (pos.empty()) {
+    if (const io::array* a = find_any(d, names, &name)) {
+      pos = a->to_int64();
+      name = "tensor '" + name + "'";
+    } else {
+      for (std::int64_t r = 0; r < rows; ++r) pos.push_back(r);
+    }
+  }
+  const auto n = static_cast<std::int64_t>(pos.size());
+  if (n == rows) {  // text tokens: t = h = w
+    std::vector<std::int64_t> all;
+    for (std::int64_t k = 0; k < streams; ++k) all.insert(all.end(), pos.begin(), pos.end());
+    pos = std::move(all);
+  } else if (n != streams * rows) {
+    throw error(fmt::format(
+        "{} holds {} positions, but MRoPE rows need [{}, {}] = {} (one row per position stream) or "
+        "{} (text tokens)",
+        name, n, streams, rows, streams * rows, rows));
+  }
+  if (!pos.empty() && *std::min_element(pos.begin(), pos.end()) < 0) {
+    throw error("negative positions cannot be certified");
+  }
+  covers_every_position(pos, o.exhaustive);
+  return pos;
+}
+
 std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::int64_t n) {
   std::vector<std::int64_t> v;
   if (const io::array* a = d.find(name)) {

@@ -48,8 +48,10 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
   fit.freq_f32.assign(P, kNaN);
   // The first row of every distinct position, by position.
   std::vector<row_at> rows;
-  for (std::size_t r = 0; r < pos.size(); ++r)
+  for (std::size_t r = 0; r < pos.size(); ++r) {
+    if (pos[r] < 0) continue;  // a row the caller leaves out (recover.h)
     rows.push_back({pos[r], static_cast<std::int64_t>(r)});
+  }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const row_at& a, const row_at& b) { return a.p < b.p; });
   rows.erase(std::unique(rows.begin(), rows.end(),

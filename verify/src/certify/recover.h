@@ -52,7 +52,8 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
                                             const std::vector<double>& theta, double m,
                                             const table_fit& fit);
 
-/// Fits a table (its dtype T) whose rows sit at positions `pos`.
+/// Fits a table (its dtype T) whose rows sit at positions `pos`; rows at a negative position are
+/// left out (an MRoPE table's tokens whose streams differ: docs/encodings.md §4.6).
 template <class T>
 table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
                     const std::vector<std::int64_t>& pos);

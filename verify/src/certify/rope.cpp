@@ -115,6 +115,11 @@ void attention_factor_check(context& k, compare::rope_reference& ref, const impl
       make_check(name, fmt::format("tensor '{}'", name), dtype_of<T>(), f, k.o));
 }
 
+/// The number of position streams `pos` holds for `ref` (1 for plain RoPE).
+std::size_t streams_of(const compare::rope_reference& ref) {
+  return ref.stream_of_pair().empty() ? 1 : static_cast<std::size_t>(ref.spec().streams());
+}
+
 template <class T>
 void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
                   const table_source& t, const std::vector<std::int64_t>& pos,
@@ -123,13 +128,26 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   const auto opts = figure_options(k.o, max_of(pos) + 1, t.width, true, &k.mismatches, hf);
   compare::figures cos(opts), sin(opts);
   compare::typed_values<T> rc, rs;
-  for (std::size_t r0 = 0; r0 < pos.size(); r0 += kChunkRows) {
-    const std::size_t n = std::min(kChunkRows, pos.size() - r0);
-    const std::span<const std::int64_t> chunk(pos.data() + r0, n);
-    ref.table<T>(chunk, rc, rs, /*rounded_doubles=*/false);
-    const compare::table_rows<T> rows{rc.rn, rs.rn, rc.exact, rs.exact, ref.pairs()};
+  // MRoPE rows hold [S, rows] positions (docs/encodings.md §4.6): each chunk takes its rows of
+  // every stream.
+  const std::vector<std::int64_t>& map = ref.stream_of_pair();
+  const std::size_t S = streams_of(ref), rows = pos.size() / S;
+  std::vector<std::int64_t> chunk;
+  for (std::size_t r0 = 0; r0 < rows; r0 += kChunkRows) {
+    const std::size_t n = std::min(kChunkRows, rows - r0);
+    chunk.clear();
+    for (std::size_t st = 0; st < S; ++st) {
+      const auto from = pos.begin() + static_cast<std::ptrdiff_t>(st * rows + r0);
+      chunk.insert(chunk.end(), from, from + static_cast<std::ptrdiff_t>(n));
+    }
+    if (map.empty()) {
+      ref.table<T>(chunk, rc, rs, /*rounded_doubles=*/false);
+    } else {
+      ref.table_streams<T>(chunk, rc, rs, /*rounded_doubles=*/false);
+    }
+    const compare::table_rows<T> rows_ref{rc.rn, rs.rn, rc.exact, rs.exact, ref.pairs()};
     compare::compare_table<T>(
-        chunk, [](std::size_t q) { return q; }, rows, t.pair,
+        chunk, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref, t.pair,
         [&](std::size_t q, std::size_t j, bool is_sin) {
           const plane& pl = is_sin ? t.sin : t.cos;
           return element<T>(*pl.a,
@@ -150,9 +168,20 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     k.cert.checks.push_back(
         make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact));
   }
-  // The math library the table shows, measured against the hf recipe's own angles.
-  fit = fit_table<T>(ref.spec(), seq, t, pos);
   report::library_figures& lib = k.c().library;
+  // The math library the table shows, measured against the hf recipe's own angles. The fit reads
+  // 1-D rows: of an MRoPE table, its text tokens (every stream at one position).
+  std::vector<std::int64_t> text(pos.begin(), pos.begin() + static_cast<std::ptrdiff_t>(rows));
+  for (std::size_t r = 0; r < rows && !map.empty(); ++r) {
+    for (std::size_t st = 1; st < S; ++st) {
+      if (pos[st * rows + r] != text[r]) text[r] = -1;
+    }
+  }
+  if (std::all_of(text.begin(), text.end(), [](std::int64_t p) { return p < 0; })) {
+    lib.note = "no text token (every stream at one position) in the MRoPE table to fit";
+    return;
+  }
+  fit = fit_table<T>(ref.spec(), seq, t, text);
   lib.trig_ulp = fit.trig_ulp;
   lib.trig_abs = fit.trig_abs;
   lib.pow_ulp = fit.pow_ulp;
@@ -169,21 +198,44 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   const bool hf = ref.spec().type != spec::rope_type::ggml;
   compare::figures f(figure_options(k.o, max_of(pos) + 1, q.heads * D, true, &k.mismatches, hf));
   const std::vector<std::int64_t> dim_pair = spec::dim_pairs(ref.spec());
+  const std::vector<std::int64_t>& map = ref.stream_of_pair();
+  const std::size_t S = streams_of(ref);
+  std::vector<std::int64_t> sp(S), dim_pos;
   std::vector<double> x(static_cast<std::size_t>(D)), y(x.size());
   std::vector<T> got(x.size()), rn(x.size());
   for (std::int64_t t = 0; t < q.tokens; ++t) {
-    const std::int64_t p = pos[static_cast<std::size_t>(t)];
-    f.add_position(p);
-    bounds.at_position(p);
+    for (std::size_t st = 0; st < S; ++st) {
+      sp[st] = pos[st * static_cast<std::size_t>(q.tokens) + static_cast<std::size_t>(t)];
+      if (std::find(sp.begin(), sp.begin() + static_cast<std::ptrdiff_t>(st), sp[st]) ==
+          sp.begin() + static_cast<std::ptrdiff_t>(st)) {
+        f.add_position(sp[st]);
+      }
+    }
+    const std::int64_t p = sp[0];
+    if (map.empty()) {
+      bounds.at_position(p);
+    } else {
+      // MRoPE: dim j at its pair's stream position (docs/encodings.md §4.6).
+      bounds.at_positions(sp, map);
+      dim_pos.resize(x.size());
+      for (std::size_t j = 0; j < x.size(); ++j) {
+        const std::int64_t i = dim_pair[j];
+        dim_pos[j] = sp[i >= 0 ? static_cast<std::size_t>(map[static_cast<std::size_t>(i)]) : 0];
+      }
+    }
     for (std::int64_t h = 0; h < q.heads; ++h) {
       const auto base = static_cast<std::size_t>((t * q.heads + h) * D);
       for (std::size_t j = 0; j < x.size(); ++j) {
         x[j] = scalar_traits<T>::to_double(element<T>(*q.in, base + j));
         got[j] = element<T>(*q.out, base + j);
       }
-      ref.rotate<T>(p, x, rn, y);
+      if (map.empty()) {
+        ref.rotate<T>(p, x, rn, y);
+      } else {
+        ref.rotate_streams<T>(sp, x, rn, y);
+      }
       compare::compare_rotation<T>(p, h * D, x, got, rn, y, dim_pair, ref.spec(), bounds, f,
-                                   name.c_str());
+                                   name.c_str(), dim_pos);
     }
   }
   k.cert.checks.push_back(make_check(name, q.source, dtype_of<T>(), f, k.o));
@@ -200,10 +252,13 @@ void certify_rope(const spec::rope& s, context& k) {
   std::optional<table_source> t;
   if (with_table || qk.empty()) t = find_rope_table(d, s, k.o.layout);
   std::vector<std::int64_t> pos;
-  const std::vector<std::int64_t>& qk_pos = qks.pos;
+  std::vector<std::int64_t> qk_pos = qks.pos;
   std::vector<std::string> what;
+  // MRoPE: every position list is [streams, rows] (docs/encodings.md §4.6).
+  const std::int64_t S = s.streams();
   if (t) {
-    pos = row_positions(d, k.o, t->rows, {"positions", "position_ids"}, t->batch);
+    pos = S > 1 ? stream_row_positions(d, k.o, t->rows, S)
+                : row_positions(d, k.o, t->rows, {"positions", "position_ids"}, t->batch);
     if (pos.empty()) throw error("the table has no rows");
     fold_identical_batches(*t, pos);
     what.push_back(
@@ -215,10 +270,19 @@ void certify_rope(const spec::rope& s, context& k) {
   if (!qk.empty()) {
     what.push_back(qks.what);
     k.c().layouts.push_back(qks.reading);
+    // MRoPE: the q/k rows' positions per stream (find_qk read them as text tokens to settle the
+    // layout): qk_positions, else (without a table) positions, else 0 … T − 1.
+    if (S > 1) {
+      const std::int64_t T = qk.front().tokens;
+      qk_pos =
+          t ? stream_row_positions(d, {}, T, S, {"qk_positions"})
+            : stream_row_positions(d, k.o, T, S, {"qk_positions", "positions", "position_ids"});
+    }
   }
   const std::vector<std::int64_t>& main_pos = t ? pos : qk_pos;
   if (main_pos.empty()) throw error("the dump has no rows to certify");
   k.c().what = fmt::format("{}", fmt::join(what, " and "));
+  if (S > 1) k.c().what += fmt::format(", MRoPE positions [{}, T]", S);
   record_positions(k.c(), main_pos);
   std::optional<std::int64_t> seq;
   if (s.stateful()) seq = k.o.seq_len.value_or(std::max(k.c().max_position, max_of(qk_pos)) + 1);

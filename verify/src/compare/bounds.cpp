@@ -38,6 +38,21 @@ void rope_bounds::at_position(std::int64_t p) {
   }
 }
 
+void rope_bounds::at_positions(std::span<const std::int64_t> stream_positions,
+                               std::span<const std::int64_t> stream_of_pair) {
+  std::vector<double> row;
+  for (std::size_t k = 0; k < bounds_.size(); ++k) {
+    if (!contracts_[k]) continue;
+    dtheta_[k].resize(stream_of_pair.size());
+    for (std::size_t st = 0; st < stream_positions.size(); ++st) {
+      contracts_[k]->angle_errors(stream_positions[st], row);
+      for (std::size_t i = 0; i < stream_of_pair.size() && i < row.size(); ++i) {
+        if (static_cast<std::size_t>(stream_of_pair[i]) == st) dtheta_[k][i] = row[i];
+      }
+    }
+  }
+}
+
 void rope_bounds::table(std::int64_t i, double y, format out, std::span<double> b) const {
   const auto u = static_cast<std::size_t>(i);
   for (std::size_t k = 0; k < bounds_.size(); ++k) {

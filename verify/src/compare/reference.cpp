@@ -13,6 +13,48 @@ rope_reference::rope_reference(const spec::rope& s, std::optional<std::int64_t> 
                                reference_path path)
     : fast_(s, seq), path_(path) {
   m_ = fast_.reference().attention_factor().convert_to<double>();
+  if (!s.mrope_section.empty()) stream_of_pair_ = spec::mrope_streams(s);
+}
+
+template <class T>
+void rope_reference::table_streams(std::span<const std::int64_t> positions, typed_values<T>& cos,
+                                   typed_values<T>& sin, bool rounded_doubles) {
+  // The 1-D rows of every stream's positions ([S, n, pairs]), then pair i from its stream.
+  const auto S = static_cast<std::size_t>(spec().streams());
+  const std::int64_t n = static_cast<std::int64_t>(positions.size() / S);
+  typed_values<T> c, s;
+  table<T>(positions, c, s, rounded_doubles);
+  const std::vector<std::int64_t> map = spec::mrope_streams(spec());
+  const std::size_t size = static_cast<std::size_t>(n) * map.size();
+  for (auto* v : {&cos, &sin}) {
+    v->rn.resize(size);
+    v->exact.resize(size);
+  }
+  spec::select_streams<T>(map, n, c.rn, cos.rn);
+  spec::select_streams<T>(map, n, s.rn, sin.rn);
+  spec::select_streams<double>(map, n, c.exact, cos.exact);
+  spec::select_streams<double>(map, n, s.exact, sin.exact);
+}
+
+template <class T>
+void rope_reference::rotate_streams(std::span<const std::int64_t> stream_positions,
+                                    std::span<const double> x, std::span<T> rn,
+                                    std::span<double> exact) {
+  const std::size_t D = x.size();
+  const std::vector<std::int64_t> map = spec::mrope_streams(spec());
+  const std::vector<std::int64_t> pair = spec::dim_pairs(spec());
+  std::vector<T> r(D);
+  std::vector<double> e(D);
+  for (std::size_t k = 0; k < stream_positions.size(); ++k) {
+    rotate<T>(stream_positions[k], x, r, e);
+    for (std::size_t j = 0; j < D; ++j) {
+      const std::int64_t i = pair[j];
+      if ((i >= 0 ? static_cast<std::size_t>(map[static_cast<std::size_t>(i)]) : 0) == k) {
+        rn[j] = r[j];
+        exact[j] = e[j];
+      }
+    }
+  }
 }
 
 template <class T>
@@ -177,11 +219,15 @@ real alibi_reference::bias(std::int64_t h, std::int64_t q, std::int64_t k) const
   return ref::alibi_bias(slopes_[static_cast<std::size_t>(h)], q, k);
 }
 
-#define PEV_COMPARE_INSTANTIATE(T)                                                             \
-  template void rope_reference::table<T>(std::span<const std::int64_t>, typed_values<T>&,      \
-                                         typed_values<T>&, bool);                              \
-  template void rope_reference::rotate<T>(std::int64_t, std::span<const double>, std::span<T>, \
-                                          std::span<double>);                                  \
+#define PEV_COMPARE_INSTANTIATE(T)                                                                \
+  template void rope_reference::table<T>(std::span<const std::int64_t>, typed_values<T>&,         \
+                                         typed_values<T>&, bool);                                 \
+  template void rope_reference::rotate<T>(std::int64_t, std::span<const double>, std::span<T>,    \
+                                          std::span<double>);                                     \
+  template void rope_reference::table_streams<T>(std::span<const std::int64_t>, typed_values<T>&, \
+                                                 typed_values<T>&, bool);                         \
+  template void rope_reference::rotate_streams<T>(                                                \
+      std::span<const std::int64_t>, std::span<const double>, std::span<T>, std::span<double>);   \
   template void sinusoidal_reference::pe<T>(std::span<const std::int64_t>, typed_values<T>&);
 PEV_COMPARE_INSTANTIATE(double)
 PEV_COMPARE_INSTANTIATE(float)

@@ -101,6 +101,33 @@ void implementation::t5_buckets(std::span<const std::int64_t>, std::span<std::in
   unsupported(output::t5_buckets);
 }
 
+std::vector<std::int64_t> implementation::stream_map() const {
+  const auto* r = std::get_if<spec::rope>(&claimed_spec());
+  if (r == nullptr) unsupported(output::rope_table);
+  return spec::mrope_streams(*r);
+}
+
+spec::rope implementation::rotation_spec() const {
+  const auto* r = std::get_if<spec::rope>(&claimed_spec());
+  if (r == nullptr) unsupported(output::rope_rotate);
+  return *r;
+}
+
+namespace detail {
+std::int64_t stream_tokens(const implementation& impl, std::size_t positions,
+                           std::int64_t& streams) {
+  const auto* r = std::get_if<spec::rope>(&impl.claimed_spec());
+  if (r == nullptr) throw error(impl.name() + ": MRoPE positions need a rope encoding");
+  streams = r->streams();
+  const auto n = static_cast<std::int64_t>(positions);
+  if (n % streams != 0) {
+    throw error(impl.name() + ": " + std::to_string(n) + " positions do not form [" +
+                std::to_string(streams) + ", T] MRoPE streams");
+  }
+  return n / streams;
+}
+}  // namespace detail
+
 namespace {
 
 // The adapter: one built-in strategy over one encoding. RoPE kernels are planned per sequence

@@ -340,6 +340,35 @@ float yarn_attn_as_passed(const spec::rope& s, float) {
   return m / (1.0f + 0.1f * static_cast<float>(std::log(s.factor)));
 }
 
+// MRoPE mistakes: another pair → stream map (docs/encodings.md §4.6, §10.2).
+std::int64_t mrope_hw_swapped(const spec::rope& s, std::int64_t i) {
+  const std::int64_t k = spec::mrope_stream(s, i);
+  return k == 1 ? 2 : k == 2 ? 1 : k;
+}
+std::int64_t mrope_interleave_flipped(const spec::rope& s, std::int64_t i) {
+  spec::rope other = s;
+  other.mrope_interleaved = !s.mrope_interleaved;
+  return spec::mrope_stream(other, i);
+}
+// Sections read as dims where they count pairs: each doubled (ggml accepts sections summing to
+// at most head_dim; the sector is then the pair itself, and the last sections get no pairs).
+std::int64_t mrope_sections_doubled(const spec::rope& s, std::int64_t i) {
+  spec::rope other = s;
+  for (std::int64_t& n : other.mrope_section) n *= 2;
+  return spec::mrope_stream(other, i);
+}
+std::int64_t mrope_text_only(const spec::rope&, std::int64_t) { return 0; }
+
+template <std::int64_t (*F)(const spec::rope&, std::int64_t)>
+bool mrope_map_differs(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  if (!r || r->mrope_section.empty()) return false;
+  for (std::int64_t i = 0; i < r->pairs(); ++i) {
+    if (F(*r, i) != spec::mrope_stream(*r, i)) return true;
+  }
+  return false;
+}
+
 const mutant_info kCatalogue[] = {
     {"neox-as-interleaved",
      "rope",
@@ -607,6 +636,30 @@ const mutant_info kCatalogue[] = {
           [](std::span<float>, std::span<float> s) {
             for (float& v : s) v = -v;
           }}},
+    {"mrope-hw-swapped",
+     "rope",
+     "MRoPE height and width position streams swapped (sections applied in the wrong order)",
+     "docs/encodings.md §4.6: section order t, h, w",
+     mrope_map_differs<mrope_hw_swapped>,
+     {.stream = mrope_hw_swapped}},
+    {"mrope-interleave-flipped",
+     "rope",
+     "MRoPE sections consecutive where the model interleaves them (Qwen3-VL), or vice versa",
+     "Qwen3-VL apply_interleaved_mrope, ggml IMROPE vs MROPE",
+     mrope_map_differs<mrope_interleave_flipped>,
+     {.stream = mrope_interleave_flipped}},
+    {"mrope-sections-doubled",
+     "rope",
+     "MRoPE sections counted in dims instead of pairs (mrope_section doubled)",
+     "transformers splits by mrope_section*2; ggml sections count pairs",
+     mrope_map_differs<mrope_sections_doubled>,
+     {.stream = mrope_sections_doubled}},
+    {"mrope-text-positions",
+     "rope",
+     "MRoPE with the temporal (text) position stream used for every pair",
+     "1-D position_ids passed to a multimodal rotary",
+     mrope_map_differs<mrope_text_only>,
+     {.stream = mrope_text_only}},
 };
 
 template <class T>
@@ -649,6 +702,19 @@ class mutant final : public typed_implementation<mutant> {
   const spec::encoding& claimed_spec() const override { return claimed_; }
   kernel::strategy claimed_accuracy() const override { return base_strategy_; }
   bool supports(output what, dtype t) const override { return base_->supports(what, t); }
+
+  std::vector<std::int64_t> stream_map() const override {
+    std::vector<std::int64_t> v = implementation::stream_map();
+    if (hooks().stream) {
+      const auto& r = std::get<spec::rope>(claimed_);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        v[i] = hooks().stream(r, static_cast<std::int64_t>(i));
+      }
+    }
+    return v;
+  }
+
+  spec::rope rotation_spec() const override { return rotation_; }
 
   // RoPE -----------------------------------------------------------------------------------------
   std::vector<float> inv_freq(std::optional<std::int64_t> seq) const override {

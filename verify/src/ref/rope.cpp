@@ -473,12 +473,33 @@ real rope_reference::angle(std::int64_t p, std::int64_t i) const {
 
 std::vector<cos_sin> rope_reference::row(std::int64_t p) const {
   const precision_scope work(work_bits_);
+  return row_of(angles(p));
+}
+
+std::vector<cos_sin> rope_reference::row(std::span<const std::int64_t> stream_positions) const {
+  if (static_cast<std::int64_t>(stream_positions.size()) != spec_.streams()) {
+    throw error("rope: an MRoPE row needs " + std::to_string(spec_.streams()) +
+                " stream positions, got " + std::to_string(stream_positions.size()));
+  }
+  const precision_scope work(work_bits_);
+  // Each stream's angles are those of a 1-D row at its position (ggml runs one θ recurrence per
+  // stream); pair i takes its stream's (docs/encodings.md §4.6).
+  std::vector<std::vector<real>> per_stream;
+  for (const std::int64_t p : stream_positions) per_stream.push_back(angles(p));
+  std::vector<real> th(static_cast<std::size_t>(spec_.pairs()));
+  for (std::size_t i = 0; i < th.size(); ++i) {
+    th[i] = per_stream[static_cast<std::size_t>(
+        spec::mrope_stream(spec_, static_cast<std::int64_t>(i)))][i];
+  }
+  return row_of(th);
+}
+
+std::vector<cos_sin> rope_reference::row_of(const std::vector<real>& th) const {
   const rope_points& pts = *recipe_->rope;
   const arith ft{pts.trig};
   const arith fs{pts.scale};
   const bool recurrence = pts.method == frequency_method::recurrence;
   const real m = recurrence ? mscale_ : fs.r(attention_factor_);
-  const auto th = angles(p);
   std::vector<cos_sin> out(th.size());
   for (std::size_t i = 0; i < th.size(); ++i) {
     out[i].cos = fs.mul(ft.r(cos(th[i])), m);
@@ -500,13 +521,23 @@ void rope_reference::expand(std::span<const cos_sin> row, std::vector<real>& cos
 }
 
 std::vector<real> rope_reference::rotate(std::int64_t p, std::span<const real> x) const {
+  const precision_scope work(work_bits_);
+  return rotate_by(row(p), x);
+}
+
+std::vector<real> rope_reference::rotate(std::span<const std::int64_t> stream_positions,
+                                         std::span<const real> x) const {
+  const precision_scope work(work_bits_);
+  return rotate_by(row(stream_positions), x);
+}
+
+std::vector<real> rope_reference::rotate_by(std::span<const cos_sin> cs,
+                                            std::span<const real> x) const {
   if (static_cast<std::int64_t>(x.size()) != spec_.head_dim) {
     throw error("rope: rotate needs a vector of head_dim = " + std::to_string(spec_.head_dim) +
                 " values, got " + std::to_string(x.size()));
   }
-  const precision_scope work(work_bits_);
   std::vector<real> out(x.begin(), x.end());
-  const auto cs = row(p);
   const std::size_t half = cs.size();
   for (std::size_t i = 0; i < half; ++i) {
     const auto [da, db] = spec::pair_dims(spec_, static_cast<std::int64_t>(i));

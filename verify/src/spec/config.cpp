@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "detail.h"
+#include "mrope.h"
 #include "pev/core/json_check.h"
 #include "pev/io/file.h"
 
@@ -358,6 +359,9 @@ const std::vector<family>& families() {
       {.model_type = "mixtral", .config_class = "MixtralConfig", .default_theta = 1e6},
       {.model_type = "qwen2", .config_class = "Qwen2Config"},
       {.model_type = "qwen2_moe", .config_class = "Qwen2MoeConfig"},
+      // The VL models' text configs (MRoPE sections in rope_scaling; docs/encodings.md §4.6).
+      {.model_type = "qwen2_vl", .config_class = "Qwen2VLTextConfig", .default_theta = 1e6},
+      {.model_type = "qwen2_5_vl", .config_class = "Qwen2_5_VLTextConfig", .default_theta = 1e6},
       {.model_type = "qwen3", .config_class = "Qwen3Config", .default_head_dim = 128},
       {.model_type = "qwen3_moe", .config_class = "Qwen3MoeConfig", .default_head_dim = 128},
       {.model_type = "gemma", .config_class = "GemmaConfig", .default_head_dim = 256},
@@ -930,23 +934,6 @@ encoding parse_config_encoding_text(std::string_view json_text_in, std::string_v
     dict = *params;
   }
 
-  // MRoPE (Qwen2-VL and its successors): a per-axis split of the rotary dims, with positions
-  // [3, T]. Not modelled yet; named instead of read as plain RoPE.
-  {
-    const json* section = find(dict, "mrope_section");
-    const json* type = find(dict, "type");
-    const json* rtype = find(dict, "rope_type");
-    const bool mrope = section != nullptr || (type && type->is_string() && *type == "mrope") ||
-                       (rtype && rtype->is_string() && *rtype == "mrope");
-    if (mrope) {
-      in.fail(fmt::format(
-          "{}{} describes MRoPE (multimodal rotary position embedding, Qwen2-VL's "
-          "`mrope_section`{}: the rotary dims split among temporal, height and width positions), "
-          "which pev does not support yet",
-          at, dict_name, section ? " = " + json_text(*section) : std::string()));
-    }
-  }
-
   // --- Per-layer-type dicts (Gemma-3/4: {"full_attention": {...}, "sliding_attention": {...}}).
   // transformers recognizes them by keys ⊆ layer_types; pev also when every value is an object,
   // which no flat dict has, so a config without layer_types is read the same way.
@@ -1045,7 +1032,11 @@ rope read_group(const context& ctx, const json& d, const std::string& path, bool
       }
       const std::string name = v.get<std::string>();
       const bool phi = ctx.is(special::phi3) || ctx.is(special::phimoe);
-      if (phi && (name == "su" || name == "yarn")) {
+      if (detail::is_mrope_type(name)) {
+        // Qwen2-VL's legacy {"type": "mrope", "mrope_section": …}: transformers standardizes it
+        // to "default"; the sections are read below (docs/encodings.md §4.6).
+        r.type = rope_type::default_;
+      } else if (phi && (name == "su" || name == "yarn")) {
         // Phi3Config / PhimoeConfig: "For backward compatibility if previous version used "su"
         // or "yarn"" → longrope. pev maps it before standardization, as v4's Phi3Config did, so
         // that Lo is moved into the dict like a longrope dict's.
@@ -1068,6 +1059,8 @@ rope read_group(const context& ctx, const json& d, const std::string& path, bool
       }
     }
   }
+  // MRoPE (Qwen2-VL and its successors): which position stream each pair takes.
+  detail::read_mrope_keys(d, path, r);
   const rope_type t = r.type;
   const std::string type_name = to_string(t);
   if (t == rope_type::ntk) {
@@ -1157,8 +1150,9 @@ rope read_group(const context& ctx, const json& d, const std::string& path, bool
   }
   std::set<std::string> unknown;
   for (const auto& k : received) {
+    // The VL models' configs validate without their MRoPE keys (ignore_keys).
     if (keys.required.count(k) == 0 && keys.optional.count(k) == 0 &&
-        k != "partial_rotary_factor") {
+        k != "partial_rotary_factor" && k != "mrope_section" && k != "mrope_interleaved") {
       unknown.insert(k);
     }
   }

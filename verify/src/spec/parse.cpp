@@ -333,7 +333,9 @@ rope parse_rope(const items& in, const warning_sink& warn) {
                   "low_freq_factor",
                   "high_freq_factor",
                   "short_factor",
-                  "long_factor"});
+                  "long_factor",
+                  "mrope_section",
+                  "mrope_interleaved"});
   rope r;
   if (auto type = in.text("rope_type")) {
     try {
@@ -438,6 +440,16 @@ rope parse_rope(const items& in, const warning_sink& warn) {
   r.high_freq_factor = in.number("high_freq_factor").value_or(r.high_freq_factor);
   r.short_factor = in.list("short_factor").value_or(std::vector<double>{});
   r.long_factor = in.list("long_factor").value_or(std::vector<double>{});
+  // MRoPE sections are pair counts (docs/encodings.md §4.6).
+  for (const double v : in.list("mrope_section").value_or(std::vector<double>{})) {
+    if (!(v >= 0 && v <= static_cast<double>(detail::max_head_dim)) || v != std::floor(v)) {
+      in.fail(fmt::format("mrope_section entries must be integers in [0, {}], got {}",
+                          detail::max_head_dim, detail::format_number(v)));
+    }
+    r.mrope_section.push_back(static_cast<std::int64_t>(v));
+  }
+  if (in.has("mrope_section") && r.mrope_section.empty()) in.fail("mrope_section is empty");
+  r.mrope_interleaved = in.boolean("mrope_interleaved").value_or(false);
 
   const std::int64_t L = r.max_position_embeddings;
   const std::int64_t Lo = r.original_max_position_embeddings;

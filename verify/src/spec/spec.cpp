@@ -110,6 +110,38 @@ std::pair<std::int64_t, std::int64_t> pair_dims(const rope& s, std::int64_t i) {
   return {2 * i, 2 * i + 1};
 }
 
+std::int64_t mrope_stream(const rope& s, std::int64_t i) {
+  const auto& sec = s.mrope_section;
+  if (sec.empty()) return 0;
+  std::int64_t sum = 0;
+  for (std::int64_t n : sec) sum += n;
+  // ggml's sector: the map repeats with period sum(sections) (equal to pairs() for transformers'
+  // three sections, so there the sector is the pair).
+  const std::int64_t sector = sum > 0 ? i % sum : i;
+  const bool ggml = sec.size() == 4;
+  if (s.mrope_interleaved) {
+    // Qwen3-VL apply_interleaved_mrope: h on sectors ≡ 1 (mod 3) below 3·section[1], w on ≡ 2 below
+    // 3·section[2], t elsewhere; ggml IMROPE gives t only ≡ 0 below 3·section[0], e the rest.
+    if (sector % 3 == 1 && sector < 3 * sec[1]) return 1;
+    if (sector % 3 == 2 && sector < 3 * sec[2]) return 2;
+    if (!ggml || (sector % 3 == 0 && sector < 3 * sec[0])) return 0;
+    return 3;
+  }
+  // Consecutive groups: [0, s0) t, [s0, s0+s1) h, then w, then e.
+  std::int64_t end = 0;
+  for (std::size_t k = 0; k < sec.size(); ++k) {
+    end += sec[k];
+    if (sector < end) return static_cast<std::int64_t>(k);
+  }
+  return static_cast<std::int64_t>(sec.size()) - 1;
+}
+
+std::vector<std::int64_t> mrope_streams(const rope& s) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(s.pairs()));
+  for (std::int64_t i = 0; i < s.pairs(); ++i) v[static_cast<std::size_t>(i)] = mrope_stream(s, i);
+  return v;
+}
+
 std::vector<std::int64_t> dim_pairs(const rope& s) {
   std::vector<std::int64_t> v(static_cast<std::size_t>(s.head_dim), -1);
   for (std::int64_t i = 0; i < s.pairs(); ++i) {
@@ -308,6 +340,11 @@ std::string spec_string(const rope& r) {
     w.add_list("short_factor", r.short_factor);
   if (t == rope_type::longrope || !r.long_factor.empty()) w.add_list("long_factor", r.long_factor);
   if (r.layout != rope_layout::neox) w.add("layout", to_string(r.layout));
+  if (!r.mrope_section.empty()) {
+    w.add_list("mrope_section",
+               std::vector<double>(r.mrope_section.begin(), r.mrope_section.end()));
+  }
+  if (r.mrope_interleaved) w.add_bool("mrope_interleaved", true);
   return std::move(w).str();
 }
 
@@ -452,10 +489,44 @@ void check_factor_list(const rope& r, std::string_view key, const std::vector<do
 }
 
 void check_ggml(const rope& r);
+// The MRoPE section plan (docs/encodings.md §4.6).
+void check_mrope(const rope& r) {
+  if (r.mrope_section.empty()) {
+    if (r.mrope_interleaved) fail("rope", "mrope_interleaved needs mrope_section");
+    return;
+  }
+  const std::size_t n = r.mrope_section.size();
+  if (n != 3 && n != 4) {
+    fail("rope", fmt::format("mrope_section must have 3 entries (transformers: t, h, w) or 4 "
+                             "(ggml: t, h, w, e), got {}",
+                             n));
+  }
+  std::int64_t sum = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::int64_t v = r.mrope_section[k];
+    if (v < 0 || v > r.pairs()) {
+      fail("rope", fmt::format("mrope_section[{}] must be in [0, rotary_dim/2 = {}], got {}", k,
+                               r.pairs(), v));
+    }
+    sum += v;
+  }
+  // transformers splits the cos/sin table by mrope_section·2, which must cover head_dim exactly;
+  // ggml asserts only that its sections fit and repeats them.
+  if (n == 3 && sum != r.pairs()) {
+    fail("rope", fmt::format("mrope_section must sum to rotary_dim/2 = {} pairs, got {} (sections "
+                             "count pairs, not dims)",
+                             r.pairs(), sum));
+  }
+  if (n == 4 && (sum < 1 || sum > r.pairs())) {
+    fail("rope", fmt::format("ggml's 4 mrope sections must sum to 1 … rotary_dim/2 = {}, got {}",
+                             r.pairs(), sum));
+  }
+}
 
 void check(const rope& r) {
   constexpr std::string_view f = "rope";
   const rope_type t = r.type;
+  check_mrope(r);
   if (t == rope_type::ggml) return check_ggml(r);
   check_int(f, "head_dim", r.head_dim, 2, detail::max_head_dim);
   if (!std::isfinite(r.partial_rotary_factor) || !(r.partial_rotary_factor > 0.0) ||

@@ -56,6 +56,10 @@ const named_spec kDefault[] = {
      "rope:head_dim=96,rope_theta=10000,rope_type=longrope,factor=32,"
      "original_max_position_embeddings=4096,max_position_embeddings=131072,short_"
      "factor=" PEV_PHI3_SHORT ",long_factor=" PEV_PHI3_LONG},
+    // Qwen2.5-VL's MRoPE (docs/encodings.md §4.6): every value of an MRoPE table is a 1-D value
+    // at its pair's stream position, so the sweep over 1-D positions (text tokens) covers every
+    // (position, pair) value the table can hold.
+    {"qwen2.5-vl-mrope", "rope:head_dim=128,rope_theta=1000000,mrope_section=[16,24,24]"},
     {"sinusoidal-512", "sinusoidal:d_model=512"},
     {"alibi-32", "alibi:num_heads=32"},
     {"alibi-12", "alibi:num_heads=12"},

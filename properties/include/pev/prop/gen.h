@@ -40,8 +40,11 @@ rc::Gen<std::int64_t> position(std::int64_t max = std::int64_t{1} << 31);
 const char* position_bucket(std::int64_t p);
 
 /// Valid specs (built as SPEC strings and parsed, so derived fields are consistent).
-rc::Gen<spec::rope> rope_spec();  // every transformers rope_type (not ggml), both layouts
+rc::Gen<spec::rope> rope_spec();  // transformers' rope_types (not ggml), 1 in 8 with MRoPE
 rc::Gen<spec::rope> rope_spec(spec::rope_type type);  // one rope_type
+/// A rope_spec() with an MRoPE section plan (docs/encodings.md §4.6): transformers' three
+/// sections summing to the pairs or ggml's four, consecutive or interleaved.
+rc::Gen<spec::rope> mrope_spec();
 rc::Gen<spec::sinusoidal> sinusoidal_spec();
 rc::Gen<spec::alibi> alibi_spec();
 rc::Gen<spec::t5> t5_spec();

@@ -62,6 +62,10 @@ class rope_bounds {
   /// Evaluates what every bound needs at position p (the contracts' angle errors: ggml's
   /// recurrence is replayed once per position).
   void at_position(std::int64_t p);
+  /// MRoPE (docs/encodings.md §4.6): pair i's angle errors at stream_positions[stream_of_pair[i]]
+  /// (each stream's at its own position, as every pair is a 1-D RoPE value of its stream).
+  void at_positions(std::span<const std::int64_t> stream_positions,
+                    std::span<const std::int64_t> stream_of_pair);
   /// Bounds of a table value of pair i whose exact magnitude is y, in format `out` (after
   /// at_position).
   void table(std::int64_t i, double y, format out, std::span<double> b) const;

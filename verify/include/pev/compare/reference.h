@@ -71,6 +71,11 @@ class rope_reference {
   template <class T>
   void table(std::span<const std::int64_t> positions, typed_values<T>& cos, typed_values<T>& sin,
              bool rounded_doubles);
+  /// MRoPE (docs/encodings.md §4.6): cos and sin [n, pairs] of n tokens whose stream positions
+  /// are `positions` [S, n]; pair i of token t is the 1-D value at positions[s(i)·n + t].
+  template <class T>
+  void table_streams(std::span<const std::int64_t> positions, typed_values<T>& cos,
+                     typed_values<T>& sin, bool rounded_doubles);
   /// cos and sin of `positions` rounded to every compared type (the sweeps' batches).
   void table_all(std::span<const std::int64_t> positions, rounded_values& cos, rounded_values& sin);
   /// RN_double of the exact m·cos (or m·sin) of pair i at p, from MPFR.
@@ -80,9 +85,17 @@ class rope_reference {
   template <class T>
   void rotate(std::int64_t p, std::span<const double> x, std::span<T> rn, std::span<double> exact);
 
+  /// RN_T and RN_double of the exact rotation of x by an MRoPE token at `stream_positions` (one
+  /// per stream): pair i rotated by its stream's position.
+  template <class T>
+  void rotate_streams(std::span<const std::int64_t> stream_positions, std::span<const double> x,
+                      std::span<T> rn, std::span<double> exact);
+  /// spec::mrope_streams of the spec (empty for plain RoPE).
+  const std::vector<std::int64_t>& stream_of_pair() const { return stream_of_pair_; }
   const ref::fast_stats& stats() const { return stats_; }
 
  private:
+  std::vector<std::int64_t> stream_of_pair_;
   ref::fast_rope_reference fast_;
   reference_path path_;
   double m_ = 1;

@@ -6,9 +6,11 @@
 // implementation's values come from (a kernel's output, a dump's tensor in some layout), which the
 // caller's `got` accessor hides.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "pev/compare/bounds.h"
@@ -33,22 +35,44 @@ struct table_rows {
 /// got(q, j, is_sin) returns the implementation's value (type T). Values are indexed by column in
 /// the figures. cos and sin may be the same figures (one check for both; positions are then
 /// counted once).
+///
+/// MRoPE (docs/encodings.md §4.6): with a non-empty stream_of_pair, `positions` is [S, rows]
+/// (S = streams) and pair i of row q is at positions[stream_of_pair[i]·rows + q]: its value, bound
+/// and figures use that position; each row counts its distinct stream positions.
 template <class T, class RefRow, class Got>
-void compare_table(std::span<const std::int64_t> positions, RefRow&& ref_row,
-                   const table_rows<T>& ref, std::span<const std::int64_t> column_pair, Got&& got,
-                   rope_bounds& bounds, figures& cos, figures& sin) {
+void compare_table(std::span<const std::int64_t> positions,
+                   std::span<const std::int64_t> stream_of_pair, std::int64_t streams,
+                   RefRow&& ref_row, const table_rows<T>& ref,
+                   std::span<const std::int64_t> column_pair, Got&& got, rope_bounds& bounds,
+                   figures& cos, figures& sin) {
   constexpr format out = format_of<T>();
   std::vector<double> b(bounds.size());
   const auto P = static_cast<std::size_t>(ref.pairs);
   const double scale = std::fabs(bounds.m()), scale_ulp = metric::ulp_at(scale, out);
-  for (std::size_t q = 0; q < positions.size(); ++q) {
-    const std::int64_t p = positions[q];
-    cos.add_position(p);
-    if (&sin != &cos) sin.add_position(p);
-    bounds.at_position(p);
+  const bool multi = !stream_of_pair.empty();
+  const auto S = static_cast<std::size_t>(multi ? streams : 1);
+  const std::size_t rows = positions.size() / S;
+  std::vector<std::int64_t> row_pos(S);
+  for (std::size_t q = 0; q < rows; ++q) {
+    for (std::size_t k = 0; k < S; ++k) row_pos[k] = positions[k * rows + q];
+    for (std::size_t k = 0; k < S; ++k) {
+      if (std::find(row_pos.begin(), row_pos.begin() + static_cast<std::ptrdiff_t>(k),
+                    row_pos[k]) != row_pos.begin() + static_cast<std::ptrdiff_t>(k)) {
+        continue;  // counted once per row
+      }
+      cos.add_position(row_pos[k]);
+      if (&sin != &cos) sin.add_position(row_pos[k]);
+    }
+    if (multi) {
+      bounds.at_positions(row_pos, stream_of_pair);
+    } else {
+      bounds.at_position(row_pos[0]);
+    }
     const std::size_t k = ref_row(q);
     for (std::size_t j = 0; j < column_pair.size(); ++j) {
       const auto i = static_cast<std::size_t>(column_pair[j]);
+      const std::int64_t p =
+          multi ? row_pos[static_cast<std::size_t>(stream_of_pair[i])] : row_pos[0];
       const std::size_t e = k * P + i;
       for (int which = 0; which < 2; ++which) {
         const T g = got(q, j, which == 1);
@@ -65,14 +89,26 @@ void compare_table(std::span<const std::int64_t> positions, RefRow&& ref_row,
   }
 }
 
+/// compare_table for one position per row (plain RoPE).
+template <class T, class RefRow, class Got>
+void compare_table(std::span<const std::int64_t> positions, RefRow&& ref_row,
+                   const table_rows<T>& ref, std::span<const std::int64_t> column_pair, Got&& got,
+                   rope_bounds& bounds, figures& cos, figures& sin) {
+  compare_table<T>(positions, {}, 1, std::forward<RefRow>(ref_row), ref, column_pair,
+                   std::forward<Got>(got), bounds, cos, sin);
+}
+
 /// Compares one rotated head: x (head_dim inputs, exact doubles), the implementation's outputs
 /// `got` (type T) and the reference's (rn, exact), at position p; element j of the head is value
-/// index `index0 + j` in the figures.
+/// index `index0 + j` in the figures. MRoPE (docs/encodings.md §4.6): a non-empty dim_position
+/// gives element j's position (its pair's stream position; bounds evaluated by
+/// rope_bounds::at_positions).
 template <class T>
 void compare_rotation(std::int64_t p, std::int64_t index0, std::span<const double> x,
                       std::span<const T> got, std::span<const T> rn, std::span<const double> exact,
                       std::span<const std::int64_t> dim_pair, const spec::rope& s,
-                      rope_bounds& bounds, figures& f, const char* component) {
+                      rope_bounds& bounds, figures& f, const char* component,
+                      std::span<const std::int64_t> dim_position = {}) {
   constexpr format out = format_of<T>();
   std::vector<double> b(bounds.size());
   for (std::size_t j = 0; j < got.size(); ++j) {
@@ -85,8 +121,9 @@ void compare_rotation(std::int64_t p, std::int64_t index0, std::span<const doubl
     }
     bounds.rotation(i, x0, x1, exact[j], out, b);
     const double scale = std::fabs(bounds.m()) * (std::fabs(x0) + std::fabs(x1));
-    f.add({p, index0 + static_cast<std::int64_t>(j), scalar_traits<T>::to_double(got[j]), exact[j],
-           metric::ulp_distance(got[j], rn[j]), metric::ulp_at(std::fabs(exact[j]), out), scale,
+    f.add({dim_position.empty() ? p : dim_position[j], index0 + static_cast<std::int64_t>(j),
+           scalar_traits<T>::to_double(got[j]), exact[j], metric::ulp_distance(got[j], rn[j]),
+           metric::ulp_at(std::fabs(exact[j]), out), scale,
            scale > 0 ? metric::ulp_at(scale, out) : 0},
           component, b);
   }

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "pev/kernel/apply.h"
@@ -84,6 +85,28 @@ class implementation {
                            kernel::heads_view<const bfloat16> in,
                            kernel::heads_view<bfloat16> out) const;
 
+  // MRoPE (docs/encodings.md §4.6) ---------------------------------------------------------------
+  // positions are [S, T] row-major, S = the claimed spec's streams(); pair i of token t is at
+  // position positions[s(i)·T + t] with s = stream_map(). Both compose the 1-D outputs above: one
+  // call per stream at that stream's positions, pair i (its dims, for a rotation) taken from its
+  // stream's result, so every value is the implementation's own 1-D value (a text token, all
+  // streams equal, gives the 1-D result bit for bit).
+  /// The stream of every pair: spec::mrope_streams of the claimed spec (a mutant may mistake it).
+  virtual std::vector<std::int64_t> stream_map() const;
+  /// The spec whose layout and rotary dims rope_rotate pairs the dims by (the claimed one; a
+  /// mutant may mistake it): rope_rotate_streams takes each dim from its pair's stream.
+  virtual spec::rope rotation_spec() const;
+  /// cos and sin are [T, pairs].
+  template <class T>
+  void rope_table_streams(std::span<const std::int64_t> positions,
+                          std::optional<std::int64_t> seq_len, std::span<T> cos,
+                          std::span<T> sin) const;
+  /// Rotates `in` [T, H, head_dim] into `out` (which may alias `in` exactly).
+  template <class T>
+  void rope_rotate_streams(std::span<const std::int64_t> positions,
+                           std::optional<std::int64_t> seq_len, kernel::heads_view<const T> in,
+                           kernel::heads_view<T> out) const;
+
   // Sinusoidal -----------------------------------------------------------------------------------
   /// out is [positions.size(), d_model] in the spec's layout.
   virtual void sinusoidal_pe(std::span<const std::int64_t> positions, std::span<float> out) const;
@@ -110,6 +133,60 @@ class implementation {
   /// Throws pev::error "<name>: <what> is not supported".
   [[noreturn]] void unsupported(output what) const;
 };
+
+namespace detail {
+/// The number of streams of `impl`'s claimed spec and T = positions / streams; throws pev::error
+/// when the count does not divide.
+std::int64_t stream_tokens(const implementation& impl, std::size_t positions,
+                           std::int64_t& streams);
+}  // namespace detail
+
+template <class T>
+void implementation::rope_table_streams(std::span<const std::int64_t> positions,
+                                        std::optional<std::int64_t> seq_len, std::span<T> cos,
+                                        std::span<T> sin) const {
+  std::int64_t S = 1;
+  const std::int64_t n = detail::stream_tokens(*this, positions.size(), S);
+  const std::vector<std::int64_t> map = stream_map();
+  const std::size_t rows = static_cast<std::size_t>(n) * map.size();
+  std::vector<T> c(rows * static_cast<std::size_t>(S)), s(c.size());
+  for (std::int64_t k = 0; k < S; ++k) {
+    const auto u = static_cast<std::size_t>(k);
+    rope_table(positions.subspan(u * static_cast<std::size_t>(n), static_cast<std::size_t>(n)),
+               seq_len, std::span<T>(c).subspan(u * rows, rows),
+               std::span<T>(s).subspan(u * rows, rows));
+  }
+  spec::select_streams<T>(map, n, c, cos);
+  spec::select_streams<T>(map, n, s, sin);
+}
+
+template <class T>
+void implementation::rope_rotate_streams(std::span<const std::int64_t> positions,
+                                         std::optional<std::int64_t> seq_len,
+                                         kernel::heads_view<const T> in,
+                                         kernel::heads_view<T> out) const {
+  std::int64_t S = 1;
+  const std::int64_t n = detail::stream_tokens(*this, positions.size(), S);
+  const std::vector<std::int64_t> map = stream_map();
+  const std::vector<std::int64_t> pair = spec::dim_pairs(rotation_spec());
+  const std::size_t size = in.data.size();
+  std::vector<T> all(size * static_cast<std::size_t>(S));
+  for (std::int64_t k = 0; k < S; ++k) {
+    const auto u = static_cast<std::size_t>(k);
+    rope_rotate(positions.subspan(u * static_cast<std::size_t>(n), static_cast<std::size_t>(n)),
+                seq_len, in,
+                kernel::heads_view<T>{std::span<T>(all).subspan(u * size, size), in.tokens,
+                                      in.heads, in.head_dim});
+  }
+  // Dim j of every head comes from its pair's stream; pass-through dims (and pairs a mistaken
+  // rotation adds beyond the spec's) from stream 0.
+  const auto D = static_cast<std::size_t>(in.head_dim);
+  for (std::size_t e = 0; e < size && D > 0; ++e) {
+    const auto i = static_cast<std::size_t>(pair[e % D]);
+    const std::size_t k = i < map.size() ? static_cast<std::size_t>(map[i]) : 0;
+    out.data[e] = all[k * size + e];
+  }
+}
 
 /// Implements the per-dtype overloads of `implementation` by forwarding to the member templates
 /// of Derived (CRTP): table_t, rotate_t, pe_t, slopes_t and bias_t, each templated on the element

@@ -48,6 +48,9 @@ struct mutant_hooks {
   void (*table)(std::span<float> cos, std::span<float> sin) = nullptr;
   /// The rotation uses the backward table (sin negated).
   bool backward = false;
+  /// MRoPE: the position stream the mistaken engine gives pair i (the correct one is
+  /// spec::mrope_stream; docs/encodings.md §4.6).
+  std::int64_t (*stream)(const spec::rope& s, std::int64_t i) = nullptr;
 
   // ---- Other families.
   /// Sinusoidal: output column j takes the correct row's column pe_column(s, j).

@@ -63,6 +63,9 @@ class rope_reference {
   std::vector<real> angles(std::int64_t p) const;
   /// m·cos and m·sin of every pair at position p, rounded where the recipe rounds.
   std::vector<cos_sin> row(std::int64_t p) const;
+  /// MRoPE (docs/encodings.md §4.6): the row of a token whose streams are at `stream_positions`
+  /// (spec().streams() values): pair i at stream_positions[spec::mrope_stream(spec(), i)].
+  std::vector<cos_sin> row(std::span<const std::int64_t> stream_positions) const;
 
   /// Full-width cos and sin for the spec's layout, each of length rotary_dim: neox duplicates
   /// halves (cos[j] = c_{j mod d/2}), interleaved duplicates pairs (cos[j] = c_{⌊j/2⌋}).
@@ -72,8 +75,14 @@ class rope_reference {
   /// R(p)·x for one head vector x of length head_dim: pairs per the layout, dims ≥ rotary_dim pass
   /// through; exact arithmetic on the recipe's cos/sin.
   std::vector<real> rotate(std::int64_t p, std::span<const real> x) const;
+  /// R·x for an MRoPE token at `stream_positions` (pair i rotated by its stream's position).
+  std::vector<real> rotate(std::span<const std::int64_t> stream_positions,
+                           std::span<const real> x) const;
 
  private:
+  std::vector<cos_sin> row_of(const std::vector<real>& angles) const;
+  std::vector<real> rotate_by(std::span<const cos_sin> cs, std::span<const real> x) const;
+
   spec::rope spec_;
   const recipe* recipe_;
   std::optional<std::int64_t> seq_len_;

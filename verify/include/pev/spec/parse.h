@@ -20,7 +20,8 @@
 //   rope:       head_dim*, partial_rotary_factor | rotary_dim, rope_theta,
 //               layout (neox|interleaved),
 //               rope_type (default|linear|ntk|dynamic|yarn|llama3|longrope|proportional),
-//               max_position_embeddings, and per rope_type:
+//               max_position_embeddings, mrope_section ([t,h,w] pairs, or ggml's
+//               [t,h,w,e]), mrope_interleaved (docs/encodings.md §4.6), and per rope_type:
 //                 default:       freq_scale
 //                 linear, ntk:   factor*
 //                 dynamic:       factor*, L*

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -133,6 +134,19 @@ struct rope {
   std::vector<double> freq_factors;  // per-pair divisors of θ (GGUF rope_freqs); empty: none
   std::string freq_factors_file;     // npy/safetensors the factors were read from (empty: a list)
 
+  // MRoPE (docs/encodings.md §4.6): pair i takes its position from stream mrope_stream(*this, i)
+  // of a [streams(), T] position array; every value is a plain RoPE value of that position.
+  // Empty: one position per token. Three entries are transformers' mrope_section (t, h, w pairs,
+  // summing to pairs()); four are ggml's sections (t, h, w, e, summing to at most pairs(): the
+  // map repeats with period their sum).
+  std::vector<std::int64_t> mrope_section;
+  /// Qwen3-VL's apply_interleaved_mrope / ggml IMROPE instead of consecutive sections.
+  bool mrope_interleaved = false;
+
+  /// Number of position streams: 1 without mrope_section, else one per section.
+  std::int64_t streams() const {
+    return mrope_section.empty() ? 1 : static_cast<std::int64_t>(mrope_section.size());
+  }
   /// Number of frequency pairs: rotary_dim / 2.
   std::int64_t pairs() const { return rotary_dim / 2; }
   /// True for rope types whose frequencies depend on the sequence length (dynamic, longrope).
@@ -147,6 +161,26 @@ struct rope {
 std::pair<std::int64_t, std::int64_t> pair_dims(const rope& s, std::int64_t i);
 /// The pair of every dim of a head, −1 for the pass-through dims ≥ rotary_dim.
 std::vector<std::int64_t> dim_pairs(const rope& s);
+
+/// The position stream of pair i (0 t, 1 h, 2 w, 3 e; docs/encodings.md §4.6): 0 without
+/// mrope_section. The one owner of the pair → stream rule.
+std::int64_t mrope_stream(const rope& s, std::int64_t i);
+/// mrope_stream of every pair.
+std::vector<std::int64_t> mrope_streams(const rope& s);
+
+/// The multi-stream composition (docs/encodings.md §4.6): out [rows, pairs] takes pair i of row t
+/// from row t of stream stream_of_pair[i] of `per_stream` [streams, rows, pairs].
+template <class T>
+void select_streams(std::span<const std::int64_t> stream_of_pair, std::int64_t rows,
+                    std::span<const T> per_stream, std::span<T> out) {
+  const auto P = stream_of_pair.size();
+  const auto R = static_cast<std::size_t>(rows);
+  for (std::size_t t = 0; t < R; ++t) {
+    for (std::size_t i = 0; i < P; ++i) {
+      out[t * P + i] = per_stream[(static_cast<std::size_t>(stream_of_pair[i]) * R + t) * P + i];
+    }
+  }
+}
 
 /// Any encoding.
 using encoding = std::variant<sinusoidal, learned, alibi, t5, shaw, rope>;
