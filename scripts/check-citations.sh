@@ -3,8 +3,9 @@
 # every `§` citation names a heading that exists in docs/. Run by scripts/check-format.sh (CI).
 #
 # Fails on
-#   - a citation of the old outside documents: `notes/…`, `notes §N`, `DESIGN §N`, `STYLE §N`,
-#     `../shared`;
+#   - a citation of a document outside the repository: the notes directory, the design and style
+#     documents the project started from, or the sibling directory they lived in (the patterns are
+#     in `outside` below, built from pieces);
 #   - `docs/<name>.md §N[.M]` (and, inside docs/, `<name>.md §N`) whose section number is not a
 #     numbered heading (`## N.`, `### N.M`, `#### N.M.K`) of that file; lists and ranges after the
 #     file name (`§5.1, §9.2`, `§8–§10`, `§4.0–4.9`) are checked item by item, also across comment
