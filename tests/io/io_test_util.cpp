@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <new>
@@ -139,6 +140,20 @@ std::string npy_file(std::string_view dict, std::string_view data, int major) {
 
 std::string safetensors_file(std::string_view header, std::string_view data) {
   return cat({le64(header.size()), header, data});
+}
+
+int run_python(const std::string& python, const std::filesystem::path& dir,
+               const std::string& script, std::string& output) {
+  const auto file = dir / "script.py";
+  write_bytes(file, script);
+  const std::string command =
+      cat({"cd '", dir.string(), "' && ", python, " '", file.string(), "' 2>&1"});
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return -1;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  return ::pclose(pipe);
 }
 
 std::string python_with_numpy() {

@@ -52,6 +52,9 @@ class allocation_watch {
 
 /// A python3 interpreter that can import numpy, or empty.
 std::string python_with_numpy();
+/// Runs `script` with `python` in `dir`; returns its exit status, its output appended to `output`.
+int run_python(const std::string& python, const std::filesystem::path& dir,
+               const std::string& script, std::string& output);
 
 }  // namespace pev::io::test
 

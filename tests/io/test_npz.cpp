@@ -73,21 +73,6 @@ TEST(Npz, MalformedArchivesAreRefused) {
       pev::error);
 }
 
-// Runs `script` with the numpy-enabled python in `dir`; returns its exit status and output.
-int run_python(const std::string& python, const std::filesystem::path& dir,
-               const std::string& script, std::string& output) {
-  const auto file = dir / "script.py";
-  test::write_bytes(file, script);
-  const std::string command =
-      test::cat({"cd '", dir.string(), "' && ", python, " '", file.string(), "' 2>&1"});
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return -1;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  return ::pclose(pipe);
-}
-
 TEST(NpzNumpy, ReadsWhatNumpyWritesAndNumpyLoadsWhatPevWrites) {
   const std::string python = test::python_with_numpy();
   if (python.empty()) GTEST_SKIP() << "no python3 with numpy";
@@ -95,7 +80,7 @@ TEST(NpzNumpy, ReadsWhatNumpyWritesAndNumpyLoadsWhatPevWrites) {
   write_npz(dir / "pev.npz", sample(), false);
   write_npz(dir / "pev_c.npz", sample(), true);
   std::string output;
-  ASSERT_EQ(run_python(python, dir, R"(
+  ASSERT_EQ(test::run_python(python, dir, R"(
 import sys
 import numpy as np
 c = np.array([[1, 0.5, -0.25], [0, 1e-30, 3]], dtype='<f4')
@@ -110,7 +95,7 @@ for name in ['pev.npz', 'pev_c.npz']:
         print(name, 'differs:', dict(z)); bad += 1
 sys.exit(1 if bad else 0)
 )",
-                       output),
+                             output),
             0)
       << output;
   const std::vector<float> c = {1, 0.5f, -0.25f, 0, 1e-30f, 3};

@@ -19,27 +19,12 @@ namespace {
 using test::scratch_dir;
 using test::write_bytes;
 
-// Runs `script` with the numpy-enabled python in `dir`; returns its exit status and output.
-int run_python(const std::string& python, const std::filesystem::path& dir,
-               const std::string& script, std::string& output) {
-  const auto file = dir / "script.py";
-  write_bytes(file, script);
-  const std::string command =
-      test::cat({"cd '", dir.string(), "' && ", python, " '", file.string(), "' 2>&1"});
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return -1;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  return ::pclose(pipe);
-}
-
 TEST(NpyNumpy, ReadsWhatNumpyWrites) {
   const std::string python = test::python_with_numpy();
   if (python.empty()) GTEST_SKIP() << "no python3 with numpy";
   const auto dir = scratch_dir();
   std::string output;
-  ASSERT_EQ(run_python(python, dir, R"(
+  ASSERT_EQ(test::run_python(python, dir, R"(
 import numpy as np
 from numpy.lib import format as fmt
 np.save('f8.npy', np.array([0.1, -2.5, 1e-310], dtype='<f8'))
@@ -59,7 +44,7 @@ np.save('obj.npy', np.array([1, 'a'], dtype=object), allow_pickle=True)
 np.save('rec.npy', np.zeros(2, dtype=[('a', '<f4'), ('b', '<i4')]))
 np.save('c8.npy', np.zeros(2, dtype='<c8'))
 )",
-                       output),
+                             output),
             0)
       << output;
 
@@ -108,7 +93,7 @@ TEST(NpyNumpy, NumpyLoadsAndResavesWhatPevWritesByteForByte) {
   wide.shape = {0, 1, 1, 1, 1, 1, 1, 1, 100000000000000000};
   write_npy(dir / "aligned.npy", wide);
   std::string output;
-  EXPECT_EQ(run_python(python, dir, R"(
+  EXPECT_EQ(test::run_python(python, dir, R"(
 import io, sys
 import numpy as np
 expected = {
@@ -133,7 +118,7 @@ for name, want in expected.items():
         print(name, 'is not what np.save writes'); bad += 1
 sys.exit(1 if bad else 0)
 )",
-                       output),
+                             output),
             0)
       << output;
 }

@@ -738,6 +738,19 @@ class mutant final : public typed_implementation<mutant> {
       s[k] = from_f<T>(sf[k]);
     }
   }
+  // The fp32 table the rotation applies at p: the rotation kernel's, else the mistaken table;
+  // sin negated for the backward rotation used forward.
+  void rotation_table(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
+                      std::vector<float>& c, std::vector<float>& s) const {
+    if (rotation_kernel_) {
+      rotation_kernel_->rope_table(p, length(seq), std::span<float>(c), std::span<float>(s));
+    } else {
+      table_f32(p, seq, c, s);
+    }
+    if (hooks().backward) {
+      for (float& v : s) v = -v;
+    }
+  }
   template <class TQ>
   void rotate_t(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
                 kernel::heads_view<const TQ> in, kernel::heads_view<TQ> out) const {
@@ -747,14 +760,7 @@ class mutant final : public typed_implementation<mutant> {
     const std::int64_t pairs = rotation_.pairs();
     const auto n = p.size() * static_cast<std::size_t>(pairs);
     std::vector<float> c(n), s(n);
-    if (rotation_kernel_) {
-      rotation_kernel_->rope_table(p, length(seq), std::span<float>(c), std::span<float>(s));
-    } else {
-      table_f32(p, seq, c, s);
-    }
-    if (hooks().backward) {
-      for (float& v : s) v = -v;
-    }
+    rotation_table(p, seq, c, s);
     std::vector<std::int64_t> rows(p.size());
     std::iota(rows.begin(), rows.end(), std::int64_t{0});
     const kernel::rope_table_view<float> view{c, s, static_cast<std::int64_t>(p.size()), pairs};
@@ -828,14 +834,7 @@ class mutant final : public typed_implementation<mutant> {
     const std::int64_t pairs = rotation_.pairs(), D = rotation_.head_dim;
     const auto n = p.size() * static_cast<std::size_t>(pairs);
     std::vector<float> c(n), s(n);
-    if (rotation_kernel_) {
-      rotation_kernel_->rope_table(p, length(seq), std::span<float>(c), std::span<float>(s));
-    } else {
-      table_f32(p, seq, c, s);
-    }
-    if (hooks().backward) {
-      for (float& v : s) v = -v;
-    }
+    rotation_table(p, seq, c, s);
     auto r16 = [](float v) { return static_cast<float>(TQ(v)); };
     std::vector<float> x(static_cast<std::size_t>(D));
     for (std::int64_t t = 0; t < in.tokens; ++t) {
