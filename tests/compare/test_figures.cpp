@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "pev/compare/figures.h"
 
@@ -121,6 +125,112 @@ TEST(CompareFigures, NonFiniteValuesAreCountedAndInfinitelyWrong) {
   EXPECT_TRUE(std::isinf(c.max_abs));
   EXPECT_TRUE(std::isinf(c.max_rho));
   EXPECT_EQ(c.ulp_histogram[report::kUlpBuckets - 1], 2u);
+}
+
+// Every figure finish() reports, and each octave's argmax, equal between two figures.
+void expect_same(const figures& a, const figures& b) {
+  report::check x, y;
+  a.finish(x);
+  b.finish(y);
+  EXPECT_EQ(x.values, y.values);
+  EXPECT_EQ(x.positions, y.positions);
+  EXPECT_EQ(x.max_position, y.max_position);
+  EXPECT_EQ(x.max_abs, y.max_abs);
+  EXPECT_EQ(x.max_rho, y.max_rho);
+  EXPECT_EQ(x.max_ulp_error, y.max_ulp_error);
+  EXPECT_EQ(x.max_ulp_distance, y.max_ulp_distance);
+  EXPECT_EQ(x.correctly_rounded, y.correctly_rounded);
+  EXPECT_EQ(x.faithful, y.faithful);
+  EXPECT_EQ(x.non_finite, y.non_finite);
+  EXPECT_EQ(x.ulp_histogram, y.ulp_histogram);
+  EXPECT_EQ(x.recipe_rho, y.recipe_rho);
+  EXPECT_EQ(x.ladder_rho, y.ladder_rho);
+  EXPECT_EQ(x.vacuous, y.vacuous);
+  EXPECT_EQ(x.worst.position, y.worst.position);
+  EXPECT_EQ(x.worst.index, y.worst.index);
+  EXPECT_EQ(x.worst.component, y.worst.component);
+  EXPECT_EQ(x.worst.got_hex, y.worst.got_hex);
+  EXPECT_EQ(x.worst.rho, y.worst.rho);
+  EXPECT_EQ(x.worst.ulp_error, y.worst.ulp_error);
+  ASSERT_EQ(x.octaves.size(), y.octaves.size());
+  for (std::size_t k = 0; k < x.octaves.size(); ++k) {
+    const report::octave &o = x.octaves[k], &p = y.octaves[k];
+    EXPECT_EQ(o.lo, p.lo);
+    EXPECT_EQ(o.positions, p.positions);
+    EXPECT_EQ(o.values, p.values);
+    EXPECT_EQ(o.max_abs, p.max_abs);
+    EXPECT_EQ(o.p99_abs, p.p99_abs);
+    EXPECT_EQ(o.max_bound, p.max_bound);
+    EXPECT_EQ(o.max_rho, p.max_rho);
+    EXPECT_EQ(o.rho_by_index, p.rho_by_index);
+  }
+  for (std::size_t k = 0; k < a.octaves(); ++k) EXPECT_EQ(a.argmax(k), b.argmax(k)) << k;
+}
+
+// Figures computed chunk by chunk and merged in chunk order equal one figures fed every value in
+// order (threads and shards rely on it): values with ties in ρ and in ulp error (coarse
+// errors), zeros, non-finite values, vacuous bounds, a ladder and mismatches, split at random
+// points, for both ways of choosing the worst case.
+TEST(CompareFigures, MergedChunksEqualOneSequence) {
+  const unsigned seed = 20261124;
+  std::printf("seed %u\n", seed);
+  std::mt19937_64 rng(seed);
+  for (const compare::worst_by w : {compare::worst_by::rho, compare::worst_by::ulp_error}) {
+    for (int round = 0; round < 20; ++round) {
+      figures::options o = two_bounds(w);
+      o.ladder = {0, 1};
+      o.mismatch_bound = 0;
+      o.max_mismatches = 5;
+      std::vector<report::mismatch> whole_sink;
+      o.mismatches = &whole_sink;
+      figures whole(o);
+      std::vector<figures> parts;
+      std::vector<std::vector<report::mismatch>> sinks(64);
+      const int n = 1 + static_cast<int>(rng() % 400);
+      std::vector<int> cuts = {0, n};
+      for (int c = static_cast<int>(rng() % 6); c > 0; --c) {
+        cuts.push_back(static_cast<int>(rng() % static_cast<unsigned>(n + 1)));
+      }
+      std::sort(cuts.begin(), cuts.end());
+      for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+        figures::options po = o;
+        po.mismatches = &sinks[c];
+        figures part(po);
+        for (int v = cuts[c]; v < cuts[c + 1]; ++v) {
+          const auto p = static_cast<std::int64_t>(rng() % 4096);
+          const auto index = static_cast<std::int64_t>(rng() % 4);
+          const double exact = 0.5 + static_cast<double>(rng() % 4) * 0.125;
+          const int kind = static_cast<int>(rng() % 16);
+          const double got = kind == 0  ? std::numeric_limits<double>::quiet_NaN()
+                             : kind < 5 ? exact
+                                        : exact + static_cast<double>(rng() % 5) * 0x1p-10;
+          const double b[] = {static_cast<double>(1 + rng() % 3) * 0x1p-9,
+                              kind == 15 ? 8.0 : 0x1p-6};
+          const compare::value val{p, index, got, exact, rng() % 3, 0x1p-12, 1.0, 0x1p-12};
+          whole.add_position(p);
+          part.add_position(p);
+          whole.add(val, v % 2 ? "sin" : "cos", b);
+          part.add(val, v % 2 ? "sin" : "cos", b);
+        }
+        parts.push_back(std::move(part));
+      }
+      figures merged(o);
+      std::vector<report::mismatch> merged_sink;
+      for (std::size_t c = 0; c < parts.size(); ++c) {
+        merged.merge(parts[c]);
+        for (const auto& m : sinks[c]) {
+          if (merged_sink.size() < o.max_mismatches) merged_sink.push_back(m);
+        }
+      }
+      SCOPED_TRACE("round " + std::to_string(round) + " values " + std::to_string(n));
+      expect_same(whole, merged);
+      ASSERT_EQ(whole_sink.size(), merged_sink.size());
+      for (std::size_t m = 0; m < whole_sink.size(); ++m) {
+        EXPECT_EQ(whole_sink[m].position, merged_sink[m].position);
+        EXPECT_EQ(whole_sink[m].check, merged_sink[m].check);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -48,6 +48,12 @@ void log_histogram::add(double v) {
   bins_[bin]++;
 }
 
+void log_histogram::merge(const log_histogram& other) {
+  for (std::size_t b = 0; b < kBins; ++b) bins_[b] += other.bins_[b];
+  count_ += other.count_;
+  zeros_ += other.zeros_;
+}
+
 double log_histogram::quantile(double q) const {
   if (count_ == 0) return 0;
   // Nearest rank: the ⌈q·n⌉-th smallest value.
@@ -163,6 +169,60 @@ void figures::add(const value& v, const char* component, std::span<const double>
     o_.mismatches->push_back(
         {component, v.position, v.index, v.got, v.exact, bounds[*o_.mismatch_bound]});
   }
+}
+
+void figures::merge(const figures& later) {
+  if (later.octaves_.size() != octaves_.size() || later.max_rho_.size() != max_rho_.size() ||
+      later.ladder_rho_.size() != ladder_rho_.size() || later.o_.indices != o_.indices) {
+    throw error("compare::figures::merge: figures of another layout");
+  }
+  for (std::size_t k = 0; k < octaves_.size(); ++k) {
+    octave& o = octaves_[k];
+    const octave& l = later.octaves_[k];
+    o.positions += l.positions;
+    if (l.values == 0) continue;
+    o.values += l.values;
+    o.max_abs = std::max(o.max_abs, l.max_abs);
+    o.max_bound = std::max(o.max_bound, l.max_bound);
+    // add(): the argmax is the first value whose ρ is the maximum (the first value's otherwise).
+    if (o.argmax < 0 || l.max_rho > o.max_rho) {
+      o.max_rho = std::max(o.max_rho, l.max_rho);
+      o.argmax = l.argmax;
+    }
+    for (std::size_t i = 0; i < o.rho_by_index.size(); ++i) {
+      o.rho_by_index[i] = std::max(o.rho_by_index[i], l.rho_by_index[i]);
+    }
+    o.hist.merge(l.hist);
+  }
+  max_pos_ = std::max(max_pos_, later.max_pos_);
+  if (later.values_ == 0) return;
+  for (std::size_t b = 0; b < max_rho_.size(); ++b) {
+    max_rho_[b] = std::max(max_rho_[b], later.max_rho_[b]);
+    max_bound_[b] = std::max(max_bound_[b], later.max_bound_[b]);
+    if (later.vacuous_[b] > 0 &&
+        (vacuous_[b] == 0 || later.first_vacuous_[b] < first_vacuous_[b])) {
+      first_vacuous_[b] = later.first_vacuous_[b];
+    }
+    vacuous_[b] += later.vacuous_[b];
+  }
+  for (std::size_t k = 0; k < ladder_rho_.size(); ++k) {
+    ladder_rho_[k] = std::max(ladder_rho_[k], later.ladder_rho_[k]);
+  }
+  // The worst case: the first value with the strictly largest key (add()).
+  const bool worse =
+      o_.worst == worst_by::rho ? later.worst_.rho > worst_.rho : later.max_ulp_err_ > max_ulp_err_;
+  if (values_ == 0 || worse) {
+    worst_ = later.worst_;
+    worst_ulp_ = later.worst_ulp_;
+  }
+  max_ulp_err_ = std::max(max_ulp_err_, later.max_ulp_err_);
+  values_ += later.values_;
+  cr_ += later.cr_;
+  faithful_ += later.faithful_;
+  non_finite_ += later.non_finite_;
+  max_ulp_dist_ = std::max(max_ulp_dist_, later.max_ulp_dist_);
+  max_abs_ = std::max(max_abs_, later.max_abs_);
+  for (std::size_t b = 0; b < hist_.size(); ++b) hist_[b] += later.hist_[b];
 }
 
 void figures::finish(report::check& c, std::optional<double> worst_exact) const {

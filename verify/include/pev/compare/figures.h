@@ -67,6 +67,8 @@ class log_histogram {
   void add(double v);
   double quantile(double q) const;
   std::uint64_t count() const { return count_; }
+  /// Adds another histogram's counts (the histogram of both sets of values).
+  void merge(const log_histogram& other);
 
  private:
   static constexpr int kMinExp = -100;
@@ -113,6 +115,13 @@ class figures {
   void add_position(std::int64_t p);
   /// One value; `bounds` holds one bound per name of options::bounds.
   void add(const value& v, const char* component, std::span<const double> bounds);
+
+  /// Merges the figures of values compared after this one's (same options; `later`'s mismatches
+  /// went to its own sink, which the caller appends): the result equals one figures fed both
+  /// sequences in order — counts add, maxima combine, and ties keep the earlier value (the worst
+  /// case and each octave's argmax are the first value that attains the maximum). So figures
+  /// computed chunk by chunk on threads and merged in chunk order are those of one thread.
+  void merge(const figures& later);
 
   /// The octave's largest-ρ position (−1: none evaluated), for a local worst-case search.
   std::int64_t argmax(std::size_t octave) const { return octaves_[octave].argmax; }
