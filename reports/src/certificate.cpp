@@ -130,10 +130,11 @@ std::string seed_text(const results& r) {
 std::string library_text(const library_figures& lib) {
   if (lib.trig_ulp) {
     return fmt::format(
-        "measured trig {:.3g} ulp ({:.3g} absolute; {}) against the {} recipe's angles{}; bounds "
-        "assume {}",
+        "measured trig {:.3g} ulp ({:.3g} absolute; {}) against the {} recipe's angles{}{}; "
+        "bounds assume {}",
         *lib.trig_ulp, lib.trig_abs.value_or(0), lib.trig_class, lib.angles,
-        lib.pow_ulp ? fmt::format(", pow {:.3g} ulp", *lib.pow_ulp) : "", lib.assumed);
+        lib.pow_ulp ? fmt::format(", pow {:.3g} ulp", *lib.pow_ulp) : "",
+        lib.measured_on.empty() ? "" : " on " + lib.measured_on, lib.assumed);
   }
   return fmt::format("bounds assume {}{}", lib.assumed,
                      lib.note.empty() ? "" : "; not measured: " + lib.note);
@@ -506,6 +507,7 @@ std::string detail::certificate_html(const results& r,
                    : "not measured" + (lib.note.empty() ? "" : ": " + xml_escape(lib.note)));
   if (lib.pow_ulp) row("pow error measured", fmt::format("{:.3g} ulp", *lib.pow_ulp));
   if (!lib.angles.empty()) row("angles the data follows", xml_escape(lib.angles));
+  if (!lib.measured_on.empty()) row("measured on", xml_escape(lib.measured_on));
   if (lib.max_trig_ulp) {
     row("--max-trig-ulp", fmt::format("{:.3g} ulp{}", *lib.max_trig_ulp,
                                       lib.trig_ulp && *lib.trig_ulp > *lib.max_trig_ulp

@@ -83,7 +83,8 @@ json certification_fields(const certification& c, json j) {
   j["library"] = {{"assumed", lib.assumed},        {"max_trig_ulp", opt(lib.max_trig_ulp)},
                   {"trig_ulp", opt(lib.trig_ulp)}, {"trig_abs", opt(lib.trig_abs)},
                   {"pow_ulp", opt(lib.pow_ulp)},   {"trig_class", lib.trig_class},
-                  {"angles", lib.angles},          {"note", lib.note}};
+                  {"angles", lib.angles},          {"note", lib.note},
+                  {"measured_on", lib.measured_on}};
   j["diagnosis"] = nullptr;
   if (c.why) {
     json first = json::array();

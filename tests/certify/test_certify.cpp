@@ -28,6 +28,7 @@
 #include "pev/impl/mutants.h"
 #include "pev/io/npy.h"
 #include "pev/io/safetensors.h"
+#include "pev/report/json.h"
 #include "pev/spec/parse.h"
 
 namespace pev {
@@ -852,6 +853,40 @@ TEST(Certify, MalformedDumpsAreRefusedOrFail) {
   EXPECT_EQ(cert.checks[0].non_finite, 1u);
   EXPECT_EQ(cert.checks[1].non_finite, 1u);
   EXPECT_NE(certify::to_json(cert).find("\"non_finite\": 1"), std::string::npos);
+}
+
+// The table's rows are compared on worker threads in fixed chunks whose figures merge in order:
+// the certificate (figures, worst cases, the first mismatches, the diagnosis) is the same for 1,
+// 2 and 3 threads. A table of 9000 rows (5 chunks) with values pushed beyond the bounds in four
+// chunks, so that the mismatches and worst cases come from several chunks.
+TEST(Certify, ThreadCountDoesNotChangeTheCertificate) {
+  const spec::encoding e = spec::parse_spec("rope:head_dim=64,rope_theta=10000");
+  const auto im = impl::make_builtin(e, kernel::strategy::hf);
+  const std::int64_t P = 9000, n = 32;
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(P));
+  for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<std::int64_t>(i);
+  std::vector<float> c(static_cast<std::size_t>(P * n)), s(c.size());
+  im->rope_table(pos, std::nullopt, std::span<float>(c), std::span<float>(s));
+  for (const std::size_t row : {100, 2500, 6000, 8999}) {
+    c[row * static_cast<std::size_t>(n) + row % 7] += 0x1p-6f;
+    s[row * static_cast<std::size_t>(n) + row % 5] -= 0x1p-6f;
+  }
+  certify::dump d;
+  d.tensors["cos"] = io::array::from_values<float>({P, n}, c);
+  d.tensors["sin"] = io::array::from_values<float>({P, n}, s);
+  auto json_of = [&](int threads) {
+    certify::options o;
+    o.threads = threads;
+    o.recipe = "hf";
+    certify::certificate cert = certify::certify_dump(e, d, o);
+    EXPECT_NE(cert.exit_code(), 0);
+    cert.certification->seconds = 0;
+    return report::to_json(cert);
+  };
+  const std::string one = json_of(1);
+  EXPECT_NE(one.find("\"position\": 6000"), std::string::npos);
+  EXPECT_EQ(json_of(2), one);
+  EXPECT_EQ(json_of(3), one);
 }
 
 TEST(Certify, LargeTableThroughput) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pev/compare/figures.h"
+#include "pev/metric/error_model.h"
 
 namespace pev {
 namespace {
@@ -231,6 +232,98 @@ TEST(CompareFigures, MergedChunksEqualOneSequence) {
       }
     }
   }
+}
+
+// add_row equals add() of each value in order: rows at increasing and repeated positions with
+// exact zeros (the zero floor), NaN and Inf values, vacuous bounds, ties, mismatches and a
+// ladder, a gate other than the first bound, for both ways of choosing the worst case.
+TEST(CompareFigures, AddRowEqualsAddOfEachValue) {
+  const unsigned seed = 20261124;
+  std::printf("seed %u\n", seed);
+  std::mt19937_64 rng(seed);
+  const format out = metric::kF32;
+  for (const compare::worst_by w : {compare::worst_by::rho, compare::worst_by::ulp_error}) {
+    for (int round = 0; round < 40; ++round) {
+      figures::options o;
+      o.max_position = 1 << 18;
+      o.indices = 24;
+      o.bounds = {"a", "b", "c"};
+      o.gate = static_cast<std::size_t>(round % 3);
+      o.per_bound_rho = true;
+      o.worst = w;
+      o.ladder = round % 2 ? std::vector<std::size_t>{0, 2} : std::vector<std::size_t>{0, 1, 2};
+      o.zero_floor = true;
+      o.mismatch_bound = static_cast<std::size_t>((round / 3) % 3);
+      o.max_mismatches = 6;
+      std::vector<report::mismatch> s1, s2;
+      o.mismatches = &s1;
+      figures one(o);
+      o.mismatches = &s2;
+      figures rows(o);
+      const double scale = round % 5 == 0 ? 0x1p-8 : 1.0;
+      const int nrows = 1 + static_cast<int>(rng() % 300);
+      // Most rounds stay in one octave, where each maximum rises rarely and only its own test
+      // finds the value that raises it.
+      std::int64_t p = round % 4 == 0 ? 0 : std::int64_t{1} << 17;
+      for (int q = 0; q < nrows; ++q) {
+        p += static_cast<std::int64_t>(rng() % (round % 4 == 0 ? 700 : 20));
+        const std::size_t n = 1 + rng() % 24;
+        const auto index0 = static_cast<std::int64_t>(rng() % (25 - n));
+        std::vector<double> got(n), exact(n), bounds(3 * n);
+        std::vector<std::uint64_t> dist(n);
+        for (std::size_t k = 0; k < n; ++k) {
+          // Non-finite values (infinite ρ and ulp error: no maximum rises after them) in some
+          // rounds only.
+          int kind = static_cast<int>(rng() % 20);
+          if ((kind == 1 || kind == 2) && round % 5 != 1) kind = 9;
+          exact[k] = kind == 0 ? 0.0 : std::ldexp(static_cast<double>(1 + rng() % 1000), -10);
+          got[k] = kind == 1   ? std::numeric_limits<double>::quiet_NaN()
+                   : kind == 2 ? std::numeric_limits<double>::infinity()
+                   : kind < 8  ? exact[k]
+                               : exact[k] + static_cast<double>(rng() % 7000) * 0x1p-34 *
+                                               (kind % 2 ? 1 : -1);
+          dist[k] = rng() % 3;
+          for (std::size_t b = 0; b < 3; ++b) {
+            bounds[b * n + k] = kind == 3 ? 4.0 : static_cast<double>(1 + rng() % 4000) * 0x1p-34;
+          }
+        }
+        const double scale_ulp = metric::ulp_at(scale, out);
+        for (std::size_t k = 0; k < n; ++k) {
+          const double b[] = {bounds[k], bounds[n + k], bounds[2 * n + k]};
+          one.add({p, index0 + static_cast<std::int64_t>(k), got[k], exact[k], dist[k],
+                   metric::ulp_at(std::fabs(exact[k]), out), scale, scale_ulp},
+                  "cos", b);
+        }
+        one.add_position(p);
+        rows.add_position(p);
+        rows.add_row({p, index0, got, exact, dist, out, scale, scale_ulp}, "cos", bounds);
+      }
+      SCOPED_TRACE("round " + std::to_string(round));
+      expect_same(one, rows);
+      ASSERT_EQ(s1.size(), s2.size());
+      for (std::size_t m = 0; m < s1.size(); ++m) {
+        EXPECT_EQ(s1[m].position, s2[m].position);
+        EXPECT_EQ(s1[m].index, s2[m].index);
+      }
+    }
+  }
+}
+
+TEST(CompareHistogram, AddAllEqualsAdd) {
+  compare::log_histogram a, b;
+  std::vector<double> v = {
+      0.0, 0x1p-1074, 0x1p-101,       0x1p-100, 0x1.fffp-100,
+      1.0, 0x1.8p+3,  0x1.ffffffp+15, 0x1p+16,  std::numeric_limits<double>::infinity()};
+  std::mt19937_64 rng(7);
+  for (int k = 0; k < 10000; ++k)
+    v.push_back(
+        std::ldexp(static_cast<double>(rng() % 1000000), static_cast<int>(rng() % 160) - 140));
+  for (double x : v) a.add(x);
+  b.add_all(v.data(), v.size());
+  for (const double q : {0.0001, 0.01, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0}) {
+    EXPECT_EQ(a.quantile(q), b.quantile(q)) << q;
+  }
+  EXPECT_EQ(a.count(), b.count());
 }
 
 }  // namespace

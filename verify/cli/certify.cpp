@@ -98,6 +98,7 @@ command add_certify(CLI::App& app) {
     bool exhaustive = false;
     std::string libm = "any";
     std::optional<double> max_trig_ulp;
+    std::int64_t threads = 0;
   };
   auto st = std::make_shared<state>();
   CLI::App* cmd = app.add_subcommand(
@@ -201,6 +202,10 @@ command add_certify(CLI::App& app) {
   cmd->add_option("--max-trig-ulp", st->max_trig_ulp,
                   "Tighten the claim: the trig error measured against the recipe's own angles "
                   "(fp32 tables) must not exceed this many ulps");
+  cmd->add_option("--threads", st->threads,
+                  "Worker threads (oneTBB) comparing a dump's table rows, at most 1024; 0 = all "
+                  "cores. The certificate is the same for any number")
+      ->capture_default_str();
   cmd->add_option("--layout", st->layout,
                   "RoPE table layout: separate (cos, sin [P, rot/2]), halves (cos, sin [P, rot], "
                   "transformers), repeated (cos, sin [P, rot], GPT-J), vllm ([P, rot] = [cos | "
@@ -255,6 +260,7 @@ command add_certify(CLI::App& app) {
             require_range("--max-position", st->max_position, 0, kMaxPositionLimit);
             require_range("--samples", st->samples, 0, kMaxSamples);
             require_range("--property-cases", st->property_cases, 1, 1000000);
+            require_range("--threads", st->threads, 0, kMaxThreads);
             if (st->seq_len) require_range("--seq-len", *st->seq_len, 1, INT64_MAX);
             std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
             if (!st->plugin.empty() && !std::filesystem::is_regular_file(st->plugin)) {
@@ -292,6 +298,7 @@ command add_certify(CLI::App& app) {
                   "metadata names no spec)");
             }
             certify::options o;
+            o.threads = static_cast<int>(st->threads);
             if (!st->recipe.empty()) o.recipe = st->recipe;
             if (!st->layout.empty()) o.layout = certify::parse_table_layout(st->layout);
             if (!st->qk_layout.empty()) o.qk_layout = certify::parse_qk_layout(st->qk_layout);

@@ -41,7 +41,7 @@ struct row_at {
 
 template <class T>
 table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
-                    const std::vector<std::int64_t>& pos) {
+                    const std::vector<std::int64_t>& pos, std::size_t max_rows) {
   const auto P = static_cast<std::size_t>(s.pairs());
   table_fit fit;
   fit.freq.assign(P, kNaN);
@@ -57,6 +57,17 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
   rows.erase(std::unique(rows.begin(), rows.end(),
                          [](const row_at& a, const row_at& b) { return a.p == b.p; }),
              rows.end());
+  if (max_rows > 0 && rows.size() > max_rows) {
+    // The first quarter densely (the frequencies are unwrapped along increasing positions), the
+    // rest evenly spaced to the last position.
+    const std::size_t dense = max_rows / 4, n = rows.size();
+    std::vector<row_at> sample(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(dense));
+    for (std::size_t j = 0; j < max_rows - dense; ++j) {
+      sample.push_back(rows[dense + (j + 1) * (n - dense) / (max_rows - dense) - 1]);
+    }
+    fit.measured_on = std::to_string(sample.size()) + " of " + std::to_string(n) + " positions";
+    rows = std::move(sample);
+  }
   // The first column of every pair.
   std::vector<std::int64_t> col(P, -1);
   for (std::size_t j = 0; j < t.pair.size(); ++j) {
@@ -341,12 +352,16 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
 }
 
 template table_fit fit_table<double>(const spec::rope&, std::optional<std::int64_t>,
-                                     const table_source&, const std::vector<std::int64_t>&);
+                                     const table_source&, const std::vector<std::int64_t>&,
+                                     std::size_t);
 template table_fit fit_table<float>(const spec::rope&, std::optional<std::int64_t>,
-                                    const table_source&, const std::vector<std::int64_t>&);
+                                    const table_source&, const std::vector<std::int64_t>&,
+                                    std::size_t);
 template table_fit fit_table<half>(const spec::rope&, std::optional<std::int64_t>,
-                                   const table_source&, const std::vector<std::int64_t>&);
+                                   const table_source&, const std::vector<std::int64_t>&,
+                                   std::size_t);
 template table_fit fit_table<bfloat16>(const spec::rope&, std::optional<std::int64_t>,
-                                       const table_source&, const std::vector<std::int64_t>&);
+                                       const table_source&, const std::vector<std::int64_t>&,
+                                       std::size_t);
 
 }  // namespace pev::certify::detail

@@ -40,6 +40,8 @@ struct table_fit {
   std::optional<double> pow_ulp;
   /// Why a figure was not measured, for the certificate.
   std::string note;
+  /// "N of M positions" when the fit read a sample.
+  std::string measured_on;
 };
 
 /// What the fitted frequencies and attention factor imply against the spec, as sentences naming
@@ -53,9 +55,13 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
                                             const table_fit& fit);
 
 /// Fits a table (its dtype T) whose rows sit at positions `pos`; rows at a negative position are
-/// left out (an MRoPE table's tokens whose streams differ: docs/encodings.md §4.6).
+/// left out (an MRoPE table's tokens whose streams differ: docs/encodings.md §4.6). With
+/// max_rows > 0 and more distinct positions than that, the fit and the library measure read
+/// max_rows of them — the first quarter of max_rows positions and the rest evenly spaced
+/// (table_fit::measured_on says so): the measure describes the library, the comparison with the
+/// bounds still reads every value (docs/performance.md §4).
 template <class T>
 table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
-                    const std::vector<std::int64_t>& pos);
+                    const std::vector<std::int64_t>& pos, std::size_t max_rows = 0);
 
 }  // namespace pev::certify::detail

@@ -5,6 +5,9 @@
 #include "pev/compare/rope.h"
 
 #include <fmt/format.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +28,9 @@ namespace pev::certify::detail {
 namespace {
 
 constexpr std::size_t kChunkRows = 2048;
+/// Positions the library measure reads (recover.h: fit_table): every one with --max-trig-ulp,
+/// which gates the claim on the measure.
+constexpr std::size_t kFitRows = 8192;
 
 /// The recipes' bounds of a RoPE value, in bound_names(true)'s order, for the library class the
 /// claim assumes. transformers rotates q/k in the model dtype (each product and the sum rounded
@@ -127,33 +133,73 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   const bool hf = ref.spec().type != spec::rope_type::ggml;
   const auto opts = figure_options(k.o, max_of(pos) + 1, t.width, true, &k.mismatches, hf);
   compare::figures cos(opts), sin(opts);
-  compare::typed_values<T> rc, rs;
   // MRoPE rows hold [S, rows] positions (docs/encodings.md §4.6): each chunk takes its rows of
   // every stream.
   const std::vector<std::int64_t>& map = ref.stream_of_pair();
   const std::size_t S = streams_of(ref), rows = pos.size() / S;
-  std::vector<std::int64_t> chunk;
-  for (std::size_t r0 = 0; r0 < rows; r0 += kChunkRows) {
-    const std::size_t n = std::min(kChunkRows, rows - r0);
-    chunk.clear();
-    for (std::size_t st = 0; st < S; ++st) {
-      const auto from = pos.begin() + static_cast<std::ptrdiff_t>(st * rows + r0);
-      chunk.insert(chunk.end(), from, from + static_cast<std::ptrdiff_t>(n));
+  // Rows in fixed chunks of kChunkRows: the reference values of a group of chunks on this thread
+  // (the fast reference is single-threaded), their comparison on the arena's workers, each chunk
+  // into figures of its own that merge in chunk order (compare::figures::merge) — the same
+  // figures, mismatches included, for any number of threads.
+  struct chunk_work {
+    std::size_t r0 = 0;
+    std::vector<std::int64_t> positions;
+    compare::typed_values<T> rc, rs;
+    std::vector<report::mismatch> mismatches;
+    std::optional<compare::figures> cos, sin;
+  };
+  // More threads than cores would only queue (and oneTBB warns about it).
+  const int cores = tbb::this_task_arena::max_concurrency();
+  tbb::task_arena arena(k.o.threads > 0 ? std::min(k.o.threads, cores) : cores);
+  const auto group = static_cast<std::size_t>(2 * arena.max_concurrency());
+  std::vector<chunk_work> work(group);
+  tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
+  const std::size_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  for (std::size_t c0 = 0; c0 < chunks; c0 += group) {
+    const std::size_t g = std::min(group, chunks - c0);
+    for (std::size_t c = 0; c < g; ++c) {
+      chunk_work& w = work[c];
+      w.r0 = (c0 + c) * kChunkRows;
+      const std::size_t n = std::min(kChunkRows, rows - w.r0);
+      w.positions.clear();
+      for (std::size_t st = 0; st < S; ++st) {
+        const auto from = pos.begin() + static_cast<std::ptrdiff_t>(st * rows + w.r0);
+        w.positions.insert(w.positions.end(), from, from + static_cast<std::ptrdiff_t>(n));
+      }
+      if (map.empty()) {
+        ref.table<T>(w.positions, w.rc, w.rs, /*rounded_doubles=*/false);
+      } else {
+        ref.table_streams<T>(w.positions, w.rc, w.rs, /*rounded_doubles=*/false);
+      }
     }
-    if (map.empty()) {
-      ref.table<T>(chunk, rc, rs, /*rounded_doubles=*/false);
-    } else {
-      ref.table_streams<T>(chunk, rc, rs, /*rounded_doubles=*/false);
+    arena.execute([&] {
+      tbb::parallel_for(std::size_t{0}, g, [&](std::size_t c) {
+        chunk_work& w = work[c];
+        compare::figures::options o = opts;
+        w.mismatches.clear();
+        o.mismatches = &w.mismatches;
+        w.cos.emplace(o);
+        w.sin.emplace(o);
+        const compare::table_rows<T> rows_ref{w.rc.rn, w.rs.rn, w.rc.exact, w.rs.exact,
+                                              ref.pairs()};
+        compare::compare_table<T>(
+            w.positions, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; },
+            rows_ref, t.pair,
+            [&](std::size_t q, std::size_t j, bool is_sin) {
+              const plane& pl = is_sin ? t.sin : t.cos;
+              return element<T>(
+                  *pl.a, pl.at(static_cast<std::int64_t>(w.r0 + q), static_cast<std::int64_t>(j)));
+            },
+            local_bounds.local(), *w.cos, *w.sin);
+      });
+    });
+    for (std::size_t c = 0; c < g; ++c) {
+      cos.merge(*work[c].cos);
+      sin.merge(*work[c].sin);
+      for (const report::mismatch& m : work[c].mismatches) {
+        if (k.mismatches.size() < opts.max_mismatches) k.mismatches.push_back(m);
+      }
     }
-    const compare::table_rows<T> rows_ref{rc.rn, rs.rn, rc.exact, rs.exact, ref.pairs()};
-    compare::compare_table<T>(
-        chunk, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref, t.pair,
-        [&](std::size_t q, std::size_t j, bool is_sin) {
-          const plane& pl = is_sin ? t.sin : t.cos;
-          return element<T>(*pl.a,
-                            pl.at(static_cast<std::int64_t>(r0 + q), static_cast<std::int64_t>(j)));
-        },
-        bounds, cos, sin);
   }
   // The worst values' exact values from MPFR, so that the certificate's worst case does not
   // depend on the reference path (the fast path's doubles are within 2^−49·m; counts, ρ and
@@ -181,11 +227,12 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     lib.note = "no text token (every stream at one position) in the MRoPE table to fit";
     return;
   }
-  fit = fit_table<T>(ref.spec(), seq, t, text);
+  fit = fit_table<T>(ref.spec(), seq, t, text, k.o.max_trig_ulp ? 0 : kFitRows);
   lib.trig_ulp = fit.trig_ulp;
   lib.trig_abs = fit.trig_abs;
   lib.pow_ulp = fit.pow_ulp;
   lib.note = fit.note;
+  if (fit.trig_ulp) lib.measured_on = fit.measured_on;
   lib.angles = fit.angles;
   if (fit.trig_ulp) lib.trig_class = metric::trig_class_name(*fit.trig_ulp, *fit.trig_abs);
 }

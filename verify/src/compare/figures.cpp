@@ -8,6 +8,8 @@
 #include "pev/core/error.h"
 #include "pev/core/hex.h"
 #include "pev/core/sampling.h"
+#include "pev/core/simd.h"
+#include "pev/metric/error_model.h"
 
 namespace pev::compare {
 
@@ -52,6 +54,22 @@ void log_histogram::merge(const log_histogram& other) {
   for (std::size_t b = 0; b < kBins; ++b) bins_[b] += other.bins_[b];
   count_ += other.count_;
   zeros_ += other.zeros_;
+}
+
+void log_histogram::add_all(const double* v, std::size_t n) {
+  // add()'s bin from the encoding in one expression: the exponent and the top 6 fraction bits
+  // are bits 46 … 62, so (bits >> 46) − (1023 + kMinExp)·64 is (e − kMinExp)·64 + ⌊f·64⌋,
+  // clamped to the first bin (e < kMinExp, subnormals) and the last (e > kMaxExp, +Inf).
+  constexpr std::int64_t base = std::int64_t{1023 + kMinExp} * std::int64_t{kSub};
+  for (std::size_t k = 0; k < n; ++k) {
+    if (!(v[k] > 0)) {
+      zeros_++;
+      continue;
+    }
+    const auto top = static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(v[k]) >> 46) - base;
+    bins_[static_cast<std::size_t>(std::clamp<std::int64_t>(top, 0, kBins - 1))]++;
+  }
+  count_ += n;
 }
 
 double log_histogram::quantile(double q) const {
@@ -121,19 +139,11 @@ void figures::add(const value& v, const char* component, std::span<const double>
   const double err = finite ? std::fabs(v.got - v.exact) : kInf;
   const double ulp_err = finite ? err / v.ulp : kInf;
   for (std::size_t b = 0; b < bounds.size(); ++b) {
-    max_rho_[b] = std::max(max_rho_[b], rho_of(err, bounds[b]));
     max_bound_[b] = std::max(max_bound_[b], bounds[b]);
     if (v.scale > 0 && bounds[b] >= 2 * v.scale) {
       if (vacuous_[b]++ == 0 || v.position < first_vacuous_[b]) first_vacuous_[b] = v.position;
     }
   }
-  double rung = 0;
-  for (std::size_t k = 0; k < o_.ladder.size(); ++k) {
-    rung = std::max(rung, bounds[o_.ladder[k]]);
-    ladder_rho_[k] = std::max(ladder_rho_[k], rho_of(err, rung));
-  }
-  const double B = bounds[o_.gate];
-  const double rho = rho_of(err, B);
   const auto oct = static_cast<std::size_t>(octave_of(v.position));
   if (oct >= octaves_.size() || v.index < 0 || v.index >= o_.indices) {
     throw error("compare::figures: position " + std::to_string(v.position) + " or index " +
@@ -142,14 +152,8 @@ void figures::add(const value& v, const char* component, std::span<const double>
   auto& o = octaves_[oct];
   o.values++;
   o.max_abs = std::max(o.max_abs, err);
-  o.max_bound = std::max(o.max_bound, B);
+  o.max_bound = std::max(o.max_bound, bounds[o_.gate]);
   o.hist.add(err);
-  if (rho > o.max_rho || o.argmax < 0) {
-    if (rho > o.max_rho) o.max_rho = rho;
-    if (o.argmax < 0 || rho >= o.max_rho) o.argmax = v.position;
-  }
-  auto& ri = o.rho_by_index[static_cast<std::size_t>(v.index)];
-  ri = std::max(ri, rho);
   values_++;
   non_finite_ += finite ? 0 : 1;
   max_abs_ = std::max(max_abs_, err);
@@ -157,9 +161,31 @@ void figures::add(const value& v, const char* component, std::span<const double>
   cr_ += v.ulp_distance == 0 ? 1 : 0;
   faithful_ += v.ulp_distance <= 1 ? 1 : 0;
   hist_[static_cast<std::size_t>(report::ulp_bucket(ulp_err))]++;
+  add_exact(v, component, err, ulp_err, bounds, oct, values_ == 1);
+}
+
+void figures::add_exact(const value& v, const char* component, double err, double ulp_err,
+                        std::span<const double> bounds, std::size_t oct, bool first) {
+  for (std::size_t b = 0; b < bounds.size(); ++b) {
+    max_rho_[b] = std::max(max_rho_[b], rho_of(err, bounds[b]));
+  }
+  double rung = 0;
+  for (std::size_t k = 0; k < o_.ladder.size(); ++k) {
+    rung = std::max(rung, bounds[o_.ladder[k]]);
+    ladder_rho_[k] = std::max(ladder_rho_[k], rho_of(err, rung));
+  }
+  const double B = bounds[o_.gate];
+  const double rho = rho_of(err, B);
+  auto& o = octaves_[oct];
+  if (rho > o.max_rho || o.argmax < 0) {
+    if (rho > o.max_rho) o.max_rho = rho;
+    if (o.argmax < 0 || rho >= o.max_rho) o.argmax = v.position;
+  }
+  auto& ri = o.rho_by_index[static_cast<std::size_t>(v.index)];
+  ri = std::max(ri, rho);
   const bool worse = o_.worst == worst_by::rho ? rho > worst_.rho : ulp_err > max_ulp_err_;
   max_ulp_err_ = std::max(max_ulp_err_, ulp_err);
-  if (worse || values_ == 1) {
+  if (worse || first) {
     worst_ = {v.position, v.index,    component,    v.got, v.exact, B,
               rho,        hex(v.got), hex(v.exact), {},    ulp_err};
     worst_ulp_ = v.ulp;
@@ -169,6 +195,181 @@ void figures::add(const value& v, const char* component, std::span<const double>
     o_.mismatches->push_back(
         {component, v.position, v.index, v.got, v.exact, bounds[*o_.mismatch_bound]});
   }
+}
+
+// ---- add_row ------------------------------------------------------------------------------------
+
+namespace {
+
+/// err = |got − exact| (+Inf for a non-finite got) and the ulp error err/ulp_out(|exact|) (a
+/// power of two: the quotient is exact either way); returns the number of non-finite values.
+PEV_VECTOR_LOOPS std::uint64_t row_errors(const double* got, const double* exact, format out,
+                                          double* err, double* ulp_err, std::size_t n) {
+  std::uint64_t non_finite = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const bool finite =
+        (std::bit_cast<std::uint64_t>(got[k]) & 0x7ff0000000000000) != 0x7ff0000000000000;
+    const double e = finite ? std::fabs(got[k] - exact[k]) : kInf;
+    err[k] = e;
+    ulp_err[k] = finite ? e / metric::ulp_at_finite(std::fabs(exact[k]), out) : kInf;
+    non_finite += finite ? 0 : 1;
+  }
+  return non_finite;
+}
+
+/// report::ulp_bucket of every ulp error (≥ 0 or +Inf) counted into `hist`: the number above
+/// each bucket's upper edge, differenced.
+PEV_VECTOR_LOOPS void ulp_buckets(const double* u, std::size_t n,
+                                  std::array<std::uint64_t, report::kUlpBuckets>& hist) {
+  static_assert(report::kUlpBuckets == 7);
+  std::uint64_t above[6] = {};
+  for (std::size_t k = 0; k < n; ++k) {
+    above[0] += u[k] > 0 ? 1 : 0;
+    above[1] += u[k] > 0.5 ? 1 : 0;
+    above[2] += u[k] > 1 ? 1 : 0;
+    above[3] += u[k] > 2 ? 1 : 0;
+    above[4] += u[k] > 4 ? 1 : 0;
+    above[5] += u[k] > 8 ? 1 : 0;
+  }
+  hist[0] += n - above[0];
+  for (std::size_t b = 1; b < 6; ++b) hist[b] += above[b - 1] - above[b];
+  hist[6] += above[5];
+}
+
+/// The largest of n values ≥ 0 (or +Inf), and 0 for none: on the encodings, which order like
+/// the values for non-negative doubles (an integer maximum vectorises; a double one, whose NaN
+/// rules make it order-dependent, does not).
+PEV_VECTOR_LOOPS double row_max(const double* v, std::size_t n) {
+  std::uint64_t m = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto b = std::bit_cast<std::uint64_t>(v[k]);
+    m = b > m ? b : m;
+  }
+  return std::bit_cast<double>(m);
+}
+
+/// Marks the values that may raise a ρ maximum r against bounds B: not err ≤ fl(t·B) with
+/// t = r·kSlack·(1 − 2^−48), which implies err/fl(B·kSlack) < r (the relative error of the two
+/// products is below 2^−50; docs/performance.md §4), unless t·B is too small for that argument
+/// (below 2^−1000, where a subnormal product loses relative precision).
+PEV_VECTOR_LOOPS void mark_rho(const double* err, const double* B, double r, std::uint8_t* cand,
+                               std::size_t n) {
+  const double t = r * kSlack * (1 - 0x1p-48);
+  for (std::size_t k = 0; k < n; ++k) {
+    const double tb = t * B[k];
+    cand[k] |= static_cast<std::uint8_t>((err[k] > tb) | ((err[k] > 0) & (tb < 0x1p-1000)));
+  }
+}
+
+/// The same against a maximum per value (each value's index has its own).
+PEV_VECTOR_LOOPS void mark_rho_each(const double* err, const double* B, const double* r,
+                                    std::uint8_t* cand, std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k) {
+    const double tb = r[k] * kSlack * (1 - 0x1p-48) * B[k];
+    cand[k] |= static_cast<std::uint8_t>((err[k] > tb) | ((err[k] > 0) & (tb < 0x1p-1000)));
+  }
+}
+
+PEV_VECTOR_LOOPS void mark_above(const double* v, double limit, std::uint8_t* cand, std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k) cand[k] |= static_cast<std::uint8_t>(v[k] > limit);
+}
+
+/// Values beyond their bound (!(err ≤ B): mismatches).
+PEV_VECTOR_LOOPS void mark_beyond(const double* err, const double* B, std::uint8_t* cand,
+                                  std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k) cand[k] |= static_cast<std::uint8_t>(!(err[k] <= B[k]));
+}
+
+}  // namespace
+
+void figures::add_row(const row_values& r, const char* component, std::span<double> bounds) {
+  const std::size_t n = r.got.size();
+  const std::size_t nb = o_.bounds.size();
+  if (n == 0) return;
+  if (r.exact.size() != n || r.ulp_distance.size() != n || bounds.size() != nb * n) {
+    throw error("compare::figures: a row's values, distances and bounds differ in size");
+  }
+  const auto oct = static_cast<std::size_t>(octave_of(r.position));
+  if (oct >= octaves_.size() || r.index0 < 0 ||
+      r.index0 + static_cast<std::int64_t>(n) > o_.indices) {
+    throw error("compare::figures: position " + std::to_string(r.position) + " or indices " +
+                std::to_string(r.index0) + "+" + std::to_string(n) + " outside the check's layout");
+  }
+  auto bound = [&](std::size_t b) { return bounds.data() + b * n; };
+  if (o_.zero_floor && r.scale_ulp > 0) {
+    for (std::size_t k = 0; k < n; ++k) {
+      if (r.exact[k] != 0) continue;
+      for (std::size_t b = 0; b < nb; ++b) bound(b)[k] = std::max(bound(b)[k], r.scale_ulp / 2);
+    }
+  }
+  err_.resize(n);
+  ulp_err_.resize(n);
+  cand_.assign(n, 0);
+  const std::uint64_t non_finite =
+      row_errors(r.got.data(), r.exact.data(), r.out, err_.data(), ulp_err_.data(), n);
+  // Order-independent figures: counts, maxima, histograms.
+  auto& o = octaves_[oct];
+  for (std::size_t b = 0; b < nb; ++b) {
+    const double mx = row_max(bound(b), n);
+    max_bound_[b] = std::max(max_bound_[b], mx);
+    if (r.scale > 0 && mx >= 2 * r.scale) {
+      std::uint64_t c = 0;
+      for (std::size_t k = 0; k < n; ++k) c += bound(b)[k] >= 2 * r.scale ? 1 : 0;
+      if (vacuous_[b] == 0 || r.position < first_vacuous_[b]) first_vacuous_[b] = r.position;
+      vacuous_[b] += c;
+    }
+  }
+  const double max_err = row_max(err_.data(), n);
+  o.max_abs = std::max(o.max_abs, max_err);
+  o.max_bound = std::max(o.max_bound, row_max(bound(o_.gate), n));
+  o.hist.add_all(err_.data(), n);
+  std::uint64_t cr = 0, faithful = 0, max_dist = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::uint64_t d = r.ulp_distance[k];
+    cr += d == 0 ? 1 : 0;
+    faithful += d <= 1 ? 1 : 0;
+    max_dist = d > max_dist ? d : max_dist;
+  }
+  ulp_buckets(ulp_err_.data(), n, hist_);
+  // The values that may change an order-dependent figure (add_exact), with the maxima as they
+  // stand before the row: a value that is not marked changes none of them (its ρ against every
+  // rung is at most the rung's maximum, so against every bound of the ladder, and its gate ρ at
+  // most its index's octave maximum, which the octave's maximum and the worst ρ bound).
+  for (std::size_t k = 0; k < o_.ladder.size(); ++k) {
+    mark_rho(err_.data(), bound(o_.ladder[k]), ladder_rho_[k], cand_.data(), n);
+  }
+  for (std::size_t b = 0; b < nb; ++b) {
+    if (std::find(o_.ladder.begin(), o_.ladder.end(), b) == o_.ladder.end()) {
+      mark_rho(err_.data(), bound(b), max_rho_[b], cand_.data(), n);
+    }
+  }
+  mark_rho_each(err_.data(), bound(o_.gate),
+                o.rho_by_index.data() + static_cast<std::size_t>(r.index0), cand_.data(), n);
+  if (o_.worst == worst_by::ulp_error) mark_above(ulp_err_.data(), max_ulp_err_, cand_.data(), n);
+  if (o_.mismatch_bound && o_.mismatches && o_.mismatches->size() < o_.max_mismatches) {
+    mark_beyond(err_.data(), bound(*o_.mismatch_bound), cand_.data(), n);
+  }
+  const bool first_overall = values_ == 0;
+  if (first_overall || o.argmax < 0) cand_[0] = 1;
+  std::vector<double>& b1 = scratch_;
+  b1.resize(nb);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (!cand_[k]) continue;
+    for (std::size_t b = 0; b < nb; ++b) b1[b] = bound(b)[k];
+    const value v{r.position,        r.index0 + static_cast<std::int64_t>(k),
+                  r.got[k],          r.exact[k],
+                  r.ulp_distance[k], metric::ulp_at_finite(std::fabs(r.exact[k]), r.out),
+                  r.scale,           r.scale_ulp};
+    add_exact(v, component, err_[k], ulp_err_[k], b1, oct, first_overall && k == 0);
+  }
+  max_ulp_err_ = std::max(max_ulp_err_, row_max(ulp_err_.data(), n));
+  o.values += n;
+  values_ += n;
+  non_finite_ += non_finite;
+  max_abs_ = std::max(max_abs_, max_err);
+  max_ulp_dist_ = std::max(max_ulp_dist_, max_dist);
+  cr_ += cr;
+  faithful_ += faithful;
 }
 
 void figures::merge(const figures& later) {

@@ -406,15 +406,6 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq,
   return g;
 }
 
-/// Bound on |ĉ − m·cos θ| of an fp32 value m̂·cosf(θ̂) with |θ̂ − θ| ≤ dtheta, |m̂ − m| ≤ m.e,
-/// c = |cos θ| (or |sin θ|).
-double trig_times_m(double dtheta, tv m, double c, const metric::libm& lib) {
-  const double bcs = metric::trig_f32_bound(c, dtheta, lib.sin_cos);
-  if (m.x == 1.0 && m.e == 0.0) return bcs;  // times exactly 1: no rounding
-  const double mm = m.x + m.e;
-  return mm * bcs + m.e * c + half_ulp(mm * (c + bcs), kF32);
-}
-
 /// The hf pipeline's angle error: |fl(fl(p)·f̂) − p·θ| with |f̂ − θ| ≤ f.e.
 double hf_angle_error(std::int64_t p, tv f) {
   const auto pd = static_cast<double>(p);
@@ -502,20 +493,40 @@ void rope_contract::angle_errors(std::int64_t p, std::vector<double>& out) const
 }
 
 double rope_contract::table_bound_at(double dtheta, double y, format out) const {
-  y = std::fabs(y);
-  const double c = m_ > 0 ? y / m_ : y;
-  switch (st_) {
-    case kernel::strategy::hf:
-    case kernel::strategy::table_fp16:
-    case kernel::strategy::table_bf16:
-      return path_bound(trig_times_m(dtheta, hf_.m, c, *lib_), y, kernel::storage_of(st_), out,
-                        kF32);
-    case kernel::strategy::ggml:
-      return path_bound(trig_times_m(dtheta, ggml_->m, c, *lib_), y, std::nullopt, out, kF32);
-    case kernel::strategy::accurate:
-      break;
+  return table_form_for(out).eval(dtheta, std::fabs(y));
+}
+
+table_form rope_contract::table_form_for(format out) const {
+  table_form f;
+  f.out = out;
+  if (st_ == kernel::strategy::accurate) {
+    f.one_ulp = true;  // 1 ulp of the output type at the exact value
+    return f;
   }
-  return ulp_at(y, out);  // accurate: 1 ulp of the output type at the exact value
+  // path_bound's steps: the pipeline's fp32 value, the storage dtype of vLLM's caches, the output.
+  f.m = m_;
+  f.trig_ulps = lib_->sin_cos;
+  f.pipeline_m = st_ == kernel::strategy::ggml ? ggml_->m : hf_.m;
+  format cur = kF32;
+  if (const std::optional<dtype> s = kernel::storage_of(st_)) {
+    f.stored = true;
+    f.storage = cur = format_of(*s);
+  }
+  const bool wider = out.p == 24 && cur.p <= 24;  // fp32 holds fp16 and bf16 exactly
+  f.rounded_out = !(out.p == cur.p && out.emin == cur.emin) && !wider;
+  return f;
+}
+
+bool rope_contract::same_trig(const rope_contract& other) const {
+  auto hf_pipeline = [](kernel::strategy s) {
+    return s == kernel::strategy::hf || s == kernel::strategy::table_fp16 ||
+           s == kernel::strategy::table_bf16;
+  };
+  return hf_pipeline(st_) && hf_pipeline(other.st_) && lib_->sin_cos == other.lib_->sin_cos &&
+         m_ == other.m_ && hf_.m.x == other.hf_.m.x && hf_.m.e == other.hf_.m.e &&
+         hf_.freq.size() == other.hf_.freq.size() &&
+         std::equal(hf_.freq.begin(), hf_.freq.end(), other.hf_.freq.begin(),
+                    [](const tv& a, const tv& b) { return a.x == b.x && a.e == b.e; });
 }
 
 double rope_contract::rotation_bound_at(double dtheta, double x0, double x1, double abs_y,

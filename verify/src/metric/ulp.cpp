@@ -22,32 +22,6 @@ mpfr_exp_t ulp_exponent(mpfr_srcptr y) {
 
 }  // namespace
 
-// Sign-magnitude encodings order like the values within each sign, so the magnitude bits are the
-// ordinal of a non-negative value and their negation that of a negative one; −0 and +0 both map
-// to 0, which makes distances count across zero (−min_subnormal to +min_subnormal is 2).
-template <class T>
-std::int64_t ordinal(T v) {
-  using tr = scalar_traits<T>;
-  using bits_type = typename tr::bits_type;
-  const bits_type b = tr::to_bits(v);
-  const auto magnitude = static_cast<std::int64_t>(b & static_cast<bits_type>(~tr::sign_mask));
-  return (b & tr::sign_mask) != 0 ? -magnitude : magnitude;
-}
-
-template <class T>
-std::uint64_t ulp_distance(T a, T b) {
-  using tr = scalar_traits<T>;
-  const bool a_nan = is_nan_bits<T>(tr::to_bits(a));
-  const bool b_nan = is_nan_bits<T>(tr::to_bits(b));
-  if (a_nan && b_nan) return 0;
-  if (a_nan || b_nan) return std::numeric_limits<std::uint64_t>::max();
-  // For fp64 the difference of ordinals can exceed INT64_MAX (−max to +max is ≈ 2^64 − 2^53);
-  // the difference of the two's-complement images modulo 2^64 is exact because it is < 2^64.
-  const auto oa = static_cast<std::uint64_t>(ordinal(a));
-  const auto ob = static_cast<std::uint64_t>(ordinal(b));
-  return ordinal(a) >= ordinal(b) ? oa - ob : ob - oa;
-}
-
 template <class T>
 real ulp_of(const real& y) {
   mpfr_srcptr src = y.backend().data();
@@ -112,14 +86,6 @@ real ulp_error(T computed, const real& exact) {
   return r;
 }
 
-template std::int64_t ordinal<float>(float);
-template std::int64_t ordinal<double>(double);
-template std::int64_t ordinal<half>(half);
-template std::int64_t ordinal<bfloat16>(bfloat16);
-template std::uint64_t ulp_distance<float>(float, float);
-template std::uint64_t ulp_distance<double>(double, double);
-template std::uint64_t ulp_distance<half>(half, half);
-template std::uint64_t ulp_distance<bfloat16>(bfloat16, bfloat16);
 template real ulp_of<float>(const real&);
 template real ulp_of<double>(const real&);
 template real ulp_of<half>(const real&);

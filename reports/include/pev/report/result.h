@@ -242,6 +242,8 @@ struct library_figures {
   std::string trig_class;
   std::string angles;  // whose angles the data follows ("hf", "ggml"), when measured
   std::string note;    // why a figure was not measured
+  /// The rows the figures were measured on when not every row: "16384 of 1048576 positions".
+  std::string measured_on;
 };
 
 /// How certification read one role of a dump (docs/design.md §6.2): which tensors, in which

@@ -185,6 +185,9 @@ struct options {
   const metric::libm* libm = &metric::kAnyConforming;
   /// The largest trig error (ulps) the measured library may show: a tighter claim (none: any).
   std::optional<double> max_trig_ulp;
+  /// Worker threads (oneTBB) comparing a table's rows; 0: every core. The certificate does not
+  /// depend on it (rows are compared in fixed chunks whose figures merge in order).
+  int threads = 0;
 };
 
 /// Certifies the dump against `e`. Throws pev::error for input that cannot be certified as given

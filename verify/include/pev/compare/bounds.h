@@ -69,6 +69,12 @@ class rope_bounds {
   /// Bounds of a table value of pair i whose exact magnitude is y, in format `out` (after
   /// at_position).
   void table(std::int64_t i, double y, format out, std::span<double> b) const;
+  /// table() of a row of values at the current position: value k is of pair pair_of[k] with
+  /// exact magnitude abs_y[k] ≥ 0; bound j of value k goes to b[j·n + k] (n values). The same
+  /// numbers, in vectorisable loops, the trig part computed once for the contracts that share it
+  /// (impl::rope_contract::same_trig).
+  void table_row(std::span<const std::int64_t> pair_of, std::span<const double> abs_y, format out,
+                 std::span<double> b);
   /// Bounds of a rotated element of pair i (−1: a pass-through dim, which must be exact) with
   /// inputs x0, x1 and exact output magnitude y (after at_position).
   void rotation(std::int64_t i, double x0, double x1, double y, format out,
@@ -77,8 +83,11 @@ class rope_bounds {
  private:
   std::vector<named_bound> bounds_;
   double m_;
-  std::vector<std::unique_ptr<impl::rope_contract>> contracts_;  // null for drift-free
-  std::vector<std::vector<double>> dtheta_;                      // per bound, per pair
+  // Null for drift-free and exact; shared (they are immutable), so that a copy of the bound set
+  // (one per thread) is cheap.
+  std::vector<std::shared_ptr<const impl::rope_contract>> contracts_;
+  std::vector<std::vector<double>> dtheta_;    // per bound, per pair
+  std::vector<double> row_dtheta_, row_trig_;  // table_row's scratch
 };
 
 }  // namespace pev::compare

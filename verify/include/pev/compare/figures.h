@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "pev/report/result.h"
+#include "pev/scalar/dtype.h"
 
 namespace pev::compare {
 
@@ -65,6 +66,8 @@ struct value {
 class log_histogram {
  public:
   void add(double v);
+  /// add() of n values.
+  void add_all(const double* v, std::size_t n);
   double quantile(double q) const;
   std::uint64_t count() const { return count_; }
   /// Adds another histogram's counts (the histogram of both sets of values).
@@ -79,6 +82,19 @@ class log_histogram {
   std::array<std::uint32_t, kBins> bins_{};
   std::uint64_t count_ = 0;
   std::uint64_t zeros_ = 0;
+};
+
+/// A row of values at one position (a table row): value k has index index0 + k; they share the
+/// scale of value (compare::value::scale, scale_ulp) and the compared type's format `out`
+/// (compare::value::ulp is ulp_out(|exact|)).
+struct row_values {
+  std::int64_t position = 0;
+  std::int64_t index0 = 0;
+  std::span<const double> got, exact;
+  std::span<const std::uint64_t> ulp_distance;
+  format out{};
+  double scale = 0;
+  double scale_ulp = 0;
 };
 
 class figures {
@@ -115,6 +131,13 @@ class figures {
   void add_position(std::int64_t p);
   /// One value; `bounds` holds one bound per name of options::bounds.
   void add(const value& v, const char* component, std::span<const double> bounds);
+  /// A row of n values: the same figures as add() of each value in order (tests/compare checks
+  /// it), at a fraction of the cost — the per-value work runs in vectorisable loops, and add()'s
+  /// order-dependent updates (ρ maxima, each octave's argmax, the worst case, mismatches) only for
+  /// the values that can change them, found by a conservative test on err against the current
+  /// maxima times the bounds (docs/performance.md §4). bounds[j·n + k] is bound j of value k;
+  /// options::zero_floor is applied to it in place.
+  void add_row(const row_values& r, const char* component, std::span<double> bounds);
 
   /// Merges the figures of values compared after this one's (same options; `later`'s mismatches
   /// went to its own sink, which the caller appends): the result equals one figures fed both
@@ -158,6 +181,11 @@ class figures {
   std::vector<std::uint64_t> vacuous_;       // per bound: values where it is vacuous
   std::vector<std::int64_t> first_vacuous_;  // per bound: the smallest such position
   std::vector<double> scratch_;
+  std::vector<double> err_, ulp_err_;  // add_row's per-value scratch
+  std::vector<std::uint8_t> cand_;
+  /// add()'s ρ-dependent updates of one value whose err, ulp error and bounds are known.
+  void add_exact(const value& v, const char* component, double err, double ulp_err,
+                 std::span<const double> bounds, std::size_t oct, bool first);
   std::array<std::uint64_t, report::kUlpBuckets> hist_{};
   report::worst_case worst_;
   double worst_ulp_ = 0;  // ulp_T(|exact|) of the worst value

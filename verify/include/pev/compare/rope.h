@@ -50,6 +50,44 @@ void compare_table(std::span<const std::int64_t> positions,
   const auto P = static_cast<std::size_t>(ref.pairs);
   const double scale = std::fabs(bounds.m()), scale_ulp = metric::ulp_at(scale, out);
   const bool multi = !stream_of_pair.empty();
+  if (!multi && &cos != &sin) {
+    // A row at a time (figures::add_row: the same figures as value by value, cos and sin each
+    // in column order; the shared mismatch list takes a row's cos values before its sin values).
+    const std::size_t n = column_pair.size(), nb = bounds.size();
+    std::vector<double> got_v[2], exact_v[2], abs_v[2], bound_v[2];
+    std::vector<std::uint64_t> dist_v[2];
+    for (int w = 0; w < 2; ++w) {
+      got_v[w].resize(n);
+      exact_v[w].resize(n);
+      abs_v[w].resize(n);
+      dist_v[w].resize(n);
+      bound_v[w].resize(n * nb);
+    }
+    for (std::size_t q = 0; q < positions.size(); ++q) {
+      const std::int64_t p = positions[q];
+      cos.add_position(p);
+      sin.add_position(p);
+      bounds.at_position(p);
+      const std::size_t k = ref_row(q);
+      for (int w = 0; w < 2; ++w) {
+        const std::span<const double> y = w == 0 ? ref.cos : ref.sin;
+        const std::span<const T> rn = w == 0 ? ref.rn_cos : ref.rn_sin;
+        for (std::size_t j = 0; j < n; ++j) {
+          const std::size_t e = k * P + static_cast<std::size_t>(column_pair[j]);
+          const T g = got(q, j, w == 1);
+          got_v[w][j] = scalar_traits<T>::to_double(g);
+          exact_v[w][j] = y[e];
+          abs_v[w][j] = std::fabs(y[e]);
+          dist_v[w][j] = metric::ulp_distance(g, rn[e]);
+        }
+        bounds.table_row(column_pair, abs_v[w], out, bound_v[w]);
+        (w == 0 ? cos : sin)
+            .add_row({p, 0, got_v[w], exact_v[w], dist_v[w], out, scale, scale_ulp},
+                     w == 0 ? "cos" : "sin", bound_v[w]);
+      }
+    }
+    return;
+  }
   const auto S = static_cast<std::size_t>(multi ? streams : 1);
   const std::size_t rows = positions.size() / S;
   std::vector<std::int64_t> row_pos(S);

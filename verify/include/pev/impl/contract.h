@@ -52,8 +52,49 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq,
                            const metric::libm& lib = metric::kGlibc);
 
 /// Bound on |ĉ − m·cos θ| of an fp32 value m̂·cosf(θ̂) with |θ̂ − θ| ≤ dtheta, |m̂ − m| ≤ m.e,
-/// c = |cos θ| (or |sin θ|), cosf/sinf from library class `lib`.
-double trig_times_m(double dtheta, tv m, double c, const metric::libm& lib = metric::kGlibc);
+/// c = |cos θ| (or |sin θ|), cosf/sinf with `trig_ulps` (the library class's sin_cos).
+inline double trig_times_m(double dtheta, tv m, double c, double trig_ulps) {
+  const double bcs = metric::trig_f32_bound(c, dtheta, trig_ulps);
+  if (m.x == 1.0 && m.e == 0.0) return bcs;  // times exactly 1: no rounding
+  const double mm = m.x + m.e;
+  return mm * bcs + m.e * c + metric::ulp_at_finite(mm * (c + bcs), metric::kF32) / 2;
+}
+/// The same for library class `lib`.
+inline double trig_times_m(double dtheta, tv m, double c,
+                           const metric::libm& lib = metric::kGlibc) {
+  return trig_times_m(dtheta, m, c, lib.sin_cos);
+}
+
+/// A strategy's RoPE table contract for one output format as straight-line arithmetic
+/// (rope_contract::table_bound_at evaluates it): from a pair's angle error and a value's exact
+/// magnitude, with no branch on the strategy, so that the comparison engine bounds a row of values
+/// in one vectorisable loop (compare::rope_bounds::table_row).
+struct table_form {
+  bool one_ulp = false;  // accurate: 1 ulp of the output at the exact value
+  double m = 1;          // the exact attention factor: c = |y|/m (m > 0)
+  tv pipeline_m{1, 0};   // the pipeline's attention factor (exact value, bound)
+  double trig_ulps = 0;  // the library class's sinf/cosf bound
+  bool stored = false;   // the table is rounded to `storage` (vLLM's caches)
+  format storage{};
+  bool rounded_out = false;  // then rounded to `out` (not exact: out neither equal nor wider)
+  format out{};
+
+  /// trig_times_m of the value (the part contracts of one pipeline share).
+  double trig(double dtheta, double abs_y) const {
+    const double c = m > 0 ? abs_y / m : abs_y;
+    return trig_times_m(dtheta, pipeline_m, c, trig_ulps);
+  }
+  /// path_bound's roundings after the pipeline, on its bound B.
+  double path(double B, double abs_y) const {
+    if (stored) B += metric::ulp_at_finite(abs_y + B, storage) / 2;
+    if (rounded_out) B += metric::ulp_at_finite(abs_y + B, out) / 2;
+    return B;
+  }
+  double eval(double dtheta, double abs_y) const {
+    if (one_ulp) return metric::ulp_at_finite(abs_y, out);
+    return path(trig(dtheta, abs_y), abs_y);
+  }
+};
 /// The hf pipeline's angle error: |fl(fl(p)·f̂) − p·θ| with |f̂ − θ| ≤ f.e.
 double hf_angle_error(std::int64_t p, tv f);
 /// Rounding errors a value (bound B, exact magnitude y) gathers after a pipeline in format `cur`:
@@ -99,6 +140,11 @@ class rope_contract {
   /// table_bound_at(angle_errors(p)[i], y, out) == table_bound(p, i, y, out).
   void angle_errors(std::int64_t p, std::vector<double>& out) const;
   double table_bound_at(double dtheta, double y, format out) const;
+  /// table_bound_at's formula for output format `out`.
+  table_form table_form_for(format out) const;
+  /// Whether `other`'s table bounds share this contract's trig part (table_form::trig and the
+  /// angle errors): the hf pipeline and vLLM's caches of it, with one library class.
+  bool same_trig(const rope_contract& other) const;
   /// The rotation contract (apply.h) of one output of pair i with inputs x0, x1 by the
   /// strategy's table, given the pair's angle error dtheta (angle_errors): each table value errs
   /// by ε = table_bound_at(dtheta, m, F) in the table's format F (its storage dtype, else fp32),

@@ -53,6 +53,16 @@ inline double ulp_at(double mag, format f) {
   return pow2_bits(std::max(e, f.emin) - f.p + 1);
 }
 
+/// ulp_at of a finite mag ≥ 0 without branches, for the comparison engine's vector loops (equal
+/// to ulp_at there: a zero or subnormal mag has exponent field 0, below every format's minimum
+/// normal exponent). 2^(e−p+1) as 2^e·2^(1−p), both normal, so that a subnormal result (the fp64
+/// floor 2^−1074) needs no branch either.
+inline double ulp_at_finite(double mag, format f) {
+  const std::int64_t e = std::max<std::int64_t>(
+      static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(mag) >> 52) - 1023, f.emin);
+  return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52) * pow2_bits(1 - f.p);
+}
+
 /// Bound on a round-to-nearest error for results of magnitude ≤ mag.
 inline double half_ulp(double mag, format f) { return ulp_at(mag, f) / 2; }
 
@@ -143,7 +153,7 @@ inline double trig_f32_bound(double c, double dtheta, double trig_ulps) {
   const double d = std::min(dtheta, 2.0);
   // |cos θ̂| < 1 unless θ̂ = 0 (then it is exact): its ulp is at most 2^−24.
   const double mag = std::min(c + d, 1.0 - 0x1p-25);
-  return d + trig_ulps * ulp_at(mag, kF32);
+  return d + trig_ulps * ulp_at_finite(mag, kF32);
 }
 
 }  // namespace pev::metric
