@@ -312,8 +312,7 @@ TEST(CliCertify, ShardsMergeIntoTheCertificate) {
   }
   auto missing = run_pev({"merge", merge[1], merge[3], "--out", dir + "/m"});
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_NE(missing.err.find("2 of 3 shards given (missing: 1)"), std::string::npos)
-      << missing.err;
+  EXPECT_NE(missing.err.find("2 of 3 shards given (missing: 1)"), std::string::npos) << missing.err;
   auto mixed = run_pev({"merge", merge[1], dir + "/whole", "--out", dir + "/m"});
   EXPECT_EQ(mixed.exit_code, 2);
   EXPECT_NE(mixed.err.find("not a shard's"), std::string::npos) << mixed.err;
