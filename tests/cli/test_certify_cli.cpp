@@ -329,6 +329,40 @@ TEST(CliCertify, ShardsMergeIntoTheCertificate) {
   EXPECT_EQ(a, b);
   EXPECT_TRUE(std::filesystem::exists(dir + "/merged/index.html"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/merged/summary.md"));
+  // A live implementation: each shard compares its rows of the positions the run evaluates; the
+  // properties run in shard 0; the merge is the unsharded certificate.
+  const std::vector<std::string> live = {"certify",
+                                         "--spec",
+                                         kSpec,
+                                         "--exec",
+                                         std::string(PEV_BINARY) + " serve --strategy hf",
+                                         "--max-position",
+                                         "20000",
+                                         "--samples",
+                                         "4",
+                                         "--property-cases",
+                                         "5"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> v = live;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return run_pev(v);
+  };
+  auto lw = with({"--out", dir + "/live"});
+  ASSERT_EQ(lw.exit_code, 0) << lw.out << lw.err;
+  for (int i = 0; i < 2; ++i) {
+    auto r =
+        with({"--shard", std::to_string(i) + "/2", "--out", dir + "/live-" + std::to_string(i)});
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  }
+  auto lm = run_pev({"merge", dir + "/live-1", dir + "/live-0", "--out", dir + "/live-merged"});
+  EXPECT_EQ(lm.exit_code, 0) << lm.out << lm.err;
+  a = read_json(dir + "/live/certificate.json");
+  b = read_json(dir + "/live-merged/certificate.json");
+  for (auto* j : {&a, &b}) {
+    j->erase("seconds");
+    (*j)["provenance"].erase("merged_shards");
+  }
+  EXPECT_EQ(a, b);
   // A shard whose rows fail: 1 (a dump of another theta fails everywhere).
   auto bad = run_pev({"certify", "--impl", dir + "/d.safetensors", "--spec",
                       "rope:head_dim=64,rope_theta=10000", "--no-diagnosis", "--shard", "1/2",

@@ -9,6 +9,7 @@
 //   rope.cpp, sinusoidal.cpp, alibi.cpp, t5.cpp   one family's checks each
 //   certify.cpp     certify_dump: the family dispatch
 //   live.cpp        certify_live: live implementations as dumps, plus the property suites
+//   merge.cpp       merge_shards: the certificates of --shard I/N runs as one
 // clang-format on
 
 #include <cstdint>

@@ -47,6 +47,21 @@ std::string differs(const certificate& a, const certificate& b) {
   return "";
 }
 
+/// A figures' state read from a file is checked against the data it came with before figures are
+/// allocated by its layout: every octave holds one ρ per index, as the first shard's.
+void fits_layout(const report::figure_state& t, const report::figure_state& first,
+                 const std::string& id) {
+  const bool fits =
+      !t.octaves.empty() && t.max_position == first.max_position && t.indices == first.indices &&
+      std::all_of(t.octaves.begin(), t.octaves.end(), [&](const auto& o) {
+        return o.rho_by_index.size() == static_cast<std::size_t>(first.indices);
+      });
+  if (!fits) {
+    throw error(
+        fmt::format("merge: the figures' state of check '{}' does not fit its layout", id));
+  }
+}
+
 /// The group a mismatch was compared in: cos and sin of a table are compared row by row
 /// together, every other check on its own.
 std::string group_of(const std::string& check) { return check == "sin" ? "cos" : check; }
@@ -131,6 +146,7 @@ certificate merge_shards(std::vector<certificate> shards) {
     const bool hf = std::find(st.bounds.begin(), st.bounds.end(), "hf") != st.bounds.end();
     const compare::figures::options fo =
         detail::figure_options(o, st.max_position, st.indices, ggml, nullptr, hf);
+    fits_layout(st, st, c0.id);
     compare::figures f(fo, st);
     for (std::size_t k = 1; k < shards.size(); ++k) {
       const auto& cs = shards[k].checks;
@@ -140,6 +156,7 @@ certificate merge_shards(std::vector<certificate> shards) {
       if (!it->state) {
         throw error(fmt::format("merge: check '{}' of shard {} has no figures' state", c0.id, k));
       }
+      fits_layout(*it->state, st, c0.id);
       f.merge(compare::figures(fo, *it->state));
     }
     // The worst value's exact value as its shard reported it (recomputed in MPFR for tables).
