@@ -51,14 +51,13 @@ std::string differs(const certificate& a, const certificate& b) {
 /// allocated by its layout: every octave holds one ρ per index, as the first shard's.
 void fits_layout(const report::figure_state& t, const report::figure_state& first,
                  const std::string& id) {
-  const bool fits =
-      !t.octaves.empty() && t.max_position == first.max_position && t.indices == first.indices &&
-      std::all_of(t.octaves.begin(), t.octaves.end(), [&](const auto& o) {
-        return o.rho_by_index.size() == static_cast<std::size_t>(first.indices);
-      });
+  const bool fits = !t.octaves.empty() && t.max_position == first.max_position &&
+                    t.indices == first.indices &&
+                    std::all_of(t.octaves.begin(), t.octaves.end(), [&](const auto& o) {
+                      return o.rho_by_index.size() == static_cast<std::size_t>(first.indices);
+                    });
   if (!fits) {
-    throw error(
-        fmt::format("merge: the figures' state of check '{}' does not fit its layout", id));
+    throw error(fmt::format("merge: the figures' state of check '{}' does not fit its layout", id));
   }
 }
 
