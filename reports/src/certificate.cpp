@@ -54,6 +54,14 @@ std::string positions_text(const certification& c) {
 }
 
 std::string verdict(const certification& c) {
+  if (c.shard && c.exit_code() == kExitPartial) {
+    return fmt::format("PARTIAL: shard {} of {} holds on its rows (pev merge the {} shards)",
+                       c.shard->index, c.shard->count, c.shard->count);
+  }
+  if (c.shard) {
+    return fmt::format("NOT CERTIFIED (shard {} of {} fails on its rows)", c.shard->index,
+                       c.shard->count);
+  }
   return c.exit_code() == 0 ? "CERTIFIED" : "NOT CERTIFIED";
 }
 
@@ -267,8 +275,11 @@ std::string certificate_text(const results& r) {
 std::string detail::certificate_markdown(const results& r) {
   const certification& c = cert_of(r, "certificate_markdown");
   std::ostringstream os;
-  os << "## pev certificate: " << (c.exit_code() == 0 ? "✅ " : "❌ ") << verdict(c) << " — grade "
-     << to_string(c.result) << "\n\n";
+  os << "## pev certificate: "
+     << (c.exit_code() == 0              ? "✅ "
+         : c.exit_code() == kExitPartial ? "⏳ "
+                                         : "❌ ")
+     << verdict(c) << " — grade " << to_string(c.result) << "\n\n";
   os << "- spec: `" << md_escape(c.spec) << "`\n- data: " << md_escape(c.what)
      << "\n- positions: " << positions_text(c) << "\n- held to: " << held_text(c)
      << "\n- claim: " << md_escape(claim_text(c))

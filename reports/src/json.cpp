@@ -3,8 +3,10 @@
 #include "pev/report/json.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "pev/core/error.h"
 #include "pev/core/hex.h"
@@ -49,6 +51,61 @@ json steps(const worst_case& w) {
     a.push_back({{"name", st.name}, {"got_hex", st.got_hex}, {"exact_hex", st.exact_hex}});
   }
   return a;
+}
+
+json worst_json(const worst_case& w) {
+  return {{"position", w.position},
+          {"index", w.index},
+          {"component", w.component},
+          {"got", num(w.got)},
+          {"exact", num(w.exact)},
+          {"got_hex", w.got_hex},
+          {"exact_hex", w.exact_hex},
+          {"bound", num(w.bound)},
+          {"rho", num(w.rho)},
+          {"intermediates", steps(w)},
+          {"ulp_error", num(w.ulp_error)}};
+}
+
+json histogram_json(const figure_state::histogram& h) {
+  json bins = json::array();
+  for (const auto& [b, n] : h.bins) bins.push_back({b, n});
+  return {{"count", h.count}, {"zeros", h.zeros}, {"bins", bins}};
+}
+
+/// A shard's figures (figure_state): every accumulator, histogram bins sparse.
+json state_json(const figure_state& s) {
+  json oct = json::array();
+  for (const auto& o : s.octaves) {
+    oct.push_back({{"positions", o.positions},
+                   {"values", o.values},
+                   {"max_abs", num(o.max_abs)},
+                   {"max_bound", num(o.max_bound)},
+                   {"max_rho", num(o.max_rho)},
+                   {"argmax", o.argmax},
+                   {"rho_by_index", nums(o.rho_by_index)},
+                   {"histogram", histogram_json(o.hist)}});
+  }
+  return {{"max_position", s.max_position},
+          {"indices", s.indices},
+          {"bounds", s.bounds},
+          {"octaves", oct},
+          {"max_pos", s.max_pos},
+          {"values", s.values},
+          {"correctly_rounded", s.correctly_rounded},
+          {"faithful", s.faithful},
+          {"non_finite", s.non_finite},
+          {"max_ulp_distance", s.max_ulp_distance},
+          {"max_abs", num(s.max_abs)},
+          {"max_ulp_error", num(s.max_ulp_error)},
+          {"max_rho", nums(s.max_rho)},
+          {"max_bound", nums(s.max_bound)},
+          {"ladder_rho", nums(s.ladder_rho)},
+          {"vacuous", s.vacuous},
+          {"first_vacuous", s.first_vacuous},
+          {"ulp_histogram", s.ulp_histogram},
+          {"worst", worst_json(s.worst)},
+          {"worst_ulp", num(s.worst_ulp)}};
 }
 
 json certification_fields(const certification& c, json j) {
@@ -113,6 +170,12 @@ json certification_fields(const certification& c, json j) {
                       {"explanations", ex}};
   }
   j["seconds"] = c.seconds;  // wall time: differs between identical runs
+  if (c.shard) {
+    j["shard"] = {{"index", c.shard->index},
+                  {"count", c.shard->count},
+                  {"options", c.shard->options},
+                  {"partial", c.exit_code() == kExitPartial}};
+  }
   return j;
 }
 
@@ -141,6 +204,178 @@ void certificate_check_fields(const check& c, json& j) {
     j["replay"] = c.replay;
   }
   j["worst"]["ulp_error"] = num(c.worst.ulp_error);
+  if (c.state) j["figures_state"] = state_json(*c.state);
+}
+
+worst_case worst_from(const nlohmann::json& w) {
+  worst_case k{w.at("position").get<std::int64_t>(),
+               w.at("index").get<std::int64_t>(),
+               w.at("component").get<std::string>(),
+               to_num(w.at("got")),
+               to_num(w.at("exact")),
+               to_num(w.at("bound")),
+               to_num(w.at("rho")),
+               w.at("got_hex").get<std::string>(),
+               w.at("exact_hex").get<std::string>(),
+               {},
+               0};
+  for (const auto& st : w.at("intermediates")) {
+    k.intermediates.push_back({st.at("name").get<std::string>(),
+                               st.at("got_hex").get<std::string>(),
+                               st.at("exact_hex").get<std::string>()});
+  }
+  if (w.contains("ulp_error")) k.ulp_error = to_num(w.at("ulp_error"));
+  return k;
+}
+
+figure_state::histogram histogram_from(const nlohmann::json& j) {
+  figure_state::histogram h;
+  h.count = j.at("count").get<std::uint64_t>();
+  h.zeros = j.at("zeros").get<std::uint64_t>();
+  for (const auto& b : j.at("bins")) {
+    h.bins.emplace_back(b.at(0).get<std::uint32_t>(), b.at(1).get<std::uint64_t>());
+  }
+  return h;
+}
+
+figure_state state_from(const nlohmann::json& j) {
+  figure_state s;
+  s.max_position = j.at("max_position").get<std::int64_t>();
+  s.indices = j.at("indices").get<std::int64_t>();
+  s.bounds = j.at("bounds").get<std::vector<std::string>>();
+  for (const auto& o : j.at("octaves")) {
+    s.octaves.push_back({o.at("positions").get<std::uint64_t>(),
+                         o.at("values").get<std::uint64_t>(), to_num(o.at("max_abs")),
+                         to_num(o.at("max_bound")), to_num(o.at("max_rho")),
+                         o.at("argmax").get<std::int64_t>(), to_nums(o.at("rho_by_index")),
+                         histogram_from(o.at("histogram"))});
+  }
+  s.max_pos = j.at("max_pos").get<std::int64_t>();
+  s.values = j.at("values").get<std::uint64_t>();
+  s.correctly_rounded = j.at("correctly_rounded").get<std::uint64_t>();
+  s.faithful = j.at("faithful").get<std::uint64_t>();
+  s.non_finite = j.at("non_finite").get<std::uint64_t>();
+  s.max_ulp_distance = j.at("max_ulp_distance").get<std::uint64_t>();
+  s.max_abs = to_num(j.at("max_abs"));
+  s.max_ulp_error = to_num(j.at("max_ulp_error"));
+  s.max_rho = to_nums(j.at("max_rho"));
+  s.max_bound = to_nums(j.at("max_bound"));
+  s.ladder_rho = to_nums(j.at("ladder_rho"));
+  s.vacuous = j.at("vacuous").get<std::vector<std::uint64_t>>();
+  s.first_vacuous = j.at("first_vacuous").get<std::vector<std::int64_t>>();
+  s.ulp_histogram = j.at("ulp_histogram").get<std::array<std::uint64_t, kUlpBuckets>>();
+  s.worst = worst_from(j.at("worst"));
+  s.worst_ulp = to_num(j.at("worst_ulp"));
+  return s;
+}
+
+/// A double written by pev::hex ("0x1.8p+1", "-inf", "nan").
+double from_hex(const std::string& text, const std::string& source) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) {
+    throw error(source + ": not a pev certificate: '" + text + "' is not a hexadecimal number");
+  }
+  return v;
+}
+
+grade grade_from(const std::string& name, const std::string& source) {
+  for (int g = 0; g <= static_cast<int>(grade::not_certified); ++g) {
+    if (name == to_string(static_cast<grade>(g))) return static_cast<grade>(g);
+  }
+  throw error(source + ": not a pev certificate: unknown grade '" + name + "'");
+}
+
+std::optional<double> opt_num(const nlohmann::json& j) {
+  if (j.is_null()) return std::nullopt;
+  return to_num(j);
+}
+
+/// The fields certificate_check_fields writes.
+void certificate_check_from(const nlohmann::json& c, check& k, const std::string& source) {
+  k.source = c.at("source").get<std::string>();
+  k.correctly_rounded = c.at("correctly_rounded").get<std::uint64_t>();
+  k.faithful = c.at("faithful").get<std::uint64_t>();
+  k.non_finite = c.at("non_finite").get<std::uint64_t>();
+  for (const auto& [name, v] : c.at("recipes").items()) k.recipe_rho[name] = to_num(v);
+  for (const auto& [name, v] : c.at("ladder").items()) k.ladder_rho[name] = to_num(v);
+  for (const auto& [name, v] : c.at("vacuous").items()) {
+    k.vacuous[name] = {v.at("values").get<std::uint64_t>(),
+                       v.at("first_position").get<std::int64_t>()};
+  }
+  k.drift_free_bound = to_num(c.at("drift_free_bound"));
+  if (!c.at("grade").is_null()) k.best = grade_from(c.at("grade").get<std::string>(), source);
+  if (!c.at("property").is_null()) k.property = c.at("property").get<std::string>();
+  if (k.property == "failed") {
+    k.counterexample = c.at("counterexample").get<std::string>();
+    k.replay = c.at("replay").get<std::string>();
+  }
+  k.worst.ulp_error = to_num(c.at("worst").at("ulp_error"));
+  if (c.contains("figures_state")) k.state = state_from(c.at("figures_state"));
+}
+
+/// The fields certification_fields writes.
+certification certification_from(const nlohmann::json& j, const std::string& source) {
+  certification c;
+  c.spec = j.at("spec").get<std::string>();
+  c.held_to = j.at("held_to").get<std::string>();
+  c.what = j.at("what").get<std::string>();
+  for (const auto& l : j.at("layouts")) {
+    c.layouts.push_back({l.at("role").get<std::string>(), l.at("layout").get<std::string>(),
+                         l.at("tensors").get<std::string>(), l.at("read_as").get<std::string>(),
+                         l.at("decided_by").get<std::string>()});
+  }
+  for (const auto& f : j.at("inputs")) {
+    c.inputs.push_back({f.at("path").get<std::string>(), f.at("format").get<std::string>(),
+                        f.at("sha256").get<std::string>()});
+  }
+  const auto& p = j.at("positions");
+  c.positions = p.at("count").get<std::uint64_t>();
+  c.min_position = p.at("min").get<std::int64_t>();
+  c.max_position = p.at("max").get<std::int64_t>();
+  c.exhaustive = p.at("exhaustive").get<bool>();
+  if (!j.at("claimed_recipe").is_null())
+    c.claimed_recipe = j.at("claimed_recipe").get<std::string>();
+  c.claim_holds = j.at("claim_holds").get<bool>();
+  c.live = j.at("live").get<bool>();
+  c.result = grade_from(j.at("grade").get<std::string>(), source);
+  const auto& lib = j.at("library");
+  c.library.assumed = lib.at("assumed").get<std::string>();
+  c.library.max_trig_ulp = opt_num(lib.at("max_trig_ulp"));
+  c.library.trig_ulp = opt_num(lib.at("trig_ulp"));
+  c.library.trig_abs = opt_num(lib.at("trig_abs"));
+  c.library.pow_ulp = opt_num(lib.at("pow_ulp"));
+  c.library.trig_class = lib.at("trig_class").get<std::string>();
+  c.library.angles = lib.at("angles").get<std::string>();
+  c.library.note = lib.at("note").get<std::string>();
+  c.library.measured_on = lib.value("measured_on", std::string());
+  if (!j.at("diagnosis").is_null()) {
+    const auto& d = j.at("diagnosis");
+    diagnosis& why = c.why.emplace();
+    for (const auto& m : d.at("first_mismatches")) {
+      why.first.push_back(
+          {m.at("check").get<std::string>(), m.at("position").get<std::int64_t>(),
+           m.at("index").get<std::int64_t>(), from_hex(m.at("got").get<std::string>(), source),
+           from_hex(m.at("want").get<std::string>(), source), to_num(m.at("bound"))});
+    }
+    why.max_rho_without = to_num(d.at("max_rho_without_explanation"));
+    if (!d.at("named").is_null()) why.named = d.at("named").get<std::string>();
+    why.indistinguishable = d.at("indistinguishable").get<std::vector<std::string>>();
+    why.findings = d.at("findings").get<std::vector<std::string>>();
+    c.explain_threshold = to_num(d.at("explain_threshold_rho"));
+    for (const auto& x : d.at("explanations")) {
+      why.explanations.push_back({x.at("mutant").get<std::string>(),
+                                  x.at("description").get<std::string>(), to_num(x.at("max_rho")),
+                                  to_num(x.at("rms_rho")), x.at("explains").get<bool>(), 0});
+    }
+  }
+  c.seconds = to_num(j.at("seconds"));
+  if (j.contains("shard")) {
+    const auto& sh = j.at("shard");
+    c.shard = certification::shard_of{sh.at("index").get<int>(), sh.at("count").get<int>(),
+                                      sh.at("options").get<std::string>()};
+  }
+  return c;
 }
 
 }  // namespace
@@ -289,6 +524,8 @@ results from_json(std::string_view text, const std::string& source) {
       throw error(source + ": schema_version " + std::to_string(r.schema_version) +
                   ", this pev reads " + std::to_string(kSchemaVersion));
     }
+    // A certificate (certificate.json) carries its certification block at the top level.
+    const bool certificate = j.contains("held_to");
     const json& p = j.at("provenance");
     provenance& v = r.prov;
     v.pev_version = p.at("pev_version").get<std::string>();
@@ -342,23 +579,7 @@ results from_json(std::string_view text, const std::string& source) {
       k.pct_correctly_rounded = to_num(c.at("pct_correctly_rounded"));
       k.pct_faithful = to_num(c.at("pct_faithful"));
       k.ulp_histogram = c.at("ulp_histogram").get<std::array<std::uint64_t, kUlpBuckets>>();
-      const json& w = c.at("worst");
-      k.worst = {w.at("position").get<std::int64_t>(),
-                 w.at("index").get<std::int64_t>(),
-                 w.at("component").get<std::string>(),
-                 to_num(w.at("got")),
-                 to_num(w.at("exact")),
-                 to_num(w.at("bound")),
-                 to_num(w.at("rho")),
-                 w.at("got_hex").get<std::string>(),
-                 w.at("exact_hex").get<std::string>(),
-                 {},
-                 0};
-      for (const json& st : w.at("intermediates")) {
-        k.worst.intermediates.push_back({st.at("name").get<std::string>(),
-                                         st.at("got_hex").get<std::string>(),
-                                         st.at("exact_hex").get<std::string>()});
-      }
+      k.worst = worst_from(c.at("worst"));
       for (const json& o : c.at("octaves")) {
         k.octaves.push_back({o.at("lo").get<std::int64_t>(), o.at("hi").get<std::int64_t>(),
                              o.at("positions").get<std::uint64_t>(),
@@ -366,6 +587,7 @@ results from_json(std::string_view text, const std::string& source) {
                              to_num(o.at("p99_abs")), to_num(o.at("max_bound")),
                              to_num(o.at("max_rho")), to_nums(o.at("rho_by_index"))});
       }
+      if (certificate) certificate_check_from(c, k, source);
       r.checks.push_back(std::move(k));
     }
     for (const json& s : j.at("invariance")) {
@@ -388,6 +610,7 @@ results from_json(std::string_view text, const std::string& source) {
       r.wavelengths.push_back(std::move(w));
     }
     r.notes = j.at("notes").get<std::vector<std::string>>();
+    if (certificate) r.certification = certification_from(j, source);
   } catch (const json::exception& e) {
     throw error(source + ": not a pev report: " + e.what());
   }

@@ -42,7 +42,8 @@ provenance this_build() {
 }
 
 int certification::exit_code() const {
-  return result != grade::not_certified && claim_holds ? 0 : 1;
+  if (result == grade::not_certified || !claim_holds) return 1;
+  return shard && shard->count > 1 ? kExitPartial : 0;
 }
 
 int results::exit_code() const {

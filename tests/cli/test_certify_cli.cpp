@@ -286,6 +286,96 @@ TEST(CliCertify, LiveImplementations) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/hang/certificate.json"));
 }
 
+// --shard I/N (docs/design.md §9.3) end to end: a shard is never certified on its own (3 when its
+// rows hold, 1 when they fail), `pev merge` of the shard directories writes the unsharded run's
+// certificate and exits with its code, and refuses a missing shard or a bad --shard naming it.
+TEST(CliCertify, ShardsMergeIntoTheCertificate) {
+  const std::string dir = test::temp_dir("certify_shard");
+  auto c = run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "0:300",
+                    "--format", "safetensors", "--out", dir + "/d.safetensors"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto whole = run_pev({"certify", "--impl", dir + "/d.safetensors", "--out", dir + "/whole"});
+  ASSERT_EQ(whole.exit_code, 0) << whole.out << whole.err;
+  std::vector<std::string> merge = {"merge"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = dir + "/shard-" + std::to_string(i);
+    auto r = run_pev({"certify", "--impl", dir + "/d.safetensors", "--shard",
+                      std::to_string(i) + "/3", "--out", out});
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    EXPECT_NE(r.out.find("PARTIAL: shard " + std::to_string(i) + " of 3"), std::string::npos)
+        << r.out;
+    const auto j = read_json(out + "/certificate.json");
+    EXPECT_EQ(j["shard"]["index"], i);
+    EXPECT_EQ(j["shard"]["partial"], true);
+    EXPECT_FALSE(j["certified"]);
+    merge.push_back(out);
+  }
+  auto missing = run_pev({"merge", merge[1], merge[3], "--out", dir + "/m"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("2 of 3 shards given (missing: 1)"), std::string::npos) << missing.err;
+  auto mixed = run_pev({"merge", merge[1], dir + "/whole", "--out", dir + "/m"});
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("not a shard's"), std::string::npos) << mixed.err;
+  merge.insert(merge.end(), {"--out", dir + "/merged"});
+  auto m = run_pev(merge);
+  EXPECT_EQ(m.exit_code, 0) << m.out << m.err;
+  auto a = read_json(dir + "/whole/certificate.json");
+  auto b = read_json(dir + "/merged/certificate.json");
+  EXPECT_EQ(b["provenance"]["merged_shards"], nlohmann::json::array({0, 1, 2}));
+  for (auto* j : {&a, &b}) {
+    j->erase("seconds");
+    (*j)["provenance"].erase("merged_shards");
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/merged/index.html"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/merged/summary.md"));
+  // A live implementation: each shard compares its rows of the positions the run evaluates; the
+  // properties run in shard 0; the merge is the unsharded certificate.
+  const std::vector<std::string> live = {"certify",
+                                         "--spec",
+                                         kSpec,
+                                         "--exec",
+                                         std::string(PEV_BINARY) + " serve --strategy hf",
+                                         "--max-position",
+                                         "20000",
+                                         "--samples",
+                                         "4",
+                                         "--property-cases",
+                                         "5"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> v = live;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return run_pev(v);
+  };
+  auto lw = with({"--out", dir + "/live"});
+  ASSERT_EQ(lw.exit_code, 0) << lw.out << lw.err;
+  for (int i = 0; i < 2; ++i) {
+    auto r =
+        with({"--shard", std::to_string(i) + "/2", "--out", dir + "/live-" + std::to_string(i)});
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  }
+  auto lm = run_pev({"merge", dir + "/live-1", dir + "/live-0", "--out", dir + "/live-merged"});
+  EXPECT_EQ(lm.exit_code, 0) << lm.out << lm.err;
+  a = read_json(dir + "/live/certificate.json");
+  b = read_json(dir + "/live-merged/certificate.json");
+  for (auto* j : {&a, &b}) {
+    j->erase("seconds");
+    (*j)["provenance"].erase("merged_shards");
+  }
+  EXPECT_EQ(a, b);
+  // A shard whose rows fail: 1 (a dump of another theta fails everywhere).
+  auto bad = run_pev({"certify", "--impl", dir + "/d.safetensors", "--spec",
+                      "rope:head_dim=64,rope_theta=10000", "--no-diagnosis", "--shard", "1/2",
+                      "--out", dir + "/failing"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  for (const char* shard : {"3/2", "x", "1/0", "-1/2", "1/2/3", "2"}) {
+    auto r = run_pev(
+        {"certify", "--impl", dir + "/d.safetensors", "--shard", shard, "--out", dir + "/x"});
+    EXPECT_EQ(r.exit_code, 2) << shard;
+    EXPECT_NE(r.err.find("--shard"), std::string::npos) << shard << ": " << r.err;
+  }
+}
+
 TEST(CliCertify, BadUsageExitsTwo) {
   const std::string dir = test::temp_dir("certify_bad");
   auto c = run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "5:50",

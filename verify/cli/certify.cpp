@@ -99,6 +99,7 @@ command add_certify(CLI::App& app) {
     std::string libm = "any";
     std::optional<double> max_trig_ulp;
     std::int64_t threads = 0;
+    std::string shard;
   };
   auto st = std::make_shared<state>();
   CLI::App* cmd = app.add_subcommand(
@@ -121,7 +122,7 @@ command add_certify(CLI::App& app) {
       "the recipes, grade, diagnosis, properties, error-against-position plots), summary.md and "
       "junit.xml into --out.\n"
       "Exit codes: 0 certified (and the claimed recipe holds), 1 not certified, 2 bad usage or "
-      "input.");
+      "input, 3 (--shard only) this shard's rows hold: no verdict yet, `pev merge` the shards.");
   auto* s = cmd->add_option("--spec", st->spec_text,
                             "The encoding the implementation claims (see `pev list`); default: "
                             "the `spec` entry of the safetensors metadata");
@@ -245,6 +246,13 @@ command add_certify(CLI::App& app) {
   cmd->add_flag("--exhaustive", st->exhaustive,
                 "Require the dump to hold every position 0 … max (bad input otherwise), so the "
                 "certificate covers every position; every row is always checked");
+  cmd->add_option("--shard", st->shard,
+                  "Certify shard I of N (I/N, 0-based): compare only rows [floor(I*R/N), "
+                  "floor((I+1)*R/N)) of every row-wise check of R rows (table rows, q/k tokens, "
+                  "PE rows; live: the positions the run evaluates); checks without rows, the "
+                  "library fit and the properties run in shard 0. Writes a shard certificate "
+                  "(never certified on its own: exit 1 when its rows already fail, else 3); "
+                  "`pev merge DIR...` of all N gives the unsharded run's certificate");
   cmd->add_option("--out", st->out,
                   "Output directory for certificate.json and its page, replaced as a whole "
                   "(absent, empty, or a previous pev output holding nothing else; inputs may not "
@@ -262,6 +270,8 @@ command add_certify(CLI::App& app) {
             require_range("--property-cases", st->property_cases, 1, 1000000);
             require_range("--threads", st->threads, 0, kMaxThreads);
             if (st->seq_len) require_range("--seq-len", *st->seq_len, 1, INT64_MAX);
+            const std::pair<int, int> shard =
+                st->shard.empty() ? std::pair{0, 1} : parse_shard(st->shard);
             std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
             if (!st->plugin.empty() && !std::filesystem::is_regular_file(st->plugin)) {
               // dlopen, or hashing it, would wait forever on a FIFO.
@@ -314,6 +324,8 @@ command add_certify(CLI::App& app) {
             o.diagnose = !st->no_diagnosis;
             set_certify_options(o, st->reference, st->libm, st->max_trig_ulp);
             o.exhaustive = st->exhaustive;
+            o.shard_index = shard.first;
+            o.shard_count = shard.second;
             const std::filesystem::path dir(st->out);
             // certificate.json and its own pages (summary.md for a CI job summary, junit.xml,
             // index.html with the error-against-position plots, data/*.csv), replacing --out as

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "output.h"
@@ -74,6 +75,9 @@ inline constexpr std::int64_t kMaxSamples = 65536;
 /// outside every range). Every numeric option is checked so before any work.
 void require_range(const char* flag, double v, double lo, double hi);
 void require_range(const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi);
+
+/// Parses --shard I/N (0-based, 0 ≤ I < N; report and certify); pev::error naming --shard.
+std::pair<int, int> parse_shard(const std::string& text);
 
 /// Sequence length of a stateful rope type: --seq-len, else max(position) + 1 (transformers).
 std::int64_t stateful_seq_len(const std::vector<std::int64_t>& pos,

@@ -248,6 +248,23 @@ void encoding_options::refuse_inputs_inside_out(const spec::encoding& e) const {
   cli::refuse_inputs_inside_out(out, inputs);
 }
 
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  auto bad = [&]() -> std::pair<int, int> {
+    throw error("--shard: expected I/N with integers 0 <= I < N, got '" + text + "'");
+  };
+  if (slash == std::string::npos) return bad();
+  try {
+    std::size_t a = 0, b = 0;
+    const int i = std::stoi(text.substr(0, slash), &a);
+    const int n = std::stoi(text.substr(slash + 1), &b);
+    if (a != slash || b != text.size() - slash - 1 || n < 1 || i < 0 || i >= n) return bad();
+    return {i, n};
+  } catch (const std::exception&) {
+    return bad();
+  }
+}
+
 void require_range(const char* flag, double v, double lo, double hi) {
   if (!(v >= lo && v <= hi)) {
     throw error(fmt::format("{}: expected a value in [{}, {}], got {}", flag, lo, hi, v));

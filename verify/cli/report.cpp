@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -14,8 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "certify_properties.h"
 #include "commands.h"
 #include "inputs.h"
+#include "pev/certify/certify.h"
 #include "pev/core/error.h"
 #include "pev/core/sampling.h"
 #include "pev/core/text.h"
@@ -37,23 +40,6 @@ std::string utc_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-std::pair<int, int> parse_shard(const std::string& text) {
-  const auto slash = text.find('/');
-  auto bad = [&]() -> std::pair<int, int> {
-    throw error("--shard: expected I/N with integers 0 <= I < N, got '" + text + "'");
-  };
-  if (slash == std::string::npos) return bad();
-  try {
-    std::size_t a = 0, b = 0;
-    const int i = std::stoi(text.substr(0, slash), &a);
-    const int n = std::stoi(text.substr(slash + 1), &b);
-    if (a != slash || b != text.size() - slash - 1 || n < 1 || i < 0 || i >= n) return bad();
-    return {i, n};
-  } catch (const std::exception&) {
-    return bad();
-  }
 }
 
 /// The model_type a config.json names (its own, else its text_config's); empty when it names none
@@ -314,9 +300,15 @@ command add_merge(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "merge",
       "Combine the report directories of `pev report --shard I/N` runs (all N of them) into the "
-      "report an unsharded run gives.\nExit codes: 0 every check passes, 1 a check failed, 2 bad "
+      "report an unsharded run gives, or the certificate directories of `pev certify --shard "
+      "I/N` runs into the certificate an unsharded run gives (certificate.json in every "
+      "directory; its exit code is the certificate's: 0 certified, 1 not certified).\nExit "
+      "codes: 0 every check passes (certified), 1 a check failed (not certified), 2 bad "
       "usage or input.");
-  cmd->add_option("dirs", st->dirs, "Report directories of the shards (each with report.json)")
+  cmd->add_option("dirs", st->dirs,
+                  "Directories of the shards (each with report.json, or each with "
+                  "certificate.json); shards of different runs, missing or repeated shards are "
+                  "refused (exit 2)")
       ->required();
   cmd->add_option(
          "--out", st->out,
@@ -328,12 +320,31 @@ command add_merge(CLI::App& app) {
             for (const auto& d : st->dirs) inputs.push_back({"the shard", d});
             refuse_inputs_inside_out(st->out, inputs);
             io::check_output_directory(st->out);
+            // Shard reports (report.json) or shard certificates (certificate.json), not both.
             std::vector<report::results> shards;
+            std::size_t certificates = 0;
             for (const auto& d : st->dirs) {
-              const auto file = std::filesystem::path(d) / "report.json";
+              auto file = std::filesystem::path(d) / "certificate.json";
+              if (std::filesystem::exists(file)) {
+                certificates++;
+              } else {
+                file = std::filesystem::path(d) / "report.json";
+              }
               shards.push_back(report::from_json(io::read_file(file), file.string()));
             }
-            return finish(report::merge(std::move(shards)), st->out);
+            if (certificates == 0) return finish(report::merge(std::move(shards)), st->out);
+            if (certificates != shards.size()) {
+              throw error(
+                  "merge: give shard reports (report.json) or shard certificates "
+                  "(certificate.json), not both");
+            }
+            const certify::certificate c = certify::merge_shards(std::move(shards));
+            write_certificate(c, st->out);
+            std::cout << escaped(certify::to_text(c), {.keep_newlines = true}) << "certificate: "
+                      << (std::filesystem::path(st->out) / "certificate.json").string()
+                      << " (its page index.html, summary.md, junit.xml beside it)\n"
+                      << std::flush;
+            return c.exit_code();
           }};
 }
 

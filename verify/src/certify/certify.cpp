@@ -15,6 +15,19 @@ namespace pev::certify {
 
 namespace detail {
 
+double max_rho_without(const certificate& cert) {
+  const report::certification& z = *cert.certification;
+  double r = 0;
+  for (const check& c : cert.checks) {
+    // The bound the data is held to, else hf, else ggml (the ggml form has no hf rung).
+    auto it = c.recipe_rho.find(z.held_to);
+    if (it == c.recipe_rho.end()) it = c.recipe_rho.find("hf");
+    if (it == c.recipe_rho.end()) it = c.recipe_rho.find("ggml");
+    if (it != c.recipe_rho.end()) r = std::max(r, it->second);
+  }
+  return r;
+}
+
 void context::count(const ref::fast_stats& s) {
   cert.prov.reference_values += s.values;
   cert.prov.reference_fallbacks += s.fallbacks;
@@ -22,14 +35,39 @@ void context::count(const ref::fast_stats& s) {
 
 }  // namespace detail
 
+std::string run_options(const options& o) {
+  // Everything of `options` that changes a certificate, but the shard itself. Positions given
+  // as options are summarized by their count and SHA-256 (a positions file is an input too).
+  std::string pos;
+  for (std::int64_t p : o.positions) pos += std::to_string(p) + ",";
+  return fmt::format(
+      "recipe={} layout={} qk_layout={} qk_order={} positions={}:{} seq_len={} diagnosis={} "
+      "exhaustive={} reference={} libm={} max_trig_ulp={}",
+      o.recipe.value_or("-"), o.layout ? to_string(*o.layout) : "-",
+      o.qk_layout ? to_string(*o.qk_layout) : "-", o.qk_order ? to_string(*o.qk_order) : "-",
+      o.positions.size(), o.positions.empty() ? "-" : detail::sha256_text(pos),
+      o.seq_len ? std::to_string(*o.seq_len) : "-", o.diagnose, o.exhaustive,
+      o.mpfr_reference ? "mpfr" : "fast", o.libm->name,
+      o.max_trig_ulp ? fmt::format("{}", *o.max_trig_ulp) : "-");
+}
+
 certificate certify_dump(const spec::encoding& e, const dump& d, const options& o) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.recipe) (void)detail::claim_grade(*o.recipe);  // pev::error for an unknown recipe
+  if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
+    throw error(
+        fmt::format("--shard: {}/{} is not a shard (0 <= I < N)", o.shard_index, o.shard_count));
+  }
   certificate cert;
   cert.prov = report::this_build();
   cert.prov.reference = o.mpfr_reference ? "mpfr" : "fast";
   cert.prov.suite = "certify";
   report::certification& z = cert.certification.emplace();
+  if (o.shard_count > 1) {
+    cert.prov.shard_index = o.shard_index;
+    cert.prov.shard_count = o.shard_count;
+    z.shard = report::certification::shard_of{o.shard_index, o.shard_count, run_options(o)};
+  }
   z.spec = spec::to_spec_string(e);
   z.inputs = d.files;
   // Files of an --impl directory that were not read are said, not dropped silently.
@@ -68,13 +106,7 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
   z.held_to = detail::held_bound(o, any_ggml, any_hf || !any_recipe);
   report::diagnosis& why = z.why ? *z.why : z.why.emplace();
   why.first = std::move(k.mismatches);
-  for (const check& c : cert.checks) {
-    // The bound the data is held to, else hf, else ggml (the ggml form has no hf rung).
-    auto it = c.recipe_rho.find(z.held_to);
-    if (it == c.recipe_rho.end()) it = c.recipe_rho.find("hf");
-    if (it == c.recipe_rho.end()) it = c.recipe_rho.find("ggml");
-    if (it != c.recipe_rho.end()) why.max_rho_without = std::max(why.max_rho_without, it->second);
-  }
+  why.max_rho_without = detail::max_rho_without(cert);
   detail::finish(cert);
   z.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return cert;

@@ -16,8 +16,6 @@ namespace pev::certify::detail {
 
 namespace {
 
-constexpr std::size_t kFirstMismatches = 8;
-
 /// The recipe ladder, tightest first (docs/numerics.md §13.1): each rung's bound, and the grade a
 /// check gets when its figures hold on that rung (and on no tighter one). A rung holds a value
 /// within the largest bound of itself and every tighter rung, so the rungs are nested by
@@ -135,6 +133,12 @@ check make_check(const std::string& name, const std::string& source, dtype t,
   c.bound_name = held + (held == "drift-free" ? " bound" : " recipe bound") + " (rho); grade " +
                  std::string(to_string(*c.best));
   c.pass = *c.best != grade::not_certified;
+  if (o.shard_count > 1) {
+    // A shard's figures for `pev merge`, with the worst value as reported (its exact value
+    // recomputed when worst_exact is given).
+    c.state = f.state();
+    c.state->worst = c.worst;
+  }
   return c;
 }
 

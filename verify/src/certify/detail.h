@@ -9,6 +9,7 @@
 //   rope.cpp, sinusoidal.cpp, alibi.cpp, t5.cpp   one family's checks each
 //   certify.cpp     certify_dump: the family dispatch
 //   live.cpp        certify_live: live implementations as dumps, plus the property suites
+//   merge.cpp       merge_shards: the certificates of --shard I/N runs as one
 // clang-format on
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pev/certify/certify.h"
@@ -83,10 +85,18 @@ std::vector<std::int64_t> stream_row_positions(const dump& d, const options& o, 
                                                    "positions", "position_ids"});
 /// Positions of an index axis of n entries: tensor `name`, else 0 … n − 1.
 std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::int64_t n);
+/// The rows [first, second) of a row-wise check of `rows` rows that the shard of `o` compares:
+/// [⌊I·R/N⌋, ⌊(I+1)·R/N⌋) (every row without --shard; docs/design.md §9.3).
+std::pair<std::size_t, std::size_t> shard_rows(std::size_t rows, const options& o);
+/// Whether checks without rows (and the library fit) run in this shard: shard 0.
+inline bool whole_checks(const options& o) { return o.shard_index == 0; }
 /// Records what the certificate covers: count, range, whether every position 0 … max is there.
 void record_positions(report::certification& c, const std::vector<std::int64_t>& pos);
 
 // ---- Check rows (checks.cpp) -------------------------------------------------------------------
+
+/// How many of the first values beyond the held bound a certificate lists.
+inline constexpr std::size_t kFirstMismatches = 8;
 
 /// The bounds a certified value is measured against, by name, tightest first: one ulp
 /// ("exact"), drift-free, every recipe (hf, ggml where the family has a ggml pipeline, vllm-fp16,
@@ -146,6 +156,9 @@ using evidence_map = std::map<std::string, evidence>;
 double rho_against(double g, double mv, double b);
 /// The explanations of `ev`, into the certificate's diagnosis.
 void add_explanations(const evidence_map& ev, certificate& cert);
+/// The diagnosis's max ρ without an explanation: every check's max ρ in the bound the data is
+/// held to (else hf, else ggml).
+double max_rho_without(const certificate& cert);
 /// Settles the certificate: grade and claim, then the diagnosis (explanations sorted, the named
 /// mistake; none when certified).
 void finish(certificate& cert);

@@ -390,8 +390,10 @@ void finish(certificate& cert) {
   });
   z.why->named.reset();
   z.why->indistinguishable.clear();
+  // Certified: nothing to explain. A shard whose rows hold keeps its first mismatches (beyond
+  // the held bound, within a weaker grade's) for `pev merge`.
   if (cert.exit_code() == 0) {
-    z.why.reset();  // certified: nothing to explain
+    z.why.reset();
   } else if (!x.empty() && x.front().explains) {
     z.why->named = x.front().mutant;
     for (std::size_t k = 1; k < x.size(); ++k) {

@@ -165,7 +165,14 @@ certificate certify_live(const spec::encoding& e, const impl::live_implementatio
     cert.certification->live = true;
   }
   cert.prov.seed = lo.seed;
-  if (!failure && lo.properties && lo.property_checks) {
+  if (o.shard_count > 1 && !cert.certification->shard) {  // a failure is a shard's too
+    cert.prov.shard_index = o.shard_index;
+    cert.prov.shard_count = o.shard_count;
+    cert.certification->shard =
+        report::certification::shard_of{o.shard_index, o.shard_count, run_options(o)};
+  }
+  // The properties run in shard 0 (docs/design.md §9.3).
+  if (!failure && lo.properties && lo.property_checks && detail::whole_checks(o)) {
     live_options with_lib = lo;
     if (!with_lib.libm) with_lib.libm = o.libm;
     for (check& c : lo.property_checks(im, with_lib)) cert.checks.push_back(std::move(c));

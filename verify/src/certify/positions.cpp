@@ -136,6 +136,17 @@ std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::
   return v;
 }
 
+std::pair<std::size_t, std::size_t> shard_rows(std::size_t rows, const options& o) {
+  if (o.shard_count <= 1) return {0, rows};
+  // ⌊I·R/N⌋ = I·⌊R/N⌋ + ⌊I·(R mod N)/N⌋, without overflow (I·(R mod N) < N² < 2^62).
+  const auto n = static_cast<std::size_t>(o.shard_count);
+  const auto at = [&](int i) {
+    const auto k = static_cast<std::size_t>(i);
+    return k * (rows / n) + k * (rows % n) / n;
+  };
+  return {at(o.shard_index), at(o.shard_index + 1)};
+}
+
 void record_positions(report::certification& c, const std::vector<std::int64_t>& pos) {
   c.exhaustive = covers_every_position(pos, false);
   c.positions = pos.size();

@@ -127,6 +127,11 @@ std::size_t streams_of(const compare::rope_reference& ref) {
 }
 
 template <class T>
+void table_library(context& k, compare::rope_reference& ref, const table_source& t,
+                   const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq,
+                   table_fit& fit);
+
+template <class T>
 void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
                   const table_source& t, const std::vector<std::int64_t>& pos,
                   std::optional<std::int64_t> seq, table_fit& fit) {
@@ -154,13 +159,14 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   const auto group = static_cast<std::size_t>(2 * arena.max_concurrency());
   std::vector<chunk_work> work(group);
   tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
-  const std::size_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  const auto [first_row, end_row] = shard_rows(rows, k.o);  // --shard: this shard's rows
+  const std::size_t chunks = (end_row - first_row + kChunkRows - 1) / kChunkRows;
   for (std::size_t c0 = 0; c0 < chunks; c0 += group) {
     const std::size_t g = std::min(group, chunks - c0);
     for (std::size_t c = 0; c < g; ++c) {
       chunk_work& w = work[c];
-      w.r0 = (c0 + c) * kChunkRows;
-      const std::size_t n = std::min(kChunkRows, rows - w.r0);
+      w.r0 = first_row + (c0 + c) * kChunkRows;
+      const std::size_t n = std::min(kChunkRows, end_row - w.r0);
       w.positions.clear();
       for (std::size_t st = 0; st < S; ++st) {
         const auto from = pos.begin() + static_cast<std::ptrdiff_t>(st * rows + w.r0);
@@ -214,6 +220,17 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     k.cert.checks.push_back(
         make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact));
   }
+  // The library fit reads the whole table: shard 0's (a failing shard fits for its diagnosis).
+  if (whole_checks(k.o)) table_library<T>(k, ref, t, pos, seq, fit);
+}
+
+/// The math library the table shows (library_figures), from a fit of every row.
+template <class T>
+void table_library(context& k, compare::rope_reference& ref, const table_source& t,
+                   const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq,
+                   table_fit& fit) {
+  const std::vector<std::int64_t>& map = ref.stream_of_pair();
+  const std::size_t S = streams_of(ref), rows = pos.size() / S;
   report::library_figures& lib = k.c().library;
   // The math library the table shows, measured against the hf recipe's own angles. The fit reads
   // 1-D rows: of an MRoPE table, its text tokens (every stream at one position).
@@ -250,7 +267,9 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   std::vector<std::int64_t> sp(S), dim_pos;
   std::vector<double> x(static_cast<std::size_t>(D)), y(x.size());
   std::vector<T> got(x.size()), rn(x.size());
-  for (std::int64_t t = 0; t < q.tokens; ++t) {
+  const auto [first_token, end_token] = shard_rows(static_cast<std::size_t>(q.tokens), k.o);
+  for (auto t = static_cast<std::int64_t>(first_token); t < static_cast<std::int64_t>(end_token);
+       ++t) {
     for (std::size_t st = 0; st < S; ++st) {
       sp[st] = pos[st * static_cast<std::size_t>(q.tokens) + static_cast<std::size_t>(t)];
       if (std::find(sp.begin(), sp.begin() + static_cast<std::ptrdiff_t>(st), sp[st]) ==
@@ -341,12 +360,17 @@ void certify_rope(const spec::rope& s, context& k) {
   compare::rope_bounds bounds(s, seq, ref.attention_factor(), rope_recipes(k.o, hf_pipeline));
   const impl::rope_contract* hf = hf_pipeline ? bounds.contract(*bounds.find("hf")) : nullptr;
   const impl::rope_contract* ggml_contract = bounds.contract(*bounds.find("ggml"));
-  if (const io::array* f = d.find("inv_freq")) {
+  // Checks without rows run in shard 0 (docs/design.md §9.3).
+  const io::array* f = whole_checks(k.o) ? d.find("inv_freq") : nullptr;
+  if (f) {
     visit_tensor(*f, "tensor 'inv_freq'",
                  [&](auto tag) { inv_freq_check<typename decltype(tag)::type>(k, ref, hf, *f); });
   }
   std::string an;
-  if (const io::array* a = find_any(d, {"attention_factor", "attention_scaling", "mscale"}, &an)) {
+  const io::array* a = whole_checks(k.o)
+                           ? find_any(d, {"attention_factor", "attention_scaling", "mscale"}, &an)
+                           : nullptr;
+  if (a) {
     visit_tensor(*a, fmt::format("tensor '{}'", an), [&](auto tag) {
       attention_factor_check<typename decltype(tag)::type>(k, ref, hf, ggml_contract, *a, an);
     });
@@ -364,7 +388,13 @@ void certify_rope(const spec::rope& s, context& k) {
   }
   k.count(ref.stats());
   grade_and_claim(k.cert);
-  if (!k.o.diagnose || k.cert.exit_code() == 0) return;  // certified: nothing to explain
+  if (!k.o.diagnose || k.cert.exit_code() != 1) return;  // certified: nothing to explain
+  // A failing shard diagnoses the whole dump (docs/design.md §9.3): the fit of every row first.
+  if (t && !whole_checks(k.o)) {
+    visit_tensor(*t->cos.a, t->source, [&](auto tag) {
+      table_library<typename decltype(tag)::type>(k, ref, *t, pos, seq, fit);
+    });
+  }
   // Mistakes are replayed on the pipeline of the recipe under test and judged with that
   // recipe's bounds: the claimed one; without a claim, the one whose angles the table follows
   // (recover.h), else both.

@@ -72,6 +72,32 @@ void log_histogram::add_all(const double* v, std::size_t n) {
   count_ += n;
 }
 
+report::figure_state::histogram log_histogram::state() const {
+  report::figure_state::histogram h;
+  for (std::size_t b = 0; b < kBins; ++b) {
+    if (bins_[b] != 0) h.bins.emplace_back(static_cast<std::uint32_t>(b), bins_[b]);
+  }
+  h.count = count_;
+  h.zeros = zeros_;
+  return h;
+}
+
+log_histogram log_histogram::from_state(const report::figure_state::histogram& s) {
+  log_histogram h;
+  std::uint64_t sum = s.zeros;
+  for (const auto& [b, n] : s.bins) {
+    if (b >= kBins || n > std::numeric_limits<std::uint32_t>::max()) {
+      throw error("compare::figures: histogram bin " + std::to_string(b) + " out of range");
+    }
+    h.bins_[b] += static_cast<std::uint32_t>(n);
+    sum += n;
+  }
+  if (sum != s.count) throw error("compare::figures: histogram counts do not add up");
+  h.count_ = s.count;
+  h.zeros_ = s.zeros;
+  return h;
+}
+
 double log_histogram::quantile(double q) const {
   if (count_ == 0) return 0;
   // Nearest rank: the ⌈q·n⌉-th smallest value.
@@ -114,6 +140,75 @@ figures::figures(options o) : o_(std::move(o)) {
   ladder_rho_.assign(o_.ladder.size(), 0.0);
   vacuous_.assign(o_.bounds.size(), 0);
   first_vacuous_.assign(o_.bounds.size(), -1);
+}
+
+figures::figures(options o, const report::figure_state& s) : figures(std::move(o)) {
+  const std::size_t nb = o_.bounds.size();
+  if (s.max_position != o_.max_position || s.indices != o_.indices || s.bounds != o_.bounds ||
+      s.octaves.size() != octaves_.size() || s.max_rho.size() != nb || s.max_bound.size() != nb ||
+      s.vacuous.size() != nb || s.first_vacuous.size() != nb ||
+      s.ladder_rho.size() != ladder_rho_.size()) {
+    throw error("compare::figures: a state of another layout (octaves, indices or bounds)");
+  }
+  for (std::size_t k = 0; k < octaves_.size(); ++k) {
+    const auto& so = s.octaves[k];
+    octave& o = octaves_[k];
+    if (so.rho_by_index.size() != o.rho_by_index.size()) {
+      throw error("compare::figures: a state of another layout (indices)");
+    }
+    o.positions = so.positions;
+    o.values = so.values;
+    o.max_abs = so.max_abs;
+    o.max_bound = so.max_bound;
+    o.max_rho = so.max_rho;
+    o.argmax = so.argmax;
+    o.rho_by_index = so.rho_by_index;
+    o.hist = log_histogram::from_state(so.hist);
+  }
+  max_pos_ = s.max_pos;
+  values_ = s.values;
+  cr_ = s.correctly_rounded;
+  faithful_ = s.faithful;
+  non_finite_ = s.non_finite;
+  max_ulp_dist_ = s.max_ulp_distance;
+  max_abs_ = s.max_abs;
+  max_ulp_err_ = s.max_ulp_error;
+  max_rho_ = s.max_rho;
+  max_bound_ = s.max_bound;
+  ladder_rho_ = s.ladder_rho;
+  vacuous_ = s.vacuous;
+  first_vacuous_ = s.first_vacuous;
+  hist_ = s.ulp_histogram;
+  worst_ = s.worst;
+  worst_ulp_ = s.worst_ulp;
+}
+
+report::figure_state figures::state() const {
+  report::figure_state s;
+  s.max_position = o_.max_position;
+  s.indices = o_.indices;
+  s.bounds = o_.bounds;
+  for (const octave& o : octaves_) {
+    s.octaves.push_back({o.positions, o.values, o.max_abs, o.max_bound, o.max_rho, o.argmax,
+                         o.rho_by_index, o.hist.state()});
+  }
+  s.max_pos = max_pos_;
+  s.values = values_;
+  s.correctly_rounded = cr_;
+  s.faithful = faithful_;
+  s.non_finite = non_finite_;
+  s.max_ulp_distance = max_ulp_dist_;
+  s.max_abs = max_abs_;
+  s.max_ulp_error = max_ulp_err_;
+  s.max_rho = max_rho_;
+  s.max_bound = max_bound_;
+  s.ladder_rho = ladder_rho_;
+  s.vacuous = vacuous_;
+  s.first_vacuous = first_vacuous_;
+  s.ulp_histogram = hist_;
+  s.worst = worst_;
+  s.worst_ulp = worst_ulp_;
+  return s;
 }
 
 void figures::add_position(std::int64_t p) {

@@ -15,9 +15,14 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pev::report {
+
+/// Exit code of a shard certificate whose rows hold: no verdict yet, merge the shards
+/// (docs/design.md §5.6).
+inline constexpr int kExitPartial = 3;
 
 /// Version of the report.json layout; bumped on any incompatible change.
 inline constexpr int kSchemaVersion = 1;
@@ -67,6 +72,41 @@ struct worst_case {
   };
   std::vector<step> intermediates;
   double ulp_error = 0;  // |got − exact| / ulp_T(|exact|)
+};
+
+/// The plain state of one check's figures (compare::figures::state): every accumulator its merge
+/// combines, so that the figures of a shard's rows can be written, read back and merged in shard
+/// order into the figures of every row (docs/design.md §9.3). Histograms are sparse: only the
+/// non-zero bins, as (bin, count).
+struct figure_state {
+  struct histogram {
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> bins;  // (bin, count), count > 0
+    std::uint64_t count = 0;
+    std::uint64_t zeros = 0;
+  };
+  struct octave {
+    std::uint64_t positions = 0, values = 0;
+    double max_abs = 0, max_bound = 0, max_rho = 0;
+    std::int64_t argmax = -1;
+    std::vector<double> rho_by_index;
+    histogram hist;
+  };
+  /// The layout (compare::figures::options): octaves below max_position, indices, bound names.
+  std::int64_t max_position = 2;
+  std::int64_t indices = 1;
+  std::vector<std::string> bounds;
+  std::vector<octave> octaves;
+  std::int64_t max_pos = 0;
+  std::uint64_t values = 0, correctly_rounded = 0, faithful = 0, non_finite = 0;
+  std::uint64_t max_ulp_distance = 0;
+  double max_abs = 0, max_ulp_error = 0;
+  std::vector<double> max_rho, max_bound;  // per bound
+  std::vector<double> ladder_rho;          // per rung
+  std::vector<std::uint64_t> vacuous;      // per bound
+  std::vector<std::int64_t> first_vacuous;
+  std::array<std::uint64_t, kUlpBuckets> ulp_histogram{};
+  worst_case worst;
+  double worst_ulp = 0;  // ulp_T(|exact|) of the worst value
 };
 
 /// Certification grades, best first (docs/design.md §6.5, docs/numerics.md §13.1): each implies
@@ -134,6 +174,9 @@ struct check {
   /// line that replays it (a pev command with its seed).
   std::string counterexample;
   std::string replay;
+  /// A shard's certificate (`pev certify --shard I/N`): the figures of this check over the shard's
+  /// rows, for `pev merge` (none otherwise).
+  std::optional<figure_state> state;
 };
 
 /// Relative-position invariance drift |⟨R(m)q, R(n)k⟩ − ⟨q, R(n−m)k⟩| (exact right-hand side) for
@@ -280,8 +323,18 @@ struct certification {
   std::optional<diagnosis> why;
   double explain_threshold = 0;  // ρ under which a mistake explains the data
   double seconds = 0;            // wall time: differs between identical runs
+  /// A shard's certificate (`pev certify --shard I/N`, docs/design.md §9.3): which rows it
+  /// compared, the options of the run (shards of one run agree on them) — never certified on its
+  /// own.
+  struct shard_of {
+    int index = 0, count = 1;
+    std::string options;  // the run's options, canonical text
+    bool operator==(const shard_of&) const = default;
+  };
+  std::optional<shard_of> shard;
 
-  /// 0 certified (and the claimed recipe holds), 1 otherwise.
+  /// 0 certified (and the claimed recipe holds), 1 otherwise; a shard whose rows hold:
+  /// kExitPartial (its verdict is the merged certificate's).
   int exit_code() const;
 };
 

@@ -188,7 +188,27 @@ struct options {
   /// Worker threads (oneTBB) comparing a table's rows; 0: every core. The certificate does not
   /// depend on it (rows are compared in fixed chunks whose figures merge in order).
   int threads = 0;
+  /// `--shard I/N` (docs/design.md §9.3): compare only rows [⌊I·R/N⌋, ⌊(I+1)·R/N⌋) of every
+  /// row-wise check of R rows; checks without rows, the table's library fit and a live
+  /// implementation's properties run in shard 0. The certificate is shard I of N: its checks
+  /// carry their figures' state for `pev merge`, and it is never certified on its own
+  /// (report::kExitPartial when its rows hold).
+  int shard_index = 0;
+  int shard_count = 1;
 };
+
+/// The options of a run that its shards must agree on, as canonical text (written in a shard's
+/// certificate; `pev merge` refuses shards whose texts differ).
+std::string run_options(const options& o);
+
+/// Merges the certificates of the N shards of one run (`pev certify --shard I/N`, each index
+/// once) into the certificate the unsharded run gives (docs/design.md §9.3): each check's figures
+/// merged in shard order, grades and the claim by the unsharded run's code, the library figures
+/// of shard 0 (which fits the whole table), the first mismatches in the unsharded comparison
+/// order, the diagnosis of the first failing shard (a failing shard diagnoses the whole dump).
+/// pev::error naming the problem for missing or repeated shards, or shards of different runs
+/// (spec, inputs' SHA-256, options, seed, shard count, pev revision).
+certificate merge_shards(std::vector<certificate> shards);
 
 /// Certifies the dump against `e`. Throws pev::error for input that cannot be certified as given
 /// (no tensor for the encoding, ambiguous layout, shape or dtype mismatches), naming the tensor.

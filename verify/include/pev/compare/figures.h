@@ -72,6 +72,9 @@ class log_histogram {
   std::uint64_t count() const { return count_; }
   /// Adds another histogram's counts (the histogram of both sets of values).
   void merge(const log_histogram& other);
+  /// The counts as plain data (non-zero bins only), and back (pev::error for bins out of range).
+  report::figure_state::histogram state() const;
+  static log_histogram from_state(const report::figure_state::histogram& s);
 
  private:
   static constexpr int kMinExp = -100;
@@ -126,6 +129,13 @@ class figures {
   };
 
   explicit figures(options o);
+  /// The figures whose state() is `s`, with options `o` of the same layout (max_position,
+  /// indices, bound names; pev::error naming what differs): e.g. a shard's figures read back
+  /// from its certificate, to be merged.
+  figures(options o, const report::figure_state& s);
+
+  /// Every accumulator merge() combines, as plain data (mismatches are the sink's).
+  report::figure_state state() const;
 
   /// Counts a distinct position (report::check::positions and the octaves' position counts).
   void add_position(std::int64_t p);

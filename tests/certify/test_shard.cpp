@@ -1,0 +1,255 @@
+// `pev certify --shard I/N` and the merge of shard certificates (docs/design.md §9.3): for table
+// and q/k dumps, certified and not, the certificates of N shards — written as certificate.json
+// and read back — merge into the certificate.json of the unsharded run, field for field but the
+// merge's provenance and the wall time; shards of different runs, missing or repeated shards are
+// refused naming the problem.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pev/certify/certify.h"
+#include "pev/core/error.h"
+#include "pev/impl/implementation.h"
+#include "pev/io/safetensors.h"
+#include "pev/report/json.h"
+#include "pev/spec/parse.h"
+
+namespace pev {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d =
+      fs::path(testing::TempDir()) / ("pev_shard_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Rotated q (2 heads) and k (1 head) of seeded standard-normal inputs at `qp`.
+template <class T>
+void add_qk(const impl::implementation& im, const spec::rope& r,
+            const std::vector<std::int64_t>& qp, io::tensor_file& tf) {
+  const auto T_ = static_cast<std::int64_t>(qp.size());
+  std::mt19937_64 rng(20261124);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const auto& [name, heads] : {std::pair<std::string, std::int64_t>{"q", 2}, {"k", 1}}) {
+    std::vector<T> in(static_cast<std::size_t>(T_ * heads * r.head_dim)), out(in.size());
+    for (T& v : in) v = T(normal(rng));
+    im.rope_rotate(qp, std::nullopt, kernel::heads_view<const T>{in, T_, heads, r.head_dim},
+                   kernel::heads_view<T>{out, T_, heads, r.head_dim});
+    tf.add(name + "_in", io::array::from_values<T>({T_, heads, r.head_dim}, in));
+    tf.add(name + "_out", io::array::from_values<T>({T_, heads, r.head_dim}, out));
+  }
+}
+
+// The fp32 table of `pev compute --strategy hf` at positions 0 … P − 1, its inv_freq, and with
+// `qk` rotated q/k at every 8th position; `perturb` changes one value first (a planted bug).
+fs::path table_dump(const std::string& name, const std::string& spec_text, std::int64_t P, bool qk,
+                    const std::function<void(std::vector<float>&)>& perturb = {}) {
+  const spec::encoding e = spec::parse_spec(spec_text);
+  const auto& r = std::get<spec::rope>(e);
+  const auto im = impl::make_builtin(e, kernel::strategy::hf);
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(P));
+  for (std::int64_t p = 0; p < P; ++p) pos[static_cast<std::size_t>(p)] = p;
+  std::vector<float> c(static_cast<std::size_t>(P * r.pairs())), s(c.size());
+  im->rope_table(pos, std::nullopt, std::span<float>(c), std::span<float>(s));
+  if (perturb) perturb(c);
+  io::tensor_file tf;
+  tf.add("cos", io::array::from_values<float>({P, r.pairs()}, c));
+  tf.add("sin", io::array::from_values<float>({P, r.pairs()}, s));
+  tf.add("positions", io::array::from_int64({P}, pos));
+  tf.add("inv_freq", io::array::from_floats({r.pairs()}, im->inv_freq(std::nullopt)));
+  if (qk) {
+    std::vector<std::int64_t> qp;
+    for (std::int64_t p = 0; p < P; p += 8) qp.push_back(p);
+    add_qk<float>(*im, r, qp, tf);
+    tf.add("qk_positions", io::array::from_int64({static_cast<std::int64_t>(qp.size())}, qp));
+  }
+  const fs::path f = temp_dir(name) / "dump.safetensors";
+  io::write_safetensors(f, tf);
+  return f;
+}
+
+// bf16 q/k rotated by the hf strategy (no table) at T seeded positions below 2^17.
+fs::path qk_dump(const std::string& spec_text, std::int64_t T) {
+  const spec::encoding e = spec::parse_spec(spec_text);
+  const auto im = impl::make_builtin(e, kernel::strategy::hf);
+  std::vector<std::int64_t> qp;
+  std::mt19937_64 rng(20261124);
+  std::uniform_int_distribution<std::int64_t> pick(0, 1 << 17);
+  for (std::int64_t t = 0; t < T; ++t) qp.push_back(pick(rng));
+  io::tensor_file tf;
+  add_qk<bfloat16>(*im, std::get<spec::rope>(e), qp, tf);
+  tf.add("positions", io::array::from_int64({T}, qp));
+  const fs::path f = temp_dir("qk") / "dump.safetensors";
+  io::write_safetensors(f, tf);
+  return f;
+}
+
+// A certificate as `pev merge` reads it: written as certificate.json and parsed back.
+certify::certificate through_json(const certify::certificate& c) {
+  return report::from_json(certify::to_json(c), "certificate.json");
+}
+
+// The first field (JSON path) where two certificates differ, skipping what a merge may change:
+// the merge's provenance (merged_shards) and the wall time. Empty when they agree.
+std::string first_difference(const nlohmann::json& a, const nlohmann::json& b,
+                             const std::string& path = "") {
+  if (path == "/provenance/merged_shards" || path == "/seconds") return "";
+  if (a.type() != b.type()) return path + " (type)";
+  if (a.is_object()) {
+    for (const auto& [k, v] : a.items()) {
+      if (!b.contains(k)) return path + "/" + k + " (missing in the merged certificate)";
+      if (auto d = first_difference(v, b.at(k), path + "/" + k); !d.empty()) return d;
+    }
+    for (const auto& [k, v] : b.items()) {
+      if (!a.contains(k)) return path + "/" + k + " (only in the merged certificate)";
+    }
+    return "";
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) return path + " (length)";
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (auto d = first_difference(a[i], b[i], path + "/" + std::to_string(i)); !d.empty()) {
+        return d;
+      }
+    }
+    return "";
+  }
+  return a == b ? "" : path + ": " + a.dump() + " against " + b.dump();
+}
+
+std::vector<certify::certificate> shards_of(const spec::encoding& e, const certify::dump& d,
+                                            certify::options o, int n) {
+  std::vector<certify::certificate> v;
+  o.shard_count = n;
+  for (int i = 0; i < n; ++i) {
+    o.shard_index = i;
+    v.push_back(through_json(certify::certify_dump(e, d, o)));
+  }
+  return v;
+}
+
+// Certifies the dump whole and in N = 1, 2, 3, 7 shards; each merge equals the whole run's
+// certificate.json. Returns the whole run's exit code.
+int expect_merges_equal_whole(const std::string& what, const spec::encoding& e, const fs::path& f,
+                              const certify::options& o) {
+  const certify::dump d = certify::read_dump({f});
+  const certify::certificate whole = certify::certify_dump(e, d, o);
+  const auto want = nlohmann::json::parse(certify::to_json(whole));
+  for (int n : {1, 2, 3, 7}) {
+    std::vector<certify::certificate> shards = shards_of(e, d, o, n);
+    if (n > 1) {
+      // A shard is never certified on its own: 1 when its rows fail, else partial.
+      bool any_fails = false;
+      for (const auto& s : shards) {
+        EXPECT_TRUE(s.exit_code() == 1 || s.exit_code() == report::kExitPartial) << what;
+        EXPECT_TRUE(s.checks.empty() || s.checks.back().state.has_value()) << what;
+        any_fails = any_fails || s.exit_code() == 1;
+      }
+      EXPECT_EQ(any_fails, whole.exit_code() == 1) << what << ", " << n << " shards";
+    }
+    if (n == 1) {
+      // --shard 0/1 is the unsharded run.
+      EXPECT_EQ(first_difference(want, nlohmann::json::parse(certify::to_json(shards[0]))), "")
+          << what;
+      continue;
+    }
+    // In any order given.
+    std::reverse(shards.begin(), shards.end());
+    const certify::certificate merged = certify::merge_shards(std::move(shards));
+    const auto got = nlohmann::json::parse(certify::to_json(merged));
+    EXPECT_EQ(first_difference(want, got), "") << what << ", " << n << " shards";
+    EXPECT_EQ(got["provenance"]["merged_shards"].size(), static_cast<std::size_t>(n));
+    EXPECT_EQ(merged.exit_code(), whole.exit_code()) << what;
+  }
+  return whole.exit_code();
+}
+
+TEST(CertifyShard, Fp32TableMergesToTheUnshardedCertificate) {
+  const std::string spec = "rope:head_dim=128,rope_theta=500000";
+  const fs::path f = table_dump("fp32", spec, 4096, false);
+  EXPECT_EQ(expect_merges_equal_whole("fp32 hf table 4096x64", spec::parse_spec(spec), f, {}), 0);
+}
+
+TEST(CertifyShard, Bf16QkMergesToTheUnshardedCertificate) {
+  const std::string spec = "rope:head_dim=64,rope_theta=10000";
+  const fs::path f = qk_dump(spec, 300);
+  certify::options o;
+  o.recipe = "hf";
+  EXPECT_EQ(expect_merges_equal_whole("bf16 q/k", spec::parse_spec(spec), f, o), 0);
+}
+
+TEST(CertifyShard, NotCertifiedDumpMergesWithItsDiagnosis) {
+  // A planted bug: two values of one pair off by 2^-8, at rows 300 and 301 (in one
+  // shard of every N here, so that the other shards hold on their rows and the merge takes the
+  // failing shard's diagnosis), in a table with q/k (first mismatches across checks).
+  const std::string spec = "rope:head_dim=32,rope_theta=10000";
+  const fs::path f = table_dump("bug", spec, 512, true, [](std::vector<float>& c) {
+    c[300 * 16 + 5] += 0x1p-8f;
+    c[301 * 16 + 5] += 0x1p-8f;
+  });
+  const int code = expect_merges_equal_whole("planted bug", spec::parse_spec(spec), f, {});
+  EXPECT_EQ(code, 1);
+}
+
+TEST(CertifyShard, ShardRowsPartitionEveryRow) {
+  // The rows of N shards are contiguous and cover every row once, for any R and N (R < N too).
+  const spec::encoding e = spec::parse_spec("rope:head_dim=8,rope_theta=10000");
+  const fs::path f = table_dump("rows", "rope:head_dim=8,rope_theta=10000", 5, false);
+  const certify::dump d = certify::read_dump({f});
+  std::uint64_t values = 0;
+  for (const auto& s : shards_of(e, d, {}, 7)) {
+    for (const auto& c : s.checks) {
+      if (c.id == "cos") values += c.values;
+    }
+  }
+  EXPECT_EQ(values, 5u * 4u);
+}
+
+TEST(CertifyShard, BadMergesAreRefusedNamingTheProblem) {
+  const std::string spec = "rope:head_dim=16,rope_theta=10000";
+  const spec::encoding e = spec::parse_spec(spec);
+  const certify::dump d = certify::read_dump({table_dump("refuse", spec, 64, false)});
+  const auto three = shards_of(e, d, {}, 3);
+  auto refused = [](std::vector<certify::certificate> v, const std::string& needle) {
+    try {
+      certify::merge_shards(std::move(v));
+    } catch (const error& ex) {
+      EXPECT_NE(std::string(ex.what()).find(needle), std::string::npos) << ex.what();
+      return;
+    }
+    ADD_FAILURE() << "merged; expected a refusal naming " << needle;
+  };
+  refused({three[0], three[2]}, "2 of 3 shards given (missing: 1)");
+  refused({three[0], three[1], three[1], three[2]}, "shard 1 given twice");
+  // Another dump (other inputs' SHA-256).
+  const certify::dump other = certify::read_dump(
+      {table_dump("refuse2", spec, 64, false, [](std::vector<float>& c) { c[3] = 0; })});
+  refused({three[0], shards_of(e, other, {}, 3)[1], three[2]}, "the inputs' SHA-256 differ");
+  // Other options (a claim).
+  certify::options claim;
+  claim.recipe = "hf";
+  refused({three[0], shards_of(e, d, claim, 3)[1], three[2]}, "the options");
+  // Another seed, another shard count, another spec.
+  auto seeded = three[1];
+  seeded.prov.seed = 7;
+  refused({three[0], seeded, three[2]}, "the seed differ");
+  refused({three[0], shards_of(e, d, {}, 2)[1], three[2]}, "differ");
+  const spec::encoding e2 = spec::parse_spec("rope:head_dim=16,rope_theta=20000");
+  refused({three[0], shards_of(e2, d, {}, 3)[1], three[2]}, "the spec differ");
+  // An unsharded certificate is complete.
+  refused({certify::certify_dump(e, d, {})}, "not a shard's");
+}
+
+}  // namespace
+}  // namespace pev
