@@ -15,14 +15,55 @@ namespace {
 
 // table_row's loops (table_form's arithmetic; the branches on the form are loop-invariant and
 // taken out of the loops, so that each compiles to straight vector code).
+/// ulp_at_finite(mag, kF32) in the form GCC vectorises (the same operations).
+[[gnu::always_inline]] inline double ulp32(double mag) {
+  // max(exponent field, emin + 1023) as the field of 2^e, times 2^−23.
+  const std::uint64_t field = std::bit_cast<std::uint64_t>(mag) >> 52;
+  constexpr std::uint64_t lo = metric::kF32.emin + 1023;
+  const std::uint64_t take_lo = -static_cast<std::uint64_t>(field < lo);
+  return std::bit_cast<double>((field ^ ((field ^ lo) & take_lo)) << 52) * 0x1p-23;
+}
+
+/// table_form::trig (impl::trig_times_m of metric::trig_f32_bound) value by value, written out
+/// with selects for std::min so that the loop vectorises; equal to it bit for bit
+/// (tests/compare: RopeBounds.TableRowEqualsTable).
+/// std::min(a, b) of non-negative doubles (not −0, not NaN), on their encodings, which order like
+/// the values there: an integer select vectorises where a floating-point one (whose comparison
+/// may trap) does not.
+[[gnu::always_inline]] inline double min_nonneg(double a, double b) {
+  const auto x = std::bit_cast<std::uint64_t>(a), y = std::bit_cast<std::uint64_t>(b);
+  const std::uint64_t take_b = -static_cast<std::uint64_t>(y < x);
+  return std::bit_cast<double>(x ^ ((x ^ y) & take_b));
+}
+
+template <bool Divide, bool TimesOne>
+[[gnu::always_inline]] inline void trig_values(const impl::table_form& f, const double* d,
+                                               const double* y, double* out, std::size_t n) {
+  const double ulps = f.trig_ulps, top = 1.0 - 0x1p-25, m = f.m;
+  const double me = f.pipeline_m.e, mm = f.pipeline_m.x + me;
+  for (std::size_t k = 0; k < n; ++k) {
+    double c = y[k];  // y/1 = y
+    if constexpr (Divide) c = y[k] / m;
+    const double dd = min_nonneg(d[k], 2.0);
+    const double bcs = dd + ulps * ulp32(min_nonneg(c + dd, top));
+    if constexpr (TimesOne) {
+      out[k] = bcs;
+    } else {
+      out[k] = mm * bcs + me * c + ulp32(mm * (c + bcs)) / 2;
+    }
+  }
+}
+
 PEV_VECTOR_LOOPS void trig_loop(const impl::table_form& f, const double* d, const double* y,
                                 double* out, std::size_t n) {
-  if (f.m == 1 && f.pipeline_m.x == 1 && f.pipeline_m.e == 0) {
-    impl::table_form g = f;  // c = y/1 = y: the same values without the division
-    g.m = 0;
-    for (std::size_t k = 0; k < n; ++k) out[k] = g.trig(d[k], y[k]);
+  const bool times_one = f.pipeline_m.x == 1.0 && f.pipeline_m.e == 0.0;
+  const bool divide = f.m > 0 && f.m != 1;
+  if (divide) {
+    times_one ? trig_values<true, true>(f, d, y, out, n)
+              : trig_values<true, false>(f, d, y, out, n);
   } else {
-    for (std::size_t k = 0; k < n; ++k) out[k] = f.trig(d[k], y[k]);
+    times_one ? trig_values<false, true>(f, d, y, out, n)
+              : trig_values<false, false>(f, d, y, out, n);
   }
 }
 
@@ -116,7 +157,21 @@ void rope_bounds::table_row(std::span<const std::int64_t> pair_of, std::span<con
   }
   row_dtheta_.resize(n);
   row_trig_.resize(n);
-  std::optional<std::size_t> trig_of;  // the contract whose trig part row_trig_ holds
+  if (!forms_out_ || forms_out_->p != out.p || forms_out_->emin != out.emin) {
+    // Each contract's form for this output format, and whether its trig part is an earlier
+    // contract's (evaluated once per row for both).
+    forms_.assign(bounds_.size(), {});
+    shares_trig_.assign(bounds_.size(), false);
+    std::optional<std::size_t> last;
+    for (std::size_t j = 0; j < bounds_.size(); ++j) {
+      if (!contracts_[j]) continue;
+      forms_[j] = contracts_[j]->table_form_for(out);
+      if (forms_[j].one_ulp) continue;
+      shares_trig_[j] = last && contracts_[*last]->same_trig(*contracts_[j]);
+      last = j;
+    }
+    forms_out_ = out;
+  }
   for (std::size_t j = 0; j < bounds_.size(); ++j) {
     double* bj = b.data() + j * n;
     switch (bounds_[j].k) {
@@ -127,17 +182,16 @@ void rope_bounds::table_row(std::span<const std::int64_t> pair_of, std::span<con
         ulp_loop(out, abs_y.data(), bj, n);
         break;
       case named_bound::kind::contract: {
-        const impl::table_form f = contracts_[j]->table_form_for(out);
+        const impl::table_form& f = forms_[j];
         if (f.one_ulp) {
           ulp_loop(out, abs_y.data(), bj, n);
           break;
         }
-        if (!trig_of || !contracts_[*trig_of]->same_trig(*contracts_[j])) {
+        if (!shares_trig_[j]) {
           for (std::size_t k = 0; k < n; ++k) {
             row_dtheta_[k] = dtheta_[j][static_cast<std::size_t>(pair_of[k])];
           }
           trig_loop(f, row_dtheta_.data(), abs_y.data(), row_trig_.data(), n);
-          trig_of = j;
         }
         path_loop(f, row_trig_.data(), abs_y.data(), bj, n);
         break;

@@ -88,6 +88,9 @@ class rope_bounds {
   std::vector<std::shared_ptr<const impl::rope_contract>> contracts_;
   std::vector<std::vector<double>> dtheta_;    // per bound, per pair
   std::vector<double> row_dtheta_, row_trig_;  // table_row's scratch
+  std::optional<format> forms_out_;            // table_row's forms are for this format
+  std::vector<impl::table_form> forms_;
+  std::vector<bool> shares_trig_;
 };
 
 }  // namespace pev::compare

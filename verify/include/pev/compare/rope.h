@@ -15,6 +15,7 @@
 
 #include "pev/compare/bounds.h"
 #include "pev/compare/figures.h"
+#include "pev/compare/row_inputs.h"
 #include "pev/metric/error_model.h"
 #include "pev/metric/ulp.h"
 #include "pev/scalar/dtype.h"
@@ -56,6 +57,12 @@ void compare_table(std::span<const std::int64_t> positions,
     const std::size_t n = column_pair.size(), nb = bounds.size();
     std::vector<double> got_v[2], exact_v[2], abs_v[2], bound_v[2];
     std::vector<std::uint64_t> dist_v[2];
+    std::vector<T> got_t(n);
+    // Columns 0 … P − 1 in pair order (the common layouts) read the reference rows contiguously.
+    bool in_order = n == P;
+    for (std::size_t j = 0; j < n && in_order; ++j) {
+      in_order = column_pair[j] == static_cast<std::int64_t>(j);
+    }
     for (int w = 0; w < 2; ++w) {
       got_v[w].resize(n);
       exact_v[w].resize(n);
@@ -70,16 +77,11 @@ void compare_table(std::span<const std::int64_t> positions,
       bounds.at_position(p);
       const std::size_t k = ref_row(q);
       for (int w = 0; w < 2; ++w) {
-        const std::span<const double> y = w == 0 ? ref.cos : ref.sin;
-        const std::span<const T> rn = w == 0 ? ref.rn_cos : ref.rn_sin;
-        for (std::size_t j = 0; j < n; ++j) {
-          const std::size_t e = k * P + static_cast<std::size_t>(column_pair[j]);
-          const T g = got(q, j, w == 1);
-          got_v[w][j] = scalar_traits<T>::to_double(g);
-          exact_v[w][j] = y[e];
-          abs_v[w][j] = std::fabs(y[e]);
-          dist_v[w][j] = metric::ulp_distance(g, rn[e]);
-        }
+        for (std::size_t j = 0; j < n; ++j) got_t[j] = got(q, j, w == 1);
+        row_inputs<T>(got_t, (w == 0 ? ref.rn_cos : ref.rn_sin).data(),
+                      (w == 0 ? ref.cos : ref.sin).data(),
+                      in_order ? std::span<const std::int64_t>() : column_pair, k * P,
+                      got_v[w].data(), exact_v[w].data(), abs_v[w].data(), dist_v[w].data());
         bounds.table_row(column_pair, abs_v[w], out, bound_v[w]);
         (w == 0 ? cos : sin)
             .add_row({p, 0, got_v[w], exact_v[w], dist_v[w], out, scale, scale_ulp},

@@ -1,0 +1,80 @@
+// compare::rope_bounds::table_row (the comparison engine's vectorised bounds of a table row)
+// against rope_bounds::table (one value at a time, the contracts' own table_bound_at): equal bit
+// for bit for every recipe bound certification uses, every output format, specs with and without
+// an attention factor, positions small and large.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "pev/compare/bounds.h"
+#include "pev/compare/reference.h"
+#include "pev/metric/error_model.h"
+#include "pev/spec/parse.h"
+
+namespace pev {
+namespace {
+
+using compare::named_bound;
+
+TEST(RopeBounds, TableRowEqualsTable) {
+  const unsigned seed = 20261124;
+  std::printf("seed %u\n", seed);
+  std::mt19937_64 rng(seed);
+  for (const char* text :
+       {"rope:head_dim=128,rope_theta=500000",
+        "rope:head_dim=128,rope_theta=1000000,rope_type=yarn,factor=4,"
+        "original_max_position_embeddings=32768",
+        "rope:head_dim=64,rope_theta=500000,rope_type=llama3,factor=8,low_freq_factor=1,"
+        "high_freq_factor=4,original_max_position_embeddings=8192"}) {
+    const spec::rope s = std::get<spec::rope>(spec::parse_spec(text));
+    const compare::rope_reference ref(s, std::nullopt, compare::reference_path::fast);
+    for (const metric::libm* lib : {&metric::kAnyConforming, &metric::kGlibc}) {
+      const std::vector<named_bound> names = {
+          named_bound::one_ulp(),
+          named_bound::drift_free(),
+          named_bound::of("hf", kernel::strategy::hf, *lib, impl::rotation_arithmetic::output),
+          named_bound::of("vllm-fp16", kernel::strategy::table_fp16, *lib),
+          named_bound::of("vllm-bf16", kernel::strategy::table_bf16, *lib),
+          named_bound::of("ggml", kernel::strategy::ggml, *lib),
+          named_bound::of("accurate", kernel::strategy::accurate, *lib)};
+      compare::rope_bounds row_bounds(s, std::nullopt, ref.attention_factor(), names);
+      compare::rope_bounds one_bounds = row_bounds;
+      const std::size_t P = static_cast<std::size_t>(s.pairs()), nb = names.size();
+      std::vector<std::int64_t> pair_of(2 * P);
+      for (std::size_t j = 0; j < pair_of.size(); ++j) {
+        pair_of[j] = static_cast<std::int64_t>(j % P);
+      }
+      for (const format out : {metric::kF32, metric::kF16, metric::kBF16, metric::kF64}) {
+        for (int r = 0; r < 40; ++r) {
+          const std::int64_t p = r < 20 ? static_cast<std::int64_t>(rng() % 5000)
+                                        : static_cast<std::int64_t>(rng() >> (24 + r % 30));
+          std::vector<double> y(pair_of.size());
+          for (double& v : y) {
+            const int kind = static_cast<int>(rng() % 8);
+            v = kind == 0 ? 0.0
+                : kind == 1
+                    ? ref.attention_factor()
+                    : ref.attention_factor() * static_cast<double>(rng() % (1 << 30)) * 0x1p-30;
+          }
+          row_bounds.at_position(p);
+          one_bounds.at_position(p);
+          std::vector<double> b(nb * y.size()), one(nb);
+          row_bounds.table_row(pair_of, y, out, b);
+          for (std::size_t k = 0; k < y.size(); ++k) {
+            one_bounds.table(pair_of[k], y[k], out, one);
+            for (std::size_t j = 0; j < nb; ++j) {
+              ASSERT_EQ(b[j * y.size() + k], one[j])
+                  << text << " " << names[j].name << " p " << p << " value " << k << " y " << y[k];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pev
