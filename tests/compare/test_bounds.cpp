@@ -1,4 +1,4 @@
-// compare::rope_bounds::table_row (the comparison engine's vectorised bounds of a table row)
+// compare::rope_bounds::table_rows (the comparison engine's vectorised bounds of table rows)
 // against rope_bounds::table (one value at a time, the contracts' own table_bound_at): equal bit
 // for bit for every recipe bound certification uses, every output format, specs with and without
 // an attention factor, positions small and large.
@@ -19,7 +19,7 @@ namespace {
 
 using compare::named_bound;
 
-TEST(RopeBounds, TableRowEqualsTable) {
+TEST(RopeBounds, TableRowsEqualsTable) {
   const unsigned seed = 20261124;
   std::printf("seed %u\n", seed);
   std::mt19937_64 rng(seed);
@@ -49,9 +49,14 @@ TEST(RopeBounds, TableRowEqualsTable) {
       }
       for (const format out : {metric::kF32, metric::kF16, metric::kBF16, metric::kF64}) {
         for (int r = 0; r < 40; ++r) {
-          const std::int64_t p = r < 20 ? static_cast<std::int64_t>(rng() % 5000)
-                                        : static_cast<std::int64_t>(rng() >> (24 + r % 30));
-          std::vector<double> y(pair_of.size());
+          // R rows, two planes (cos, sin) of R·n values.
+          const std::size_t R = 1 + rng() % 4, n = pair_of.size(), N = 2 * R * n;
+          std::vector<std::int64_t> pos(R);
+          for (std::int64_t& p : pos) {
+            p = r < 20 ? static_cast<std::int64_t>(rng() % 5000)
+                       : static_cast<std::int64_t>(rng() >> (24 + r % 30));
+          }
+          std::vector<double> y(N);
           for (double& v : y) {
             const int kind = static_cast<int>(rng() % 8);
             v = kind == 0 ? 0.0
@@ -59,15 +64,15 @@ TEST(RopeBounds, TableRowEqualsTable) {
                     ? ref.attention_factor()
                     : ref.attention_factor() * static_cast<double>(rng() % (1 << 30)) * 0x1p-30;
           }
-          row_bounds.at_position(p);
-          one_bounds.at_position(p);
-          std::vector<double> b(nb * y.size()), one(nb);
-          row_bounds.table_row(pair_of, y, out, b);
-          for (std::size_t k = 0; k < y.size(); ++k) {
-            one_bounds.table(pair_of[k], y[k], out, one);
+          std::vector<double> b(nb * N), one(nb);
+          row_bounds.table_rows(pos, pair_of, y, out, b);
+          for (std::size_t v = 0; v < N; ++v) {
+            const std::size_t q = (v / n) % R, k = v % n;
+            one_bounds.at_position(pos[q]);
+            one_bounds.table(pair_of[k], y[v], out, one);
             for (std::size_t j = 0; j < nb; ++j) {
-              ASSERT_EQ(b[j * y.size() + k], one[j])
-                  << text << " " << names[j].name << " p " << p << " value " << k << " y " << y[k];
+              ASSERT_EQ(b[j * N + v], one[j]) << text << " " << names[j].name << " p " << pos[q]
+                                              << " value " << v << " y " << y[v];
             }
           }
         }

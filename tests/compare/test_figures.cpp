@@ -234,10 +234,12 @@ TEST(CompareFigures, MergedChunksEqualOneSequence) {
   }
 }
 
-// add_row equals add() of each value in order: rows at increasing and repeated positions with
+// add_rows equals add() of each value in order: blocks of rows at increasing, repeated and (in
+// some rounds) scattered positions, so that a block spans octaves and comes back to one, with
 // exact zeros (the zero floor), NaN and Inf values, vacuous bounds, ties, mismatches and a
-// ladder, a gate other than the first bound, for both ways of choosing the worst case.
-TEST(CompareFigures, AddRowEqualsAddOfEachValue) {
+// ladder, a gate other than the first bound, for both ways of choosing the worst case; and the
+// row of each mismatch.
+TEST(CompareFigures, AddRowsEqualsAddOfEachValue) {
   const unsigned seed = 20261124;
   std::printf("seed %u\n", seed);
   std::mt19937_64 rng(seed);
@@ -261,17 +263,21 @@ TEST(CompareFigures, AddRowEqualsAddOfEachValue) {
       o.mismatches = &s2;
       figures rows(o);
       const double scale = round % 5 == 0 ? 0x1p-8 : 1.0;
-      const int nrows = 1 + static_cast<int>(rng() % 300);
+      const int nblocks = 1 + static_cast<int>(rng() % 100);
       // Most rounds stay in one octave, where each maximum rises rarely and only its own test
       // finds the value that raises it.
       std::int64_t p = round % 4 == 0 ? 0 : std::int64_t{1} << 17;
-      for (int q = 0; q < nrows; ++q) {
-        p += static_cast<std::int64_t>(rng() % (round % 4 == 0 ? 700 : 20));
-        const std::size_t n = 1 + rng() % 24;
+      for (int blk = 0; blk < nblocks; ++blk) {
+        const std::size_t R = 1 + rng() % 8, n = 1 + rng() % 24, N = R * n;
         const auto index0 = static_cast<std::int64_t>(rng() % (25 - n));
-        std::vector<double> got(n), exact(n), bounds(3 * n);
-        std::vector<std::uint64_t> dist(n);
-        for (std::size_t k = 0; k < n; ++k) {
+        std::vector<std::int64_t> pos(R);
+        for (std::int64_t& x : pos) {
+          p += static_cast<std::int64_t>(rng() % (round % 4 == 0 ? 700 : 20));
+          x = round % 8 == 3 ? static_cast<std::int64_t>(rng() % (1 << 18)) : p;
+        }
+        std::vector<double> got(N), exact(N), bounds(3 * N);
+        std::vector<std::uint64_t> dist(N);
+        for (std::size_t k = 0; k < N; ++k) {
           // Non-finite values (infinite ρ and ulp error: no maximum rises after them) in some
           // rounds only.
           int kind = static_cast<int>(rng() % 20);
@@ -284,19 +290,28 @@ TEST(CompareFigures, AddRowEqualsAddOfEachValue) {
                                                (kind % 2 ? 1 : -1);
           dist[k] = rng() % 3;
           for (std::size_t b = 0; b < 3; ++b) {
-            bounds[b * n + k] = kind == 3 ? 4.0 : static_cast<double>(1 + rng() % 4000) * 0x1p-34;
+            bounds[b * N + k] = kind == 3 ? 4.0 : static_cast<double>(1 + rng() % 4000) * 0x1p-34;
           }
         }
         const double scale_ulp = metric::ulp_at(scale, out);
-        for (std::size_t k = 0; k < n; ++k) {
-          const double b[] = {bounds[k], bounds[n + k], bounds[2 * n + k]};
-          one.add({p, index0 + static_cast<std::int64_t>(k), got[k], exact[k], dist[k],
+        for (std::size_t k = 0; k < N; ++k) {
+          const double b[] = {bounds[k], bounds[N + k], bounds[2 * N + k]};
+          one.add({pos[k / n], index0 + static_cast<std::int64_t>(k % n), got[k], exact[k], dist[k],
                    metric::ulp_at(std::fabs(exact[k]), out), scale, scale_ulp},
                   "cos", b);
         }
-        one.add_position(p);
-        rows.add_position(p);
-        rows.add_row({p, index0, got, exact, dist, out, scale, scale_ulp}, "cos", bounds);
+        for (const std::int64_t x : pos) {
+          one.add_position(x);
+          rows.add_position(x);
+        }
+        const std::size_t before = s2.size();
+        std::vector<std::size_t> mrows;
+        rows.add_rows({pos, index0, got, exact, dist, out, scale, scale_ulp}, "cos", bounds,
+                      &mrows);
+        ASSERT_EQ(mrows.size(), s2.size() - before);
+        for (std::size_t m = 0; m < mrows.size(); ++m) {
+          EXPECT_EQ(s2[before + m].position, pos[mrows[m]]);
+        }
       }
       SCOPED_TRACE("round " + std::to_string(round));
       expect_same(one, rows);

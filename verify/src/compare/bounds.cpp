@@ -13,7 +13,7 @@ namespace pev::compare {
 
 namespace {
 
-// table_row's loops (table_form's arithmetic; the branches on the form are loop-invariant and
+// table_rows' loops (table_form's arithmetic; the branches on the form are loop-invariant and
 // taken out of the loops, so that each compiles to straight vector code).
 /// ulp_at_finite(mag, kF32) in the form GCC vectorises (the same operations).
 [[gnu::always_inline]] inline double ulp32(double mag) {
@@ -149,14 +149,14 @@ void rope_bounds::table(std::int64_t i, double y, format out, std::span<double> 
   }
 }
 
-void rope_bounds::table_row(std::span<const std::int64_t> pair_of, std::span<const double> abs_y,
-                            format out, std::span<double> b) {
-  const std::size_t n = abs_y.size();
-  if (pair_of.size() != n || b.size() != n * bounds_.size()) {
-    throw error("compare::rope_bounds::table_row: pairs, values and bounds differ in size");
+void rope_bounds::table_rows(std::span<const std::int64_t> positions,
+                             std::span<const std::int64_t> pair_of, std::span<const double> abs_y,
+                             format out, std::span<double> b) {
+  const std::size_t R = positions.size(), n = pair_of.size(), N = abs_y.size();
+  if (R * n == 0 || N % (R * n) != 0 || b.size() != N * bounds_.size()) {
+    throw error("compare::rope_bounds::table_rows: positions, pairs, values and bounds differ");
   }
-  row_dtheta_.resize(n);
-  row_trig_.resize(n);
+  row_trig_.resize(N);
   if (!forms_out_ || forms_out_->p != out.p || forms_out_->emin != out.emin) {
     // Each contract's form for this output format, and whether its trig part is an earlier
     // contract's (evaluated once per row for both).
@@ -172,28 +172,46 @@ void rope_bounds::table_row(std::span<const std::int64_t> pair_of, std::span<con
     }
     forms_out_ = out;
   }
+  // Every row's angle errors (at_position), laid out value by value for the contracts that
+  // evaluate a trig part.
+  row_dtheta_.resize(bounds_.size());
   for (std::size_t j = 0; j < bounds_.size(); ++j) {
-    double* bj = b.data() + j * n;
+    if (contracts_[j] && !forms_[j].one_ulp && !shares_trig_[j]) row_dtheta_[j].resize(N);
+  }
+  for (std::size_t q = 0; q < R; ++q) {
+    at_position(positions[q]);
+    for (std::size_t j = 0; j < bounds_.size(); ++j) {
+      if (!contracts_[j] || forms_[j].one_ulp || shares_trig_[j]) continue;
+      double* d = row_dtheta_[j].data() + q * n;
+      for (std::size_t k = 0; k < n; ++k) d[k] = dtheta_[j][static_cast<std::size_t>(pair_of[k])];
+    }
+  }
+  // Further planes (e.g. sin after cos) at the same rows: the same angle errors.
+  for (std::size_t j = 0; j < bounds_.size(); ++j) {
+    if (!contracts_[j] || forms_[j].one_ulp || shares_trig_[j]) continue;
+    for (std::size_t s = R * n; s < N; s += R * n) {
+      std::copy(row_dtheta_[j].begin(), row_dtheta_[j].begin() + static_cast<std::ptrdiff_t>(R * n),
+                row_dtheta_[j].begin() + static_cast<std::ptrdiff_t>(s));
+    }
+  }
+  for (std::size_t j = 0; j < bounds_.size(); ++j) {
+    double* bj = b.data() + j * N;
     switch (bounds_[j].k) {
       case named_bound::kind::drift_free:
-        std::fill(bj, bj + n, 2 * metric::ulp_at(m_, out));
+        std::fill(bj, bj + N, 2 * metric::ulp_at(m_, out));
         break;
       case named_bound::kind::one_ulp:
-        ulp_loop(out, abs_y.data(), bj, n);
+        ulp_loop(out, abs_y.data(), bj, N);
         break;
       case named_bound::kind::contract: {
         const impl::table_form& f = forms_[j];
         if (f.one_ulp) {
-          ulp_loop(out, abs_y.data(), bj, n);
+          ulp_loop(out, abs_y.data(), bj, N);
           break;
         }
-        if (!shares_trig_[j]) {
-          for (std::size_t k = 0; k < n; ++k) {
-            row_dtheta_[k] = dtheta_[j][static_cast<std::size_t>(pair_of[k])];
-          }
-          trig_loop(f, row_dtheta_.data(), abs_y.data(), row_trig_.data(), n);
-        }
-        path_loop(f, row_trig_.data(), abs_y.data(), bj, n);
+        if (!shares_trig_[j])
+          trig_loop(f, row_dtheta_[j].data(), abs_y.data(), row_trig_.data(), N);
+        path_loop(f, row_trig_.data(), abs_y.data(), bj, N);
         break;
       }
     }

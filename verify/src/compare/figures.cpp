@@ -256,11 +256,11 @@ void figures::add(const value& v, const char* component, std::span<const double>
   cr_ += v.ulp_distance == 0 ? 1 : 0;
   faithful_ += v.ulp_distance <= 1 ? 1 : 0;
   hist_[static_cast<std::size_t>(report::ulp_bucket(ulp_err))]++;
+  add_maxima(err, bounds);
   add_exact(v, component, err, ulp_err, bounds, oct, values_ == 1);
 }
 
-void figures::add_exact(const value& v, const char* component, double err, double ulp_err,
-                        std::span<const double> bounds, std::size_t oct, bool first) {
+void figures::add_maxima(double err, std::span<const double> bounds) {
   for (std::size_t b = 0; b < bounds.size(); ++b) {
     max_rho_[b] = std::max(max_rho_[b], rho_of(err, bounds[b]));
   }
@@ -269,6 +269,10 @@ void figures::add_exact(const value& v, const char* component, double err, doubl
     rung = std::max(rung, bounds[o_.ladder[k]]);
     ladder_rho_[k] = std::max(ladder_rho_[k], rho_of(err, rung));
   }
+}
+
+void figures::add_exact(const value& v, const char* component, double err, double ulp_err,
+                        std::span<const double> bounds, std::size_t oct, bool first) {
   const double B = bounds[o_.gate];
   const double rho = rho_of(err, B);
   auto& o = octaves_[oct];
@@ -339,12 +343,24 @@ PEV_VECTOR_LOOPS void ulp_buckets(const double* u, std::size_t n,
 /// the values for non-negative doubles (an integer maximum vectorises; a double one, whose NaN
 /// rules make it order-dependent, does not).
 PEV_VECTOR_LOOPS double row_max(const double* v, std::size_t n) {
-  std::uint64_t m = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    const auto b = std::bit_cast<std::uint64_t>(v[k]);
-    m = b > m ? b : m;
+  // Signed: the encodings of these values are below 2^63 (AVX2 compares signed 64-bit lanes).
+  // Sixteen running maxima (four vectors), so that the compare-and-blend chains overlap.
+  constexpr std::size_t kLanes = 16;
+  std::int64_t m[kLanes] = {};
+  std::size_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    for (std::size_t l = 0; l < kLanes; ++l) {
+      const auto b = std::bit_cast<std::int64_t>(v[k + l]);
+      m[l] = b > m[l] ? b : m[l];
+    }
   }
-  return std::bit_cast<double>(m);
+  std::int64_t r = 0;
+  for (; k < n; ++k) {
+    const auto b = std::bit_cast<std::int64_t>(v[k]);
+    r = b > r ? b : r;
+  }
+  for (const std::int64_t x : m) r = x > r ? x : r;
+  return std::bit_cast<double>(r);
 }
 
 /// Marks the values that may raise a ρ maximum r against bounds B: not err ≤ fl(t·B) with
@@ -360,17 +376,45 @@ PEV_VECTOR_LOOPS void mark_rho(const double* err, const double* B, double r, std
   }
 }
 
-/// The same against a maximum per value (each value's index has its own).
-PEV_VECTOR_LOOPS void mark_rho_each(const double* err, const double* B, const double* r,
-                                    std::uint8_t* cand, std::size_t n) {
-  for (std::size_t k = 0; k < n; ++k) {
-    const double tb = r[k] * kSlack * (1 - 0x1p-48) * B[k];
-    cand[k] |= static_cast<std::uint8_t>((err[k] > tb) | ((err[k] > 0) & (tb < 0x1p-1000)));
+/// mark_rho against a maximum per index: rows × n values, value k of a row against r[k].
+PEV_VECTOR_LOOPS void mark_rho_rows(const double* err, const double* B, const double* r,
+                                    std::uint8_t* cand, std::size_t rows, std::size_t n) {
+  for (std::size_t q = 0; q < rows; ++q) {
+    const double* e = err + q * n;
+    const double* b = B + q * n;
+    std::uint8_t* c = cand + q * n;
+    for (std::size_t k = 0; k < n; ++k) {
+      const double tb = r[k] * kSlack * (1 - 0x1p-48) * b[k];
+      c[k] |= static_cast<std::uint8_t>((e[k] > tb) | ((e[k] > 0) & (tb < 0x1p-1000)));
+    }
   }
 }
 
-PEV_VECTOR_LOOPS void mark_above(const double* v, double limit, std::uint8_t* cand, std::size_t n) {
-  for (std::size_t k = 0; k < n; ++k) cand[k] |= static_cast<std::uint8_t>(v[k] > limit);
+/// options::zero_floor: bounds of an exact value of ±0 raised to at least `floor` (selects on
+/// the encodings, which order like the values for these non-negative bounds).
+PEV_VECTOR_LOOPS void zero_floor(const double* exact, double floor, double* B, std::size_t n) {
+  const auto f = std::bit_cast<std::uint64_t>(floor);
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto b = std::bit_cast<std::uint64_t>(B[k]);
+    const std::uint64_t zero =
+        -static_cast<std::uint64_t>((std::bit_cast<std::uint64_t>(exact[k]) << 1) == 0);
+    const std::uint64_t raise = zero & -static_cast<std::uint64_t>(b < f);
+    B[k] = std::bit_cast<double>((b & ~raise) | (f & raise));
+  }
+}
+
+/// Correctly rounded (distance 0) and faithful (≤ 1) counts and the largest distance.
+PEV_VECTOR_LOOPS void distances(const std::uint64_t* d, std::size_t n, std::uint64_t& cr,
+                                std::uint64_t& faithful, std::uint64_t& max_dist) {
+  std::uint64_t c = 0, f = 0, m = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    c += d[k] == 0 ? 1 : 0;
+    f += d[k] <= 1 ? 1 : 0;
+    m = d[k] > m ? d[k] : m;
+  }
+  cr = c;
+  faithful = f;
+  max_dist = m;
 }
 
 /// Values beyond their bound (!(err ≤ B): mismatches).
@@ -381,94 +425,134 @@ PEV_VECTOR_LOOPS void mark_beyond(const double* err, const double* B, std::uint8
 
 }  // namespace
 
-void figures::add_row(const row_values& r, const char* component, std::span<double> bounds) {
-  const std::size_t n = r.got.size();
+void figures::add_rows(const row_values& r, const char* component, std::span<double> bounds,
+                       std::vector<std::size_t>* mismatch_rows, std::size_t bound_stride) {
+  const std::size_t R = r.positions.size(), N = r.got.size();
   const std::size_t nb = o_.bounds.size();
-  if (n == 0) return;
-  if (r.exact.size() != n || r.ulp_distance.size() != n || bounds.size() != nb * n) {
-    throw error("compare::figures: a row's values, distances and bounds differ in size");
+  if (R == 0 || N == 0) return;
+  const std::size_t n = N / R;
+  if (n * R != N || r.exact.size() != N || r.ulp_distance.size() != N) {
+    throw error("compare::figures: rows' values, distances and bounds differ in size");
   }
-  const auto oct = static_cast<std::size_t>(octave_of(r.position));
-  if (oct >= octaves_.size() || r.index0 < 0 ||
-      r.index0 + static_cast<std::int64_t>(n) > o_.indices) {
-    throw error("compare::figures: position " + std::to_string(r.position) + " or indices " +
-                std::to_string(r.index0) + "+" + std::to_string(n) + " outside the check's layout");
+  if (r.index0 < 0 || r.index0 + static_cast<std::int64_t>(n) > o_.indices) {
+    throw error("compare::figures: indices " + std::to_string(r.index0) + "+" + std::to_string(n) +
+                " outside the check's layout");
   }
-  auto bound = [&](std::size_t b) { return bounds.data() + b * n; };
-  if (o_.zero_floor && r.scale_ulp > 0) {
-    for (std::size_t k = 0; k < n; ++k) {
-      if (r.exact[k] != 0) continue;
-      for (std::size_t b = 0; b < nb; ++b) bound(b)[k] = std::max(bound(b)[k], r.scale_ulp / 2);
+  row_oct_.resize(R);
+  for (std::size_t q = 0; q < R; ++q) {
+    const auto oct = static_cast<std::size_t>(octave_of(r.positions[q]));
+    if (oct >= octaves_.size()) {
+      throw error("compare::figures: position " + std::to_string(r.positions[q]) +
+                  " beyond the check's layout");
     }
+    row_oct_[q] = oct;
   }
-  err_.resize(n);
-  ulp_err_.resize(n);
-  cand_.assign(n, 0);
+  const std::size_t stride = bound_stride ? bound_stride : N;
+  if (bounds.size() < (nb - 1) * stride + N) {
+    throw error("compare::figures: rows' bounds too short for their stride");
+  }
+  auto bound = [&](std::size_t b) { return bounds.data() + b * stride; };
+  if (o_.zero_floor && r.scale_ulp > 0 &&
+      std::any_of(r.exact.begin(), r.exact.end(), [](double y) { return y == 0; })) {
+    for (std::size_t b = 0; b < nb; ++b) zero_floor(r.exact.data(), r.scale_ulp / 2, bound(b), N);
+  }
+  err_.resize(N);
+  ulp_err_.resize(N);
   const std::uint64_t non_finite =
-      row_errors(r.got.data(), r.exact.data(), r.out, err_.data(), ulp_err_.data(), n);
-  // Order-independent figures: counts, maxima, histograms.
-  auto& o = octaves_[oct];
+      row_errors(r.got.data(), r.exact.data(), r.out, err_.data(), ulp_err_.data(), N);
+  // Order-independent figures: counts, maxima, histograms — over all rows, and per octave over
+  // each run of rows in one octave.
   for (std::size_t b = 0; b < nb; ++b) {
-    const double mx = row_max(bound(b), n);
+    const double mx = row_max(bound(b), N);
     max_bound_[b] = std::max(max_bound_[b], mx);
     if (r.scale > 0 && mx >= 2 * r.scale) {
-      std::uint64_t c = 0;
-      for (std::size_t k = 0; k < n; ++k) c += bound(b)[k] >= 2 * r.scale ? 1 : 0;
-      if (vacuous_[b] == 0 || r.position < first_vacuous_[b]) first_vacuous_[b] = r.position;
-      vacuous_[b] += c;
+      for (std::size_t q = 0; q < R; ++q) {
+        std::uint64_t c = 0;
+        for (std::size_t k = q * n; k < (q + 1) * n; ++k) c += bound(b)[k] >= 2 * r.scale ? 1 : 0;
+        if (c == 0) continue;
+        if (vacuous_[b] == 0 || r.positions[q] < first_vacuous_[b]) {
+          first_vacuous_[b] = r.positions[q];
+        }
+        vacuous_[b] += c;
+      }
     }
   }
-  const double max_err = row_max(err_.data(), n);
-  o.max_abs = std::max(o.max_abs, max_err);
-  o.max_bound = std::max(o.max_bound, row_max(bound(o_.gate), n));
-  o.hist.add_all(err_.data(), n);
   std::uint64_t cr = 0, faithful = 0, max_dist = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::uint64_t d = r.ulp_distance[k];
-    cr += d == 0 ? 1 : 0;
-    faithful += d <= 1 ? 1 : 0;
-    max_dist = d > max_dist ? d : max_dist;
-  }
-  ulp_buckets(ulp_err_.data(), n, hist_);
-  // The values that may change an order-dependent figure (add_exact), with the maxima as they
-  // stand before the row: a value that is not marked changes none of them (its ρ against every
-  // rung is at most the rung's maximum, so against every bound of the ladder, and its gate ρ at
-  // most its index's octave maximum, which the octave's maximum and the worst ρ bound).
-  for (std::size_t k = 0; k < o_.ladder.size(); ++k) {
-    mark_rho(err_.data(), bound(o_.ladder[k]), ladder_rho_[k], cand_.data(), n);
+  distances(r.ulp_distance.data(), N, cr, faithful, max_dist);
+  ulp_buckets(ulp_err_.data(), N, hist_);
+  // The values that may change a ρ maximum or an order-dependent figure (add_maxima,
+  // add_exact), with the maxima as they stand before these rows: a value that is not marked
+  // changes none of them — its ρ against every rung is at most the rung's maximum (a rung's bound
+  // is at least its own bound's), against every other bound at most that bound's, its gate ρ at
+  // most its index's octave maximum (which the octave's maximum and the worst ρ bound); and of
+  // the values whose ulp error exceeds the worst's, only the first with the rows' largest one
+  // can end up the worst case.
+  cand_.assign(N, 0);
+  for (std::size_t l = 0; l < o_.ladder.size(); ++l) {
+    mark_rho(err_.data(), bound(o_.ladder[l]), ladder_rho_[l], cand_.data(), N);
   }
   for (std::size_t b = 0; b < nb; ++b) {
     if (std::find(o_.ladder.begin(), o_.ladder.end(), b) == o_.ladder.end()) {
-      mark_rho(err_.data(), bound(b), max_rho_[b], cand_.data(), n);
+      mark_rho(err_.data(), bound(b), max_rho_[b], cand_.data(), N);
     }
   }
-  mark_rho_each(err_.data(), bound(o_.gate),
-                o.rho_by_index.data() + static_cast<std::size_t>(r.index0), cand_.data(), n);
-  if (o_.worst == worst_by::ulp_error) mark_above(ulp_err_.data(), max_ulp_err_, cand_.data(), n);
+  const double max_ulp = row_max(ulp_err_.data(), N);
+  if (o_.worst == worst_by::ulp_error && max_ulp > max_ulp_err_) {
+    cand_[static_cast<std::size_t>(std::find(ulp_err_.begin(), ulp_err_.end(), max_ulp) -
+                                   ulp_err_.begin())] = 1;
+  }
   if (o_.mismatch_bound && o_.mismatches && o_.mismatches->size() < o_.max_mismatches) {
-    mark_beyond(err_.data(), bound(*o_.mismatch_bound), cand_.data(), n);
+    mark_beyond(err_.data(), bound(*o_.mismatch_bound), cand_.data(), N);
+  }
+  double max_err = 0;
+  for (std::size_t q0 = 0; q0 < R;) {
+    std::size_t q1 = q0 + 1;
+    while (q1 < R && row_oct_[q1] == row_oct_[q0]) ++q1;
+    auto& o = octaves_[row_oct_[q0]];
+    const std::size_t a = q0 * n, len = (q1 - q0) * n;
+    const double run_err = row_max(err_.data() + a, len);
+    max_err = std::max(max_err, run_err);
+    o.max_abs = std::max(o.max_abs, run_err);
+    o.max_bound = std::max(o.max_bound, row_max(bound(o_.gate) + a, len));
+    o.hist.add_all(err_.data() + a, len);
+    o.values += len;
+    mark_rho_rows(err_.data() + a, bound(o_.gate) + a,
+                  o.rho_by_index.data() + static_cast<std::size_t>(r.index0), cand_.data() + a,
+                  q1 - q0, n);
+    if (o.argmax < 0) cand_[a] = 1;  // the octave's first value sets its argmax
+    q0 = q1;
   }
   const bool first_overall = values_ == 0;
-  if (first_overall || o.argmax < 0) cand_[0] = 1;
+  if (first_overall) cand_[0] = 1;
   std::vector<double>& b1 = scratch_;
   b1.resize(nb);
-  for (std::size_t k = 0; k < n; ++k) {
+  for (std::size_t k = 0; k < N; ++k) {
     if (!cand_[k]) continue;
     for (std::size_t b = 0; b < nb; ++b) b1[b] = bound(b)[k];
-    const value v{r.position,        r.index0 + static_cast<std::int64_t>(k),
+    const std::size_t q = k / n;
+    const value v{r.positions[q],    r.index0 + static_cast<std::int64_t>(k - q * n),
                   r.got[k],          r.exact[k],
                   r.ulp_distance[k], metric::ulp_at_finite(std::fabs(r.exact[k]), r.out),
                   r.scale,           r.scale_ulp};
-    add_exact(v, component, err_[k], ulp_err_[k], b1, oct, first_overall && k == 0);
+    const std::size_t before = o_.mismatches ? o_.mismatches->size() : 0;
+    add_maxima(err_[k], b1);
+    add_exact(v, component, err_[k], ulp_err_[k], b1, row_oct_[q], first_overall && k == 0);
+    if (mismatch_rows && o_.mismatches && o_.mismatches->size() > before) {
+      mismatch_rows->push_back(q);
+    }
   }
-  max_ulp_err_ = std::max(max_ulp_err_, row_max(ulp_err_.data(), n));
-  o.values += n;
-  values_ += n;
+  max_ulp_err_ = std::max(max_ulp_err_, max_ulp);
+  values_ += N;
   non_finite_ += non_finite;
   max_abs_ = std::max(max_abs_, max_err);
   max_ulp_dist_ = std::max(max_ulp_dist_, max_dist);
   cr_ += cr;
   faithful_ += faithful;
+}
+
+std::vector<report::mismatch>* figures::mismatch_sink(std::vector<report::mismatch>* sink) {
+  std::swap(sink, o_.mismatches);
+  return sink;
 }
 
 void figures::merge(const figures& later) {

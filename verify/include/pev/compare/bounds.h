@@ -69,12 +69,14 @@ class rope_bounds {
   /// Bounds of a table value of pair i whose exact magnitude is y, in format `out` (after
   /// at_position).
   void table(std::int64_t i, double y, format out, std::span<double> b) const;
-  /// table() of a row of values at the current position: value k is of pair pair_of[k] with
-  /// exact magnitude abs_y[k] ≥ 0; bound j of value k goes to b[j·n + k] (n values). The same
-  /// numbers, in vectorisable loops, the trig part computed once for the contracts that share it
-  /// (impl::rope_contract::same_trig).
-  void table_row(std::span<const std::int64_t> pair_of, std::span<const double> abs_y, format out,
-                 std::span<double> b);
+  /// table() of rows of table values: row q at positions[q] (at_position is evaluated for each,
+  /// and the bound set is left at the last), n = pair_of.size() values per row, value k of a row
+  /// of pair pair_of[k]; abs_y holds the exact magnitudes (≥ 0) row-major, in one or more planes
+  /// of R·n values at the same rows (cos, then sin), and bound j of value v goes to b[j·N + v]
+  /// (N = abs_y.size()). The same numbers, in vectorisable loops, the trig part computed once for
+  /// the contracts that share it (impl::rope_contract::same_trig).
+  void table_rows(std::span<const std::int64_t> positions, std::span<const std::int64_t> pair_of,
+                  std::span<const double> abs_y, format out, std::span<double> b);
   /// Bounds of a rotated element of pair i (−1: a pass-through dim, which must be exact) with
   /// inputs x0, x1 and exact output magnitude y (after at_position).
   void rotation(std::int64_t i, double x0, double x1, double y, format out,
@@ -86,9 +88,10 @@ class rope_bounds {
   // Null for drift-free and exact; shared (they are immutable), so that a copy of the bound set
   // (one per thread) is cheap.
   std::vector<std::shared_ptr<const impl::rope_contract>> contracts_;
-  std::vector<std::vector<double>> dtheta_;    // per bound, per pair
-  std::vector<double> row_dtheta_, row_trig_;  // table_row's scratch
-  std::optional<format> forms_out_;            // table_row's forms are for this format
+  std::vector<std::vector<double>> dtheta_;      // per bound, per pair
+  std::vector<std::vector<double>> row_dtheta_;  // table_rows' scratch: per bound, per value
+  std::vector<double> row_trig_;
+  std::optional<format> forms_out_;  // table_rows' forms are for this format
   std::vector<impl::table_form> forms_;
   std::vector<bool> shares_trig_;
 };

@@ -87,11 +87,12 @@ class log_histogram {
   std::uint64_t zeros_ = 0;
 };
 
-/// A row of values at one position (a table row): value k has index index0 + k; they share the
-/// scale of value (compare::value::scale, scale_ulp) and the compared type's format `out`
-/// (compare::value::ulp is ulp_out(|exact|)).
+/// Rows of values (table rows), row-major: row q at positions[q], n = got.size() / rows values
+/// per row with indices index0 … index0 + n − 1; they share the scale of value
+/// (compare::value::scale, scale_ulp) and the compared type's format `out` (compare::value::ulp is
+/// ulp_out(|exact|)).
 struct row_values {
-  std::int64_t position = 0;
+  std::span<const std::int64_t> positions;
   std::int64_t index0 = 0;
   std::span<const double> got, exact;
   std::span<const std::uint64_t> ulp_distance;
@@ -141,13 +142,19 @@ class figures {
   void add_position(std::int64_t p);
   /// One value; `bounds` holds one bound per name of options::bounds.
   void add(const value& v, const char* component, std::span<const double> bounds);
-  /// A row of n values: the same figures as add() of each value in order (tests/compare checks
+  /// Rows of N values: the same figures as add() of each value in order (tests/compare checks
   /// it), at a fraction of the cost — the per-value work runs in vectorisable loops, and add()'s
   /// order-dependent updates (ρ maxima, each octave's argmax, the worst case, mismatches) only for
-  /// the values that can change them, found by a conservative test on err against the current
-  /// maxima times the bounds (docs/performance.md §4). bounds[j·n + k] is bound j of value k;
-  /// options::zero_floor is applied to it in place.
-  void add_row(const row_values& r, const char* component, std::span<double> bounds);
+  /// the values that can change them, found by a conservative test on err against the maxima as
+  /// they stand before the rows, times the bounds (docs/performance.md §4). bounds[j·S + k] is
+  /// bound j of value k (S = bound_stride, 0: N); options::zero_floor is applied to it in place.
+  /// `mismatch_rows`, when given, receives the row of each mismatch appended.
+  void add_rows(const row_values& r, const char* component, std::span<double> bounds,
+                std::vector<std::size_t>* mismatch_rows = nullptr, std::size_t bound_stride = 0);
+  /// options::max_mismatches.
+  std::size_t max_mismatches() const { return o_.max_mismatches; }
+  /// Replaces the mismatch sink (options::mismatches); returns the previous one.
+  std::vector<report::mismatch>* mismatch_sink(std::vector<report::mismatch>* sink);
 
   /// Merges the figures of values compared after this one's (same options; `later`'s mismatches
   /// went to its own sink, which the caller appends): the result equals one figures fed both
@@ -191,9 +198,12 @@ class figures {
   std::vector<std::uint64_t> vacuous_;       // per bound: values where it is vacuous
   std::vector<std::int64_t> first_vacuous_;  // per bound: the smallest such position
   std::vector<double> scratch_;
-  std::vector<double> err_, ulp_err_;  // add_row's per-value scratch
+  std::vector<double> err_, ulp_err_;  // add_rows' per-value scratch
   std::vector<std::uint8_t> cand_;
-  /// add()'s ρ-dependent updates of one value whose err, ulp error and bounds are known.
+  std::vector<std::size_t> row_oct_;
+  /// add()'s ρ maxima per bound and per ladder rung of one value.
+  void add_maxima(double err, std::span<const double> bounds);
+  /// add()'s order-dependent updates of one value whose err, ulp error and bounds are known.
   void add_exact(const value& v, const char* component, double err, double ulp_err,
                  std::span<const double> bounds, std::size_t oct, bool first);
   std::array<std::uint64_t, report::kUlpBuckets> hist_{};

@@ -52,40 +52,71 @@ void compare_table(std::span<const std::int64_t> positions,
   const double scale = std::fabs(bounds.m()), scale_ulp = metric::ulp_at(scale, out);
   const bool multi = !stream_of_pair.empty();
   if (!multi && &cos != &sin) {
-    // A row at a time (figures::add_row: the same figures as value by value, cos and sin each
-    // in column order; the shared mismatch list takes a row's cos values before its sin values).
+    // Blocks of rows at a time (figures::add_rows: the same figures as value by value, cos and
+    // sin each in row-major order; the shared mismatch list takes each row's cos values before
+    // its sin values, merged from the two checks' lists by row).
+    constexpr std::size_t kBlock = 128;
     const std::size_t n = column_pair.size(), nb = bounds.size();
-    std::vector<double> got_v[2], exact_v[2], abs_v[2], bound_v[2];
-    std::vector<std::uint64_t> dist_v[2];
+    const std::size_t cap = kBlock * n;
+    std::vector<double> got_v(2 * cap), exact_v(2 * cap), abs_v(2 * cap), bound_v(2 * cap * nb);
+    std::vector<std::uint64_t> dist_v(2 * cap);
     std::vector<T> got_t(n);
+    std::vector<report::mismatch> found[2];
+    std::vector<std::size_t> found_rows[2];
     // Columns 0 … P − 1 in pair order (the common layouts) read the reference rows contiguously.
     bool in_order = n == P;
     for (std::size_t j = 0; j < n && in_order; ++j) {
       in_order = column_pair[j] == static_cast<std::int64_t>(j);
     }
-    for (int w = 0; w < 2; ++w) {
-      got_v[w].resize(n);
-      exact_v[w].resize(n);
-      abs_v[w].resize(n);
-      dist_v[w].resize(n);
-      bound_v[w].resize(n * nb);
-    }
-    for (std::size_t q = 0; q < positions.size(); ++q) {
-      const std::int64_t p = positions[q];
-      cos.add_position(p);
-      sin.add_position(p);
-      bounds.at_position(p);
-      const std::size_t k = ref_row(q);
+    for (std::size_t q0 = 0; q0 < positions.size(); q0 += kBlock) {
+      const std::size_t R = std::min(kBlock, positions.size() - q0), N = R * n;
+      const std::span<const std::int64_t> rows_pos = positions.subspan(q0, R);
+      for (std::size_t q = 0; q < R; ++q) {
+        cos.add_position(rows_pos[q]);
+        sin.add_position(rows_pos[q]);
+        const std::size_t k = ref_row(q0 + q);
+        for (int w = 0; w < 2; ++w) {
+          for (std::size_t j = 0; j < n; ++j) got_t[j] = got(q0 + q, j, w == 1);
+          const std::size_t at = static_cast<std::size_t>(w) * N + q * n;
+          row_inputs<T>(
+              got_t, (w == 0 ? ref.rn_cos : ref.rn_sin).data(), (w == 0 ? ref.cos : ref.sin).data(),
+              in_order ? std::span<const std::int64_t>() : column_pair, k * P, got_v.data() + at,
+              exact_v.data() + at, abs_v.data() + at, dist_v.data() + at);
+        }
+      }
+      // Bounds of both planes in one pass (the rows' angle errors once): [bound][cos | sin].
+      const std::span<double> both(bound_v.data(), 2 * N * nb);
+      bounds.table_rows(rows_pos, column_pair, std::span<const double>(abs_v.data(), 2 * N), out,
+                        both);
       for (int w = 0; w < 2; ++w) {
-        for (std::size_t j = 0; j < n; ++j) got_t[j] = got(q, j, w == 1);
-        row_inputs<T>(got_t, (w == 0 ? ref.rn_cos : ref.rn_sin).data(),
-                      (w == 0 ? ref.cos : ref.sin).data(),
-                      in_order ? std::span<const std::int64_t>() : column_pair, k * P,
-                      got_v[w].data(), exact_v[w].data(), abs_v[w].data(), dist_v[w].data());
-        bounds.table_row(column_pair, abs_v[w], out, bound_v[w]);
-        (w == 0 ? cos : sin)
-            .add_row({p, 0, got_v[w], exact_v[w], dist_v[w], out, scale, scale_ulp},
-                     w == 0 ? "cos" : "sin", bound_v[w]);
+        figures& f = w == 0 ? cos : sin;
+        found[w].clear();
+        found_rows[w].clear();
+        std::vector<report::mismatch>* sink = f.mismatch_sink(&found[w]);
+        const std::size_t off = static_cast<std::size_t>(w) * N;
+        f.add_rows({rows_pos, 0, std::span<const double>(got_v.data() + off, N),
+                    std::span<const double>(exact_v.data() + off, N),
+                    std::span<const std::uint64_t>(dist_v.data() + off, N), out, scale, scale_ulp},
+                   w == 0 ? "cos" : "sin",
+                   std::span<double>(bound_v.data() + off, 2 * N * nb - off), &found_rows[w],
+                   2 * N);
+        f.mismatch_sink(sink);
+      }
+      // The checks' sinks in comparison order: row by row, cos first (one sink shared by cos
+      // and sin, as certification's; or each its own).
+      std::vector<report::mismatch>* sinks[2] = {cos.mismatch_sink(nullptr),
+                                                 sin.mismatch_sink(nullptr)};
+      cos.mismatch_sink(sinks[0]);
+      sin.mismatch_sink(sinks[1]);
+      std::size_t a = 0, c = 0;
+      while (a < found[0].size() || c < found[1].size()) {
+        const bool take_cos =
+            c == found[1].size() || (a < found[0].size() && found_rows[0][a] <= found_rows[1][c]);
+        const int w = take_cos ? 0 : 1;
+        const report::mismatch& m = take_cos ? found[0][a++] : found[1][c++];
+        if (sinks[w] && sinks[w]->size() < (w == 0 ? cos : sin).max_mismatches()) {
+          sinks[w]->push_back(m);
+        }
       }
     }
     return;

@@ -1,5 +1,5 @@
 #pragma once
-// The per-value inputs of a row comparison (figures::add_row, rope_bounds::table_row) from an
+// The per-value inputs of a row comparison (figures::add_rows, rope_bounds::table_rows) from an
 // implementation's values and the reference's, in loops the compiler vectorises.
 
 #include <cstddef>
