@@ -174,6 +174,39 @@ TEST(Cli, StreamedTablesAreTheMpfrPathsBytes) {
   EXPECT_NE(bad.err.find("--reference"), std::string::npos) << bad.err;
 }
 
+TEST(Cli, StreamedPeIsTheMpfrPathsBytes) {
+  // Sinusoidal PE streams from the fast reference; --reference mpfr fills MPFR values in memory.
+  // Same bytes in a 32-bit and a 16-bit dtype and in a text and a binary format (the writers are
+  // the RoPE tables', tested above), across a chunk boundary (about 2^16 values a chunk: 126 rows
+  // of 520 columns); a request beyond the in-memory limit of 2^26 values (65600 positions × 1024
+  // columns) is written from one chunk's memory.
+  const std::string dir = test::temp_dir("streamed_pe");
+  for (const std::string dtype : {"fp32", "bf16"}) {
+    for (const std::string format : {"csv", "safetensors"}) {
+      std::string bytes[2];
+      for (int mpfr = 0; mpfr < 2; ++mpfr) {
+        const std::string file = dir + "/pe" + std::to_string(mpfr) + "." + format;
+        auto r = run_pev({"reference", "--spec", "sinusoidal:d_model=520", "--positions=0:400:3",
+                          "--dtype", dtype, "--format", format, "--reference",
+                          mpfr ? "mpfr" : "fast", "--out", file});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        bytes[mpfr] = file_bytes(file);
+      }
+      ASSERT_FALSE(bytes[0].empty());
+      EXPECT_TRUE(bytes[0] == bytes[1]) << dtype << " " << format;
+    }
+  }
+  for (const std::string command : {"reference", "compute"}) {
+    std::vector<std::string> args = {command,       "--spec",  "sinusoidal:d_model=1024",
+                                     "--positions", "0:65600", "--format",
+                                     "npy",         "--out",   "/dev/null",
+                                     "--dtype",     "fp16"};
+    if (command == "compute") args.insert(args.end(), {"--strategy", "hf"});
+    auto r = run_pev(args);
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+  }
+}
+
 TEST(CliCompute, StreamedTableEqualsTheKernelsRows) {
   // compute streams its table in chunks of rows: the values are the kernel's, row by row.
   const std::string dir = test::temp_dir("compute_streamed");

@@ -113,21 +113,41 @@ bool fill(output& out, const spec::encoding& e, kernel::strategy st, std::vector
   if (const auto* s = std::get_if<spec::rope>(&e)) {
     return fill_rope<T>(out, *s, st, pos, seq_len, sink);
   }
-  if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
+  const bool sinusoidal = std::holds_alternative<spec::sinusoidal>(e);
+  if (sinusoidal || std::holds_alternative<spec::learned>(e)) {
     if (out.what != "pe") what_mismatch(out.what, e, "pe");
-    shape_pe(out, s->d_model, pos);
-    std::vector<T> v(pos.size() * static_cast<std::size_t>(s->d_model));
-    kernel::sinusoidal_table<T>(*s, st, pos, v);
-    append(out, v);
-    return false;
-  }
-  if (const auto* s = std::get_if<spec::learned>(&e)) {
-    if (out.what != "pe") what_mismatch(out.what, e, "pe");
-    shape_pe(out, s->d_model, pos);
-    std::vector<T> v(pos.size() * static_cast<std::size_t>(s->d_model));
-    kernel::learned_table<T>(*s, st, pos, v);
-    append(out, v);
-    return false;
+    const std::int64_t d =
+        sinusoidal ? std::get<spec::sinusoidal>(e).d_model : std::get<spec::learned>(e).d_model;
+    auto rows_of = [&](std::span<const std::int64_t> p, std::span<T> v) {
+      if (sinusoidal) {
+        kernel::sinusoidal_table<T>(std::get<spec::sinusoidal>(e), st, p, v);
+      } else {
+        kernel::learned_table<T>(std::get<spec::learned>(e), st, p, v);
+      }
+    };
+    if (!sink) {
+      shape_pe(out, d, pos);
+      std::vector<T> v(pos.size() * static_cast<std::size_t>(d));
+      rows_of(pos, v);
+      append(out, v);
+      return false;
+    }
+    // Streamed, one chunk of rows at a time (docs/design.md §5.4).
+    shape_streamed_pe(out, d, std::move(pos));
+    const std::vector<std::int64_t>& p = *out.positions;
+    std::vector<T> v;
+    progress bar(p.size(), "compute");
+    row_stream rows;
+    rows.rows = p.size();
+    rows.width = static_cast<std::size_t>(d);
+    rows.fill = [&](std::size_t r0, std::size_t r1, std::byte* bytes) {
+      v.resize((r1 - r0) * static_cast<std::size_t>(d));
+      rows_of(std::span(p).subspan(r0, r1 - r0), std::span<T>(v));
+      store_values(v, bytes);
+      bar.step(r1);
+    };
+    write_output(out, rows, sink->format, sink->file);
+    return true;
   }
   if (const auto* s = std::get_if<spec::alibi>(&e)) {
     if (out.what == "slopes") {

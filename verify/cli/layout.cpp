@@ -106,6 +106,12 @@ void shape_pe(output& out, std::int64_t d, const std::vector<std::int64_t>& pos)
   for (std::int64_t j = 0; j < d; ++j) out.columns.push_back("d_" + std::to_string(j));
 }
 
+void shape_streamed_pe(output& out, std::int64_t d, std::vector<std::int64_t>&& pos) {
+  out.main = {"pe", {static_cast<std::int64_t>(pos.size()), d}, {}, {}, false};
+  out.positions = std::move(pos);
+  for (std::int64_t j = 0; j < d; ++j) out.columns.push_back("d_" + std::to_string(j));
+}
+
 void shape_bias(output& out, std::int64_t heads, const std::vector<std::int64_t>& pos) {
   const auto P = static_cast<std::int64_t>(pos.size());
   if (static_cast<double>(heads) * double(P) * double(P) > double(std::int64_t(1) << 26)) {

@@ -68,8 +68,26 @@ void store_interleaved(const std::vector<T>& cos, const std::vector<T>& sin, std
     std::memcpy(out + 2 * k * sizeof(bits), b, sizeof b);
   }
 }
+/// Values in T's little-endian encodings, for a row_stream.
+template <class T>
+void store_values(const std::vector<T>& v, std::byte* out) {
+  using tr = scalar_traits<T>;
+  using bits = typename tr::bits_type;
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    bits b = tr::to_bits(v[k]);
+    if constexpr (std::endian::native != std::endian::little) {
+      if constexpr (sizeof(bits) == 2) b = __builtin_bswap16(b);
+      if constexpr (sizeof(bits) == 4) b = __builtin_bswap32(b);
+      if constexpr (sizeof(bits) == 8) b = __builtin_bswap64(b);
+    }
+    std::memcpy(out + k * sizeof(bits), &b, sizeof b);
+  }
+}
 /// PE [P, d].
 void shape_pe(output& out, std::int64_t d, const std::vector<std::int64_t>& pos);
+/// The same shape for PE rows written by a row_stream (no limit beyond the positions of a
+/// request); the positions move into out.positions.
+void shape_streamed_pe(output& out, std::int64_t d, std::vector<std::int64_t>&& pos);
 /// ALiBi bias [H, P, P] over query × key positions.
 void shape_bias(output& out, std::int64_t heads, const std::vector<std::int64_t>& pos);
 /// A vector indexed by `row_label` (inv_freq by pair, slopes by head).

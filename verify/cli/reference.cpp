@@ -78,6 +78,34 @@ bool stream_rope(output& out, const spec::rope& s, const std::string& recipe,
   return true;
 }
 
+// Sinusoidal PE in a float dtype from the exact recipe: streamed from the fast reference (the
+// same bits as MPFR rounded once) and written; true when it was.
+bool stream_pe(output& out, const spec::sinusoidal& s, const std::string& recipe,
+               std::vector<std::int64_t>& positions, bool mpfr, out_format format,
+               const std::filesystem::path& file) {
+  if (out.what != "pe" || !out.dtype || recipe != "exact" || mpfr) return false;
+  visit_float(*out.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    shape_streamed_pe(out, s.d_model, std::move(positions));
+    const std::vector<std::int64_t>& pos = *out.positions;
+    const auto d = static_cast<std::size_t>(s.d_model);
+    const ref::fast_sinusoidal_reference fr(s);
+    std::vector<T> v;
+    progress bar(pos.size(), "reference");
+    row_stream rows;
+    rows.rows = pos.size();
+    rows.width = d;
+    rows.fill = [&](std::size_t r0, std::size_t r1, std::byte* bytes) {
+      v.resize((r1 - r0) * d);
+      fr.pe<T>(std::span(pos).subspan(r0, r1 - r0), std::span<T>(v));
+      store_values(v, bytes);
+      bar.step(r1);
+    };
+    write_output(out, rows, format, file);
+  });
+  return true;
+}
+
 void fill_rope(output& out, const spec::rope& s, const ref::recipe& r,
                const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
   const ref::rope_reference rr(
@@ -192,10 +220,11 @@ command add_reference(CLI::App& app) {
                   "(llama.cpp's fp32 recurrence): round only where the recipe rounds")
       ->capture_default_str();
   cmd->add_option("--reference", st->reference,
-                  "fast or mpfr: how a RoPE table in fp64/fp32/fp16/bf16 with the exact recipe is "
-                  "computed. fast (the fast exact reference) gives the same bits as mpfr, faster; "
-                  "both stream the table to the output one chunk at a time. --dtype exact and the "
-                  "hf/ggml recipes always use MPFR (at most 2^26 values a request)")
+                  "fast or mpfr: how a RoPE table or sinusoidal PE in fp64/fp32/fp16/bf16 with the "
+                  "exact recipe is computed. fast (the fast exact reference) gives the same bits "
+                  "as mpfr, faster, streamed to the output one chunk at a time (RoPE tables with "
+                  "mpfr too). --dtype exact, the hf/ggml recipes and other outputs use MPFR in "
+                  "memory (at most 2^26 values a request)")
       ->capture_default_str();
   cmd->add_option(
       "--precision", st->precision,
@@ -218,6 +247,11 @@ command add_reference(CLI::App& app) {
             if (const auto* s = std::get_if<spec::rope>(&e)) {
               if (stream_rope(out, *s, st->recipe, pos, st->o.seq_len, st->reference == "mpfr",
                               format, st->o.out)) {
+                return 0;
+              }
+            }
+            if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
+              if (stream_pe(out, *s, st->recipe, pos, st->reference == "mpfr", format, st->o.out)) {
                 return 0;
               }
             }

@@ -55,7 +55,7 @@ void compare_table(std::span<const std::int64_t> positions,
     // Blocks of rows at a time (figures::add_rows: the same figures as value by value, cos and
     // sin each in row-major order; the shared mismatch list takes each row's cos values before
     // its sin values, merged from the two checks' lists by row).
-    constexpr std::size_t kBlock = 128;
+    constexpr std::size_t kBlock = 64;
     const std::size_t n = column_pair.size(), nb = bounds.size();
     const std::size_t cap = kBlock * n;
     std::vector<double> got_v(2 * cap), exact_v(2 * cap), abs_v(2 * cap), bound_v(2 * cap * nb);
