@@ -1,6 +1,6 @@
 // pev.reference and pev.compute (docs/python.md §3): the values `pev reference` and `pev compute`
-// write, computed by the same code (the CLI's fill_reference and fill_compute, rounded by its
-// to_array), returned as numpy arrays that own the bytes (no copy).
+// write, computed by the same code (the CLI's reference_rows, fill_reference and fill_compute,
+// rounded by its to_array), returned as numpy arrays that own the bytes (no copy).
 
 #include <optional>
 #include <string>
@@ -64,10 +64,25 @@ py::array reference(const spec_handle& s, const request& r, const std::string& d
                     const std::string& recipe, unsigned precision) {
   cli::output out = start(s, r, cli::parse_out_dtype(dtype_name));
   const ref::recipe& rc = ref::find_recipe(recipe);
-  const std::vector<std::int64_t> pos = request_positions(s.e, out.what, r.range, r.list);
+  std::vector<std::int64_t> pos = request_positions(s.e, out.what, r.range, r.list);
   io::array a = run_long([&] {
     std::optional<precision_scope> scope;
     if (precision) scope.emplace(precision);
+    // The outputs the CLI streams come from the fast references, chunk by chunk into the array
+    // (the same bytes); the rest from MPFR values in memory.
+    if (const std::optional<cli::row_stream> rows =
+            cli::reference_rows(out, s.e, recipe, pos, r.seq_len, false)) {
+      io::array v;
+      v.type = *out.dtype;
+      v.shape = out.main.shape;
+      const std::size_t es = size_of(v.type), chunk = cli::row_stream::chunk_rows(rows->width);
+      v.data.resize(rows->rows * rows->width * es);
+      for (std::size_t r0 = 0; r0 < rows->rows; r0 += chunk) {
+        const std::size_t r1 = std::min(rows->rows, r0 + chunk);
+        rows->fill(r0, r1, v.data.data() + r0 * rows->width * es);
+      }
+      return v;
+    }
     cli::fill_reference(out, s.e, rc, pos, r.seq_len);
     return cli::to_array(out.main, out.dtype);
   });

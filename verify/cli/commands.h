@@ -97,6 +97,13 @@ void check_positions(const std::vector<std::int64_t>& v, bool allow_negative,
 // dtype); the shapes are those of docs/design.md §5.4. pev::error for a `what` the family does not
 // have or a request of more than 2^26 values.
 
+/// The output of `pev reference` as rows produced chunk by chunk, for the outputs that stream
+/// (docs/design.md §5.4: RoPE tables and sinusoidal PE in a float dtype with the exact recipe;
+/// `mpfr`: --reference mpfr): shapes set in `out`, the positions moved into it. None for the
+/// outputs fill_reference holds in memory.
+std::optional<row_stream> reference_rows(output& out, const spec::encoding& e,
+                                         const std::string& recipe, std::vector<std::int64_t>& pos,
+                                         std::optional<std::int64_t> seq_len, bool mpfr);
 /// The recipe's exact values of `e` at `pos` (stateful rope types: `seq_len`, else max + 1).
 void fill_reference(output& out, const spec::encoding& e, const ref::recipe& r,
                     const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len);

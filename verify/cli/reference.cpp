@@ -22,88 +22,73 @@
 namespace pev::cli {
 namespace {
 
-// A RoPE table streamed in the output dtype T: the fast reference (fast = true, identical bits)
-// or the MPFR rows rounded to T, chunk by chunk.
+// A RoPE table in the output dtype T as a row_stream: the fast reference (fast = true, identical
+// bits) or the MPFR rows rounded to T, chunk by chunk.
 template <class T>
-void stream_rope_table(output& out, const spec::rope& s, std::vector<std::int64_t>& positions,
-                       std::optional<std::int64_t> seq_len, bool fast, out_format format,
-                       const std::filesystem::path& file) {
+row_stream rope_rows(output& out, const spec::rope& s, std::vector<std::int64_t>& positions,
+                     std::optional<std::int64_t> seq_len, bool fast) {
   shape_streamed_table(out, s.pairs(), std::move(positions));
   const std::vector<std::int64_t>& pos = *out.positions;
   const auto n = static_cast<std::size_t>(s.pairs());
-  std::optional<ref::fast_rope_reference> fr;
-  std::optional<ref::rope_reference> rr;
+  struct state {
+    std::optional<ref::fast_rope_reference> fr;
+    std::optional<ref::rope_reference> rr;
+    std::vector<T> c, sn;
+    progress bar;
+  };
+  auto st = std::make_shared<state>(state{{}, {}, {}, {}, progress(pos.size(), "reference")});
   if (fast) {
-    fr.emplace(s, seq_len);
+    st->fr.emplace(s, seq_len);
   } else {
-    rr.emplace(s, ref::exact_recipe(), seq_len);
+    st->rr.emplace(s, ref::exact_recipe(), seq_len);
   }
-  std::vector<T> c, sn;
-  progress bar(pos.size(), "reference");
   row_stream rows;
   rows.rows = pos.size();
   rows.width = 2 * n;
-  rows.fill = [&](std::size_t r0, std::size_t r1, std::byte* bytes) {
-    c.resize((r1 - r0) * n);
-    sn.resize((r1 - r0) * n);
-    if (fr) {
-      fr->table<T>(std::span(pos).subspan(r0, r1 - r0), c, sn);
+  rows.fill = [st, &pos, n](std::size_t r0, std::size_t r1, std::byte* bytes) {
+    st->c.resize((r1 - r0) * n);
+    st->sn.resize((r1 - r0) * n);
+    if (st->fr) {
+      st->fr->template table<T>(std::span(pos).subspan(r0, r1 - r0), st->c, st->sn);
     } else {
       for (std::size_t r = r0; r < r1; ++r) {
-        const auto row = rr->row(pos[r]);
+        const auto row = st->rr->row(pos[r]);
         for (std::size_t i = 0; i < n; ++i) {
-          c[(r - r0) * n + i] = round_to<T>(row[i].cos);
-          sn[(r - r0) * n + i] = round_to<T>(row[i].sin);
+          st->c[(r - r0) * n + i] = round_to<T>(row[i].cos);
+          st->sn[(r - r0) * n + i] = round_to<T>(row[i].sin);
         }
       }
     }
-    store_interleaved(c, sn, bytes);
-    bar.step(r1);
+    store_interleaved(st->c, st->sn, bytes);
+    st->bar.step(r1);
   };
-  write_output(out, rows, format, file);
+  return rows;
 }
 
-// A RoPE table in a float dtype from the exact recipe: streamed (stream_rope_table) and written;
-// true when it was, false for what the in-memory path (fill_reference) serves.
-bool stream_rope(output& out, const spec::rope& s, const std::string& recipe,
-                 std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len, bool mpfr,
-                 out_format format, const std::filesystem::path& file) {
-  // MRoPE's [S, T] positions take the in-memory path (docs/encodings.md §4.6).
-  if (out.what != "table" || !out.dtype || recipe != "exact" || s.streams() > 1) return false;
-  const std::optional<std::int64_t> len =
-      s.stateful() ? std::optional(stateful_seq_len(pos, seq_len)) : std::nullopt;
-  visit_float(*out.dtype, [&](auto tag) {
-    stream_rope_table<typename decltype(tag)::type>(out, s, pos, len, !mpfr, format, file);
-  });
-  return true;
-}
-
-// Sinusoidal PE in a float dtype from the exact recipe: streamed from the fast reference (the
-// same bits as MPFR rounded once) and written; true when it was.
-bool stream_pe(output& out, const spec::sinusoidal& s, const std::string& recipe,
-               std::vector<std::int64_t>& positions, bool mpfr, out_format format,
-               const std::filesystem::path& file) {
-  if (out.what != "pe" || !out.dtype || recipe != "exact" || mpfr) return false;
-  visit_float(*out.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    shape_streamed_pe(out, s.d_model, std::move(positions));
-    const std::vector<std::int64_t>& pos = *out.positions;
-    const auto d = static_cast<std::size_t>(s.d_model);
-    const ref::fast_sinusoidal_reference fr(s);
+// Sinusoidal PE in the output dtype T as a row_stream, from the fast sinusoidal reference (the
+// same bits as MPFR rounded once).
+template <class T>
+row_stream pe_rows(output& out, const spec::sinusoidal& s, std::vector<std::int64_t>& positions) {
+  shape_streamed_pe(out, s.d_model, std::move(positions));
+  const std::vector<std::int64_t>& pos = *out.positions;
+  const auto d = static_cast<std::size_t>(s.d_model);
+  struct state {
+    ref::fast_sinusoidal_reference fr;
     std::vector<T> v;
-    progress bar(pos.size(), "reference");
-    row_stream rows;
-    rows.rows = pos.size();
-    rows.width = d;
-    rows.fill = [&](std::size_t r0, std::size_t r1, std::byte* bytes) {
-      v.resize((r1 - r0) * d);
-      fr.pe<T>(std::span(pos).subspan(r0, r1 - r0), std::span<T>(v));
-      store_values(v, bytes);
-      bar.step(r1);
-    };
-    write_output(out, rows, format, file);
-  });
-  return true;
+    progress bar;
+  };
+  auto st = std::make_shared<state>(
+      state{ref::fast_sinusoidal_reference(s), {}, progress(pos.size(), "reference")});
+  row_stream rows;
+  rows.rows = pos.size();
+  rows.width = d;
+  rows.fill = [st, &pos, d](std::size_t r0, std::size_t r1, std::byte* bytes) {
+    st->v.resize((r1 - r0) * d);
+    st->fr.template pe<T>(std::span(pos).subspan(r0, r1 - r0), std::span<T>(st->v));
+    store_values(st->v, bytes);
+    st->bar.step(r1);
+  };
+  return rows;
 }
 
 void fill_rope(output& out, const spec::rope& s, const ref::recipe& r,
@@ -168,6 +153,27 @@ void fill_alibi(output& out, const spec::alibi& s, const ref::recipe& r,
 }
 
 }  // namespace
+
+std::optional<row_stream> reference_rows(output& out, const spec::encoding& e,
+                                         const std::string& recipe, std::vector<std::int64_t>& pos,
+                                         std::optional<std::int64_t> seq_len, bool mpfr) {
+  if (!out.dtype || recipe != "exact") return std::nullopt;
+  if (const auto* s = std::get_if<spec::rope>(&e)) {
+    // MRoPE's [S, T] positions take the in-memory path (docs/encodings.md §4.6).
+    if (out.what != "table" || s->streams() > 1) return std::nullopt;
+    const std::optional<std::int64_t> len =
+        s->stateful() ? std::optional(stateful_seq_len(pos, seq_len)) : std::nullopt;
+    return visit_float(*out.dtype, [&](auto tag) {
+      return rope_rows<typename decltype(tag)::type>(out, *s, pos, len, !mpfr);
+    });
+  }
+  if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
+    if (out.what != "pe" || mpfr) return std::nullopt;
+    return visit_float(
+        *out.dtype, [&](auto tag) { return pe_rows<typename decltype(tag)::type>(out, *s, pos); });
+  }
+  return std::nullopt;
+}
 
 void fill_reference(output& out, const spec::encoding& e, const ref::recipe& r,
                     const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq_len) {
@@ -242,18 +248,12 @@ command add_reference(CLI::App& app) {
             }
             std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
             const out_format format = parse_out_format(st->o.format);
-            // RoPE tables in a float dtype stream from the fast reference (docs/design.md §5.4);
-            // the rest is filled in memory.
-            if (const auto* s = std::get_if<spec::rope>(&e)) {
-              if (stream_rope(out, *s, st->recipe, pos, st->o.seq_len, st->reference == "mpfr",
-                              format, st->o.out)) {
-                return 0;
-              }
-            }
-            if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
-              if (stream_pe(out, *s, st->recipe, pos, st->reference == "mpfr", format, st->o.out)) {
-                return 0;
-              }
+            // RoPE tables and sinusoidal PE in a float dtype stream from the fast references
+            // (docs/design.md §5.4); the rest is filled in memory.
+            if (const std::optional<row_stream> rows = reference_rows(
+                    out, e, st->recipe, pos, st->o.seq_len, st->reference == "mpfr")) {
+              write_output(out, *rows, format, st->o.out);
+              return 0;
             }
             fill_reference(out, e, ref::find_recipe(st->recipe), pos, st->o.seq_len);
             write_output(out, format, st->o.out);
