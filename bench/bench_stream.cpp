@@ -7,9 +7,11 @@
 // time user + system from wait4, wall time, peak RSS). Every figure counts values the same way:
 // two per (cos, sin) pair. Printed: medians over the rounds, and the ratios end to end / in
 // process (CPU and wall). Then the accurate kernel against hf on positions 0 … 65535 and on random
-// positions < 2^31 (seeded, printed). Not run by ctest.
+// positions < 2^31 (seeded, printed). With --certify DIR: the hf kernel's table of the same rows
+// is dumped to DIR (safetensors) and `pev certify --exhaustive` of it, with 1 and with 2 threads,
+// joins each round; printed against the fast reference's in-process rate. Not run by ctest.
 //
-// Usage: bench_stream [--pev PATH] [--positions P] [--rounds N] [--out FILE]
+// Usage: bench_stream [--pev PATH] [--positions P] [--rounds N] [--out FILE] [--certify DIR]
 //   PATH defaults to ../verify/pev beside this program, P to 2^20, N to 5, FILE to /dev/null.
 
 #include <spawn.h>
@@ -94,7 +96,7 @@ int main(int argc, char** argv) {
   std::string pev = (std::filesystem::path(argv[0]).parent_path() / "../verify/pev").string();
   std::int64_t P = std::int64_t{1} << 20;
   int rounds = 5;
-  std::string out = "/dev/null";
+  std::string out = "/dev/null", certify_dir;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--pev") {
@@ -105,6 +107,8 @@ int main(int argc, char** argv) {
       rounds = std::stoi(v);
     } else if (k == "--out") {
       out = v;
+    } else if (k == "--certify") {
+      certify_dir = v;
     } else {
       std::fprintf(stderr, "bench_stream: unknown option %s\n", k.c_str());
       return 2;
@@ -129,6 +133,19 @@ int main(int argc, char** argv) {
     head.insert(head.end(), common.begin(), common.end());
     return head;
   };
+  // certify: the hf table of the same rows, certified exhaustively with 1 and 2 threads.
+  const std::string dump = certify_dir + "/table.safetensors";
+  auto certify = [&](const char* threads) {
+    return run({pev, "certify", "--impl", dump, "--spec", "rope:head_dim=128", "--exhaustive",
+                "--threads", threads, "--out", certify_dir + "/certificate"});
+  };
+  if (!certify_dir.empty()) {
+    std::filesystem::create_directories(certify_dir);
+    run({pev, "compute", "--strategy", "hf", "--spec", "rope:head_dim=128", "--positions", range,
+         "--dtype", "fp32", "--format", "safetensors", "--out", dump});
+  }
+  std::vector<double> cert_cpu[2], cert_wall[2];
+  long cert_rss = 0;
   const char* names[6] = {"fast reference table()",    "hf kernel table()",
                           "accurate kernel table()",   "pev reference",
                           "pev compute --strategy hf", "pev compute --strategy accurate"};
@@ -147,6 +164,14 @@ int main(int argc, char** argv) {
       wall[k].push_back(t[k].wall);
       rss[k] = std::max(rss[k], t[k].rss_kb);
     }
+    if (!certify_dir.empty()) {
+      for (int th = 0; th < 2; ++th) {
+        const timing c = certify(th == 0 ? "1" : "2");
+        cert_cpu[th].push_back(c.cpu);
+        cert_wall[th].push_back(c.wall);
+        cert_rss = std::max(cert_rss, c.rss_kb);
+      }
+    }
   }
   std::printf(
       "RoPE fp32, %lld positions x 64 pairs (%.4g values), npy to %s, %d rounds "
@@ -164,6 +189,19 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 3; ++k) {
     std::printf("%-34s CPU %.3f   wall %.3f\n", names[k + 3], median(cpu[k]) / median(cpu[k + 3]),
                 median(wall[k]) / median(wall[k + 3]));
+  }
+  if (!certify_dir.empty()) {
+    const double ref_cpu = values / median(cpu[0]);
+    std::printf("\npev certify --exhaustive of the hf table (%.4g values compared; peak RSS %.1f MB):\n",
+                values, double(cert_rss) / 1024.0);
+    for (int th = 0; th < 2; ++th) {
+      std::printf("%d thread%s  values/s CPU %.4g  wall %.4g  / fast reference (CPU, in process) "
+                  "%.3f (wall %.3f)\n",
+                  th + 1, th ? "s" : " ", values / median(cert_cpu[th]),
+                  values / median(cert_wall[th]), values / median(cert_cpu[th]) / ref_cpu,
+                  values / median(cert_wall[th]) / ref_cpu);
+    }
+    std::printf("2 threads / 1 thread, wall: %.2fx\n", median(cert_wall[0]) / median(cert_wall[1]));
   }
   // The kernels on their own: accurate against hf on positions 0 … 65535 and on 65536 random
   // positions < 2^31, interleaved rounds, thread CPU time.
