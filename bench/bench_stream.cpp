@@ -192,14 +192,15 @@ int main(int argc, char** argv) {
   }
   if (!certify_dir.empty()) {
     const double ref_cpu = values / median(cpu[0]);
-    std::printf("\npev certify --exhaustive of the hf table (%.4g values compared; peak RSS %.1f MB):\n",
-                values, double(cert_rss) / 1024.0);
+    std::printf(
+        "\npev certify --exhaustive of the hf table (%.4g values compared; peak RSS %.1f MB):\n",
+        values, double(cert_rss) / 1024.0);
     for (int th = 0; th < 2; ++th) {
-      std::printf("%d thread%s  values/s CPU %.4g  wall %.4g  / fast reference (CPU, in process) "
-                  "%.3f (wall %.3f)\n",
-                  th + 1, th ? "s" : " ", values / median(cert_cpu[th]),
-                  values / median(cert_wall[th]), values / median(cert_cpu[th]) / ref_cpu,
-                  values / median(cert_wall[th]) / ref_cpu);
+      std::printf(
+          "%d thread%s  values/s CPU %.4g  wall %.4g  / fast reference (CPU, in process) "
+          "%.3f (wall %.3f)\n",
+          th + 1, th ? "s" : " ", values / median(cert_cpu[th]), values / median(cert_wall[th]),
+          values / median(cert_cpu[th]) / ref_cpu, values / median(cert_wall[th]) / ref_cpu);
     }
     std::printf("2 threads / 1 thread, wall: %.2fx\n", median(cert_wall[0]) / median(cert_wall[1]));
   }

@@ -8,6 +8,7 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
 #include <cmath>
@@ -157,11 +158,12 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   const int cores = tbb::this_task_arena::max_concurrency();
   tbb::task_arena arena(k.o.threads > 0 ? std::min(k.o.threads, cores) : cores);
   const auto group = static_cast<std::size_t>(2 * arena.max_concurrency());
-  std::vector<chunk_work> work(group);
   tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
   const auto [first_row, end_row] = shard_rows(rows, k.o);  // --shard: this shard's rows
   const std::size_t chunks = (end_row - first_row + kChunkRows - 1) / kChunkRows;
-  for (std::size_t c0 = 0; c0 < chunks; c0 += group) {
+  // The reference values of a group of chunks (this thread: the fast reference is
+  // single-threaded); returns the group's size.
+  auto prepare = [&](std::vector<chunk_work>& work, std::size_t c0) {
     const std::size_t g = std::min(group, chunks - c0);
     for (std::size_t c = 0; c < g; ++c) {
       chunk_work& w = work[c];
@@ -178,34 +180,53 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
         ref.table_streams<T>(w.positions, w.rc, w.rs, /*rounded_doubles=*/false);
       }
     }
-    arena.execute([&] {
-      tbb::parallel_for(std::size_t{0}, g, [&](std::size_t c) {
-        chunk_work& w = work[c];
-        compare::figures::options o = opts;
-        w.mismatches.clear();
-        o.mismatches = &w.mismatches;
-        w.cos.emplace(o);
-        w.sin.emplace(o);
-        const compare::table_rows<T> rows_ref{w.rc.rn, w.rs.rn, w.rc.exact, w.rs.exact,
-                                              ref.pairs()};
-        compare::compare_table<T>(
-            w.positions, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; },
-            rows_ref, t.pair,
-            [&](std::size_t q, std::size_t j, bool is_sin) {
-              const plane& pl = is_sin ? t.sin : t.cos;
-              return element<T>(
-                  *pl.a, pl.at(static_cast<std::int64_t>(w.r0 + q), static_cast<std::int64_t>(j)));
-            },
-            local_bounds.local(), *w.cos, *w.sin);
-      });
+    return g;
+  };
+  // Its comparison (the arena's workers), each chunk into figures of its own.
+  auto compare_group = [&](std::vector<chunk_work>& work, std::size_t g) {
+    tbb::parallel_for(std::size_t{0}, g, [&](std::size_t c) {
+      chunk_work& w = work[c];
+      compare::figures::options o = opts;
+      w.mismatches.clear();
+      o.mismatches = &w.mismatches;
+      w.cos.emplace(o);
+      w.sin.emplace(o);
+      const compare::table_rows<T> rows_ref{w.rc.rn, w.rs.rn, w.rc.exact, w.rs.exact, ref.pairs()};
+      compare::compare_table<T>(
+          w.positions, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref,
+          t.pair,
+          [&](std::size_t q, std::size_t j, bool is_sin) {
+            const plane& pl = is_sin ? t.sin : t.cos;
+            return element<T>(
+                *pl.a, pl.at(static_cast<std::int64_t>(w.r0 + q), static_cast<std::int64_t>(j)));
+          },
+          local_bounds.local(), *w.cos, *w.sin);
     });
+  };
+  // Two groups in flight: while the workers compare one, this thread computes the next one's
+  // reference values, then joins them; the groups merge in order.
+  std::vector<chunk_work> work[2] = {std::vector<chunk_work>(group),
+                                     std::vector<chunk_work>(group)};
+  std::size_t g = chunks > 0 ? prepare(work[0], 0) : 0;
+  for (std::size_t c0 = 0, b = 0; c0 < chunks; c0 += group, b ^= 1) {
+    tbb::task_group tg;
+    arena.execute([&] { tg.run([&, b, g] { compare_group(work[b], g); }); });
+    std::size_t next = 0;
+    try {
+      if (c0 + group < chunks) next = prepare(work[b ^ 1], c0 + group);
+    } catch (...) {
+      arena.execute([&] { tg.wait(); });
+      throw;
+    }
+    arena.execute([&] { tg.wait(); });
     for (std::size_t c = 0; c < g; ++c) {
-      cos.merge(*work[c].cos);
-      sin.merge(*work[c].sin);
-      for (const report::mismatch& m : work[c].mismatches) {
+      cos.merge(*work[b][c].cos);
+      sin.merge(*work[b][c].sin);
+      for (const report::mismatch& m : work[b][c].mismatches) {
         if (k.mismatches.size() < opts.max_mismatches) k.mismatches.push_back(m);
       }
     }
+    g = next;
   }
   // The worst values' exact values from MPFR, so that the certificate's worst case does not
   // depend on the reference path (the fast path's doubles are within 2^−49·m; counts, ρ and
