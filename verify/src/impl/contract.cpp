@@ -15,6 +15,7 @@
 #include <string>
 
 #include "pev/core/real.h"
+#include "pev/core/simd.h"
 #include "pev/kernel/rope.h"
 #include "pev/ref/relative.h"
 #include "pev/ref/rope.h"
@@ -403,14 +404,42 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq,
       break;
   }
   g.ts = f32.pow(base, exponent, lib.pow);
+  if (g.yarn) {
+    for (std::int64_t i = 0; i < std::min(g.pairs, g.rotating); ++i) {
+      const tv y = metric::clamp01(
+          f32.div(f32.sub(exact(double(i)), exact(g.corr_low)), exact(g.corr_width)));
+      const tv ramp = f32.sub(exact(1), y);
+      // mix = ramp·ext_factor (exact for ext_factor 1).
+      const tv mix = g.ext_factor == 1.0 ? ramp : f32.mul(ramp, exact(g.ext_factor));
+      g.mix.push_back(mix);
+      g.keep.push_back(f32.sub(exact(1), mix));
+    }
+  }
   return g;
 }
+
+namespace {
+/// hf_angle_error's formula from fl(p) = ph, |fl(p) − p| = dp, the frequency's exact value fx,
+/// its bound fe and their sum, with the rounding bound `half` of fp32 (metric::half_ulp_of, or
+/// half_ulp_finite in angle_errors' loop: the same values for p ≥ 0, docs/numerics.md §8.13).
+template <class Half>
+double hf_angle_formula(double ph, double dp, double fx, double fe, double sum, Half half) {
+  return ph * fe + dp * fx + half(ph * sum);
+}
+
+// angle_errors' loop over the hf pipeline's pairs.
+PEV_VECTOR_LOOPS void hf_angle_loop(double ph, double dp, const double* fx, const double* fe,
+                                    const double* sum, double* out, std::size_t n) {
+  const metric::half_ulp_finite half{kF32};
+  for (std::size_t i = 0; i < n; ++i) out[i] = hf_angle_formula(ph, dp, fx[i], fe[i], sum[i], half);
+}
+}  // namespace
 
 /// The hf pipeline's angle error: |fl(fl(p)·f̂) − p·θ| with |f̂ − θ| ≤ f.e.
 double hf_angle_error(std::int64_t p, tv f) {
   const auto pd = static_cast<double>(p);
   const auto ph = static_cast<double>(static_cast<float>(p));
-  return ph * f.e + std::fabs(ph - pd) * f.x + half_ulp(ph * (f.x + f.e), kF32);
+  return hf_angle_formula(ph, std::fabs(ph - pd), f.x, f.e, f.x + f.e, metric::half_ulp_of{kF32});
 }
 /// BLOOM's fp32 slope model: fl32(2^(−b/P)) in double then powf(base, h).
 std::vector<tv> alibi_model(const spec::alibi& s, const metric::libm& lib) {
@@ -429,25 +458,60 @@ std::vector<tv> alibi_model(const spec::alibi& s, const metric::libm& lib) {
   return out;
 }
 
-std::vector<tv> ggml_model::angles(std::int64_t p) const {
-  std::vector<tv> out(static_cast<std::size_t>(pairs), tv{0, 0});
+namespace {
+/// The ggml recurrence at position p (docs/numerics.md §8.7): sink(i, angle) for every rotating
+/// pair i in order, in arithmetic `ar` (metric::f32, or rounded_ops<half_ulp_finite> where
+/// ggml_finite holds: the same values, docs/numerics.md §8.13). One piece of code for
+/// ggml_model::angles and rope_contract::angle_errors; the branches on the model are taken out of
+/// the loop.
+template <bool Factors, bool Yarn, class Ops, class Sink>
+void ggml_replay_loop(const ggml_model& g, const Ops& ar, std::int64_t p, Sink&& sink) {
   const auto pd = static_cast<double>(p);
   tv theta{pd, std::fabs(double(float(p)) - pd)};
-  for (std::int64_t i = 0; i < std::min(pairs, rotating); ++i) {
-    const tv extrap = factors.empty() ? theta : f32.div(theta, factors[i]);
-    const tv interp = f32.mul(freq_scale, extrap);
-    tv angle = interp;
-    if (yarn) {
-      const tv y =
-          metric::clamp01(f32.div(f32.sub(exact(double(i)), exact(corr_low)), exact(corr_width)));
-      const tv ramp = f32.sub(exact(1), y);
-      // ramp_mix = ramp·ext_factor (exact for ext_factor 1).
-      const tv mix = ext_factor == 1.0 ? ramp : f32.mul(ramp, exact(ext_factor));
-      angle = f32.add(f32.mul(interp, f32.sub(exact(1), mix)), f32.mul(extrap, mix));
+  const tv fs = g.freq_scale, ts = g.ts;
+  const std::int64_t n = std::min(g.pairs, g.rotating);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    tv extrap = theta;
+    if constexpr (Factors) extrap = ar.div(theta, g.factors[u]);
+    const tv interp = ar.mul(fs, extrap);
+    if constexpr (Yarn) {
+      sink(u, ar.add(ar.mul(interp, g.keep[u]), ar.mul(extrap, g.mix[u])));
+    } else {
+      sink(u, interp);
     }
-    out[i] = angle;
-    theta = f32.mul(theta, ts);
+    theta = ar.mul(theta, ts);
   }
+}
+
+template <class Ops, class Sink>
+void ggml_replay(const ggml_model& g, const Ops& ar, std::int64_t p, Sink&& sink) {
+  const bool factors = !g.factors.empty();
+  if (factors && g.yarn) return ggml_replay_loop<true, true>(g, ar, p, sink);
+  if (factors) return ggml_replay_loop<true, false>(g, ar, p, sink);
+  if (g.yarn) return ggml_replay_loop<false, true>(g, ar, p, sink);
+  ggml_replay_loop<false, false>(g, ar, p, sink);
+}
+
+bool finite_tv(tv v) { return std::isfinite(v.x) && std::isfinite(v.e) && v.e >= 0; }
+
+/// Whether every position-independent operand of the ggml replay is finite with e ≥ 0 (and every
+/// divisor |x| > e), so that every magnitude the replay rounds at is ≥ +0 and the fast replay's
+/// values equal metric::f32's as long as its results are finite (docs/numerics.md §8.13).
+bool ggml_finite(const ggml_model& g) {
+  const auto all = [](const std::vector<tv>& v, auto&& ok) {
+    return std::all_of(v.begin(), v.end(), ok);
+  };
+  return finite_tv(g.ts) && finite_tv(g.freq_scale) &&
+         all(g.factors, [](tv c) { return finite_tv(c) && std::fabs(c.x) > c.e; }) &&
+         (!g.yarn || (g.mix.size() >= static_cast<std::size_t>(std::min(g.pairs, g.rotating)) &&
+                      all(g.mix, finite_tv) && all(g.keep, finite_tv)));
+}
+}  // namespace
+
+std::vector<tv> ggml_model::angles(std::int64_t p) const {
+  std::vector<tv> out(static_cast<std::size_t>(pairs), tv{0, 0});
+  ggml_replay(*this, f32, p, [&](std::size_t i, tv a) { out[i] = a; });
   return out;
 }
 
@@ -462,7 +526,19 @@ rope_contract::rope_contract(const spec::rope& s, kernel::strategy st,
                              std::optional<std::int64_t> seq, double m_exact,
                              const metric::libm& lib, rotation_arithmetic arith)
     : st_(st), m_(m_exact), lib_(&lib), arith_(arith), hf_(hf_model(s, seq, m_exact, lib)) {
-  if (st == kernel::strategy::ggml) ggml_ = make_ggml_model(s, seq, lib);
+  if (st == kernel::strategy::ggml) {
+    ggml_ = make_ggml_model(s, seq, lib);
+    ggml_finite_ = ggml_finite(*ggml_);
+  }
+  hf_finite_ = true;
+  for (const tv& f : hf_.freq) {
+    hf_x_.push_back(f.x);
+    hf_e_.push_back(f.e);
+    hf_sum_.push_back(f.x + f.e);
+    // ph·(f.x + f.e) ≥ +0 for every p ≥ 0 (docs/numerics.md §8.13).
+    hf_finite_ = hf_finite_ && std::isfinite(f.x) && std::isfinite(f.e) && f.x >= 0 && f.e >= 0 &&
+                 !std::signbit(f.x + f.e);
+  }
   const bool hf_pipeline = st == kernel::strategy::hf || st == kernel::strategy::table_fp16 ||
                            st == kernel::strategy::table_bf16;
   if (hf_pipeline && s.type == spec::rope_type::ggml) {
@@ -483,12 +559,34 @@ double rope_contract::angle_error(std::int64_t p, std::int64_t i) const {
 }
 
 void rope_contract::angle_errors(std::int64_t p, std::vector<double>& out) const {
-  out.assign(hf_.freq.size(), 0.0);
-  if (st_ == kernel::strategy::ggml) {
-    const std::vector<tv> a = ggml_->angles(p);
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = a[i].e;
-  } else if (st_ != kernel::strategy::accurate) {
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = hf_angle_error(p, hf_.freq[i]);
+  const std::size_t n = hf_.freq.size();
+  out.resize(n);
+  if (st_ == kernel::strategy::accurate) {
+    std::fill(out.begin(), out.end(), 0.0);
+  } else if (st_ == kernel::strategy::ggml) {
+    // Pairs that do not rotate keep a zero bound.
+    const auto rot = static_cast<std::size_t>(std::clamp<std::int64_t>(
+        std::min(ggml_->pairs, ggml_->rotating), 0, static_cast<std::int64_t>(n)));
+    std::fill(out.begin() + static_cast<std::ptrdiff_t>(rot), out.end(), 0.0);
+    bool finite = ggml_finite_;
+    if (finite) {
+      const metric::rounded_ops<metric::half_ulp_finite> ar{{kF32}};
+      double nan = 0;  // stays 0 while every result is finite (v − v is NaN for ±Inf and NaN)
+      ggml_replay(*ggml_, ar, p, [&](std::size_t i, tv a) {
+        out[i] = a.e;
+        nan += (a.x - a.x) + (a.e - a.e);
+      });
+      finite = nan == 0;
+    }
+    // A non-finite result: the replay in metric::f32 (whose values it then need not share).
+    if (!finite) ggml_replay(*ggml_, f32, p, [&](std::size_t i, tv a) { out[i] = a.e; });
+  } else if (p >= 0 && hf_finite_) {
+    const auto pd = static_cast<double>(p);
+    const auto ph = static_cast<double>(static_cast<float>(p));
+    hf_angle_loop(ph, std::fabs(ph - pd), hf_x_.data(), hf_e_.data(), hf_sum_.data(), out.data(),
+                  n);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) out[i] = hf_angle_error(p, hf_.freq[i]);
   }
 }
 

@@ -38,6 +38,9 @@ struct ggml_model {
   double corr_low = 0, corr_width = 0;
   std::int64_t rotating = 0, pairs = 0;
   tv m{1, 0};
+  /// YaRN: the mix ramp_i·ext_factor of every rotating pair and 1 − mix, in fp32 (independent of
+  /// the position; make_ggml_model sets them).
+  std::vector<tv> mix, keep;
 
   /// The computed angle of every pair at position p, with its error bound.
   std::vector<tv> angles(std::int64_t p) const;
@@ -168,6 +171,11 @@ class rope_contract {
   rotation_arithmetic arith_;
   rope_model hf_;
   std::optional<ggml_model> ggml_;
+  // angle_errors' fast paths: the hf frequencies as arrays (exact value, bound, their sum), and
+  // whether the models' parameters let them round by metric::half_ulp_finite with the same
+  // values (docs/numerics.md §8.13).
+  std::vector<double> hf_x_, hf_e_, hf_sum_;
+  bool hf_finite_ = false, ggml_finite_ = false;
 };
 
 /// A strategy's sinusoidal PE contract (absolute.h): bound on |PE^(p, col) − PE(p, col)| for an
