@@ -530,6 +530,8 @@ rope_contract::rope_contract(const spec::rope& s, kernel::strategy st,
     ggml_ = make_ggml_model(s, seq, lib);
     ggml_finite_ = ggml_finite(*ggml_);
   }
+  storage_ = kernel::storage_of(st);
+  table_form_ = table_form_for(format_of(storage_.value_or(dtype::fp32)));
   hf_finite_ = true;
   for (const tv& f : hf_.freq) {
     hf_x_.push_back(f.x);
@@ -606,9 +608,9 @@ table_form rope_contract::table_form_for(format out) const {
   f.trig_ulps = lib_->sin_cos;
   f.pipeline_m = st_ == kernel::strategy::ggml ? ggml_->m : hf_.m;
   format cur = kF32;
-  if (const std::optional<dtype> s = kernel::storage_of(st_)) {
+  if (storage_) {
     f.stored = true;
-    f.storage = cur = format_of(*s);
+    f.storage = cur = format_of(*storage_);
   }
   const bool wider = out.p == 24 && cur.p <= 24;  // fp32 holds fp16 and bf16 exactly
   f.rounded_out = !(out.p == cur.p && out.emin == cur.emin) && !wider;
@@ -638,8 +640,7 @@ double rope_contract::rotation_bound_at(double dtheta, double x0, double x1, dou
     const double sum = half_ulp(abs_y + a * eps + e0 + e1, out);
     return (a * eps + e0 + e1 + sum) * (1 + 0x1p-40);
   }
-  const format table = format_of(kernel::storage_of(st_).value_or(dtype::fp32));
-  const double eps = table_bound_at(dtheta, m_, table);
+  const double eps = table_form_.eval(dtheta, std::fabs(m_));  // table_bound_at in its format
   return a * eps + rotation_bound(a * (m_ + eps), abs_y + a * eps, out);
 }
 

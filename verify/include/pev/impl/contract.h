@@ -176,6 +176,10 @@ class rope_contract {
   // values (docs/numerics.md §8.13).
   std::vector<double> hf_x_, hf_e_, hf_sum_;
   bool hf_finite_ = false, ggml_finite_ = false;
+  // The strategy's storage dtype (kernel::storage_of) and table_form_for of the format its
+  // rotation reads the table in, once (rotation_bound_at runs per q/k value).
+  std::optional<dtype> storage_;
+  table_form table_form_{};
 };
 
 /// A strategy's sinusoidal PE contract (absolute.h): bound on |PE^(p, col) − PE(p, col)| for an
