@@ -464,6 +464,23 @@ namespace {
 /// ggml_finite holds: the same values, docs/numerics.md §8.13). One piece of code for
 /// ggml_model::angles and rope_contract::angle_errors; the branches on the model are taken out of
 /// the loop.
+/// rope_contract::angle_errors' arithmetic: metric::f32's rules with the branch-free rounding
+/// bound, and the recurrence's step θ ← fl(θ·ts) rounded at the binade of |x| rather than of
+/// |x| + e, which takes the rounding off the chain of e's from pair to pair; `miss` gathers
+/// whether |x| + e lay in a higher binade (then the caller replays in metric::f32), so that the
+/// values are mul's wherever miss stays 0 (docs/numerics.md §8.13).
+struct fast_f32 : metric::rounded_ops<metric::half_ulp_finite> {
+  double* miss;
+  tv step(tv a, tv b) const {
+    const tv r = product(a, b);
+    const double h = half(std::fabs(r.x));
+    *miss += half(std::fabs(r.x) + r.e) - h;  // ≥ 0: half is non-decreasing
+    return {r.x, r.e + h};
+  }
+};
+tv step(const metric::arith& ar, tv a, tv b) { return ar.mul(a, b); }
+tv step(const fast_f32& ar, tv a, tv b) { return ar.step(a, b); }
+
 template <bool Factors, bool Yarn, class Ops, class Sink>
 void ggml_replay_loop(const ggml_model& g, const Ops& ar, std::int64_t p, Sink&& sink) {
   const auto pd = static_cast<double>(p);
@@ -480,7 +497,7 @@ void ggml_replay_loop(const ggml_model& g, const Ops& ar, std::int64_t p, Sink&&
     } else {
       sink(u, interp);
     }
-    theta = ar.mul(theta, ts);
+    theta = step(ar, theta, ts);
   }
 }
 
@@ -572,15 +589,15 @@ void rope_contract::angle_errors(std::int64_t p, std::vector<double>& out) const
     std::fill(out.begin() + static_cast<std::ptrdiff_t>(rot), out.end(), 0.0);
     bool finite = ggml_finite_;
     if (finite) {
-      const metric::rounded_ops<metric::half_ulp_finite> ar{{kF32}};
-      double nan = 0;  // stays 0 while every result is finite (v − v is NaN for ±Inf and NaN)
+      double miss = 0;  // stays 0 while every result is finite (v − v is NaN for ±Inf and NaN)
+      const fast_f32 ar{{{kF32}}, &miss};
       ggml_replay(*ggml_, ar, p, [&](std::size_t i, tv a) {
         out[i] = a.e;
-        nan += (a.x - a.x) + (a.e - a.e);
+        miss += (a.x - a.x) + (a.e - a.e);
       });
-      finite = nan == 0;
+      finite = miss == 0;
     }
-    // A non-finite result: the replay in metric::f32 (whose values it then need not share).
+    // A non-finite result or a step rounded in the wrong binade: the replay in metric::f32.
     if (!finite) ggml_replay(*ggml_, f32, p, [&](std::size_t i, tv a) { out[i] = a.e; });
   } else if (p >= 0 && hf_finite_) {
     const auto pd = static_cast<double>(p);

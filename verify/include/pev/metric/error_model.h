@@ -113,9 +113,11 @@ struct rounded_ops {
   tv round(tv a) const { return {a.x, a.e + half(std::fabs(a.x) + a.e)}; }
   tv add(tv a, tv b) const { return round({a.x + b.x, a.e + b.e}); }
   tv sub(tv a, tv b) const { return round({a.x - b.x, a.e + b.e}); }
-  tv mul(tv a, tv b) const {
-    return round({a.x * b.x, std::fabs(a.x) * b.e + std::fabs(b.x) * a.e + a.e * b.e});
+  /// The exact product's value and the propagated bound, before mul's rounding.
+  static tv product(tv a, tv b) {
+    return {a.x * b.x, std::fabs(a.x) * b.e + std::fabs(b.x) * a.e + a.e * b.e};
   }
+  tv mul(tv a, tv b) const { return round(product(a, b)); }
   tv div(tv a, tv b) const {
     const double q = a.x / b.x;
     return round({q, (a.e + std::fabs(q) * b.e) / (std::fabs(b.x) - b.e)});
