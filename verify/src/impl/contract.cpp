@@ -532,13 +532,6 @@ std::vector<tv> ggml_model::angles(std::int64_t p) const {
   return out;
 }
 
-double rotation_bound(double terms, double abs_y, format out) {
-  const double u = std::ldexp(1.0, -24);
-  const double eps = 2 * u / (1 - 2 * u) * terms + std::ldexp(1.0, -148);
-  const double store = out.p == 24 ? 0.0 : half_ulp(abs_y + eps, out);
-  return (eps + store) * (1 + std::ldexp(1.0, -40));  // slack for evaluating the bound in double
-}
-
 rope_contract::rope_contract(const spec::rope& s, kernel::strategy st,
                              std::optional<std::int64_t> seq, double m_exact,
                              const metric::libm& lib, rotation_arithmetic arith)
@@ -644,21 +637,6 @@ bool rope_contract::same_trig(const rope_contract& other) const {
          hf_.freq.size() == other.hf_.freq.size() &&
          std::equal(hf_.freq.begin(), hf_.freq.end(), other.hf_.freq.begin(),
                     [](const tv& a, const tv& b) { return a.x == b.x && a.e == b.e; });
-}
-
-double rope_contract::rotation_bound_at(double dtheta, double x0, double x1, double abs_y,
-                                        format out) const {
-  const double a0 = std::fabs(x0), a1 = std::fabs(x1), a = a0 + a1;
-  if (arith_ == rotation_arithmetic::output && out.p != 24) {
-    // transformers in the model dtype: the table cast to T, each product and the sum rounded in
-    // T (docs/numerics.md §9.4).
-    const double eps = table_bound_at(dtheta, m_, out);
-    const double e0 = half_ulp(a0 * (m_ + eps), out), e1 = half_ulp(a1 * (m_ + eps), out);
-    const double sum = half_ulp(abs_y + a * eps + e0 + e1, out);
-    return (a * eps + e0 + e1 + sum) * (1 + 0x1p-40);
-  }
-  const double eps = table_form_.eval(dtheta, std::fabs(m_));  // table_bound_at in its format
-  return a * eps + rotation_bound(a * (m_ + eps), abs_y + a * eps, out);
 }
 
 std::optional<double> rope_contract::inv_freq_bound(std::int64_t i) const {
