@@ -53,12 +53,14 @@ inline double ulp_at(double mag, format f) {
   return pow2_bits(std::max(e, f.emin) - f.p + 1);
 }
 
-/// The biased exponent field of a finite mag ≥ 0, at least f's minimum normal exponent's (in
-/// signed 64-bit integers, which AVX2 compares).
+/// The biased exponent field of a finite mag ≥ 0, at least f's minimum normal exponent's: the
+/// maximum as an integer select on signed 64-bit integers (which AVX2 compares), so that loops
+/// calling it vectorise (a std::max compiles to control flow there).
 inline std::uint64_t biased_exponent(double mag, format f) {
-  return static_cast<std::uint64_t>(
-      std::max<std::int64_t>(static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(mag) >> 52),
-                             std::int64_t{f.emin} + 1023));
+  const auto field = static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(mag) >> 52);
+  const std::int64_t lo = std::int64_t{f.emin} + 1023;
+  const std::int64_t take_lo = -static_cast<std::int64_t>(field < lo);
+  return static_cast<std::uint64_t>(field ^ ((field ^ lo) & take_lo));
 }
 
 /// ulp_at of a finite mag ≥ 0 without branches, for the comparison engine's vector loops (equal
