@@ -504,6 +504,12 @@ void ggml_replay_loop(const ggml_model& g, const Ops& ar, std::int64_t p, Sink&&
 template <class Ops, class Sink>
 void ggml_replay(const ggml_model& g, const Ops& ar, std::int64_t p, Sink&& sink) {
   const bool factors = !g.factors.empty();
+  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(0, std::min(g.pairs, g.rotating)));
+  if ((factors && g.factors.size() < n) || (g.yarn && (g.mix.size() < n || g.keep.size() < n))) {
+    throw error(
+        "impl::ggml_model: fewer per-pair factors or YaRN mixes than rotating pairs "
+        "(make_ggml_model sets them)");
+  }
   if (factors && g.yarn) return ggml_replay_loop<true, true>(g, ar, p, sink);
   if (factors) return ggml_replay_loop<true, false>(g, ar, p, sink);
   if (g.yarn) return ggml_replay_loop<false, true>(g, ar, p, sink);
