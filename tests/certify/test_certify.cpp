@@ -889,6 +889,46 @@ TEST(Certify, ThreadCountDoesNotChangeTheCertificate) {
   EXPECT_EQ(json_of(3), one);
 }
 
+// Rotated q/k are compared on worker threads too, in fixed chunks of tokens whose figures merge in
+// order while the calling thread computes the next chunks' reference rotations: the certificate
+// is the same for 1, 2 and 3 threads. 2600 tokens × 4 heads × 64 (6 chunks of 512 tokens, more
+// than one group of chunks for every thread count) with outputs pushed beyond the bounds in four
+// chunks.
+TEST(Certify, ThreadCountDoesNotChangeTheQkCertificate) {
+  const spec::encoding e = spec::parse_spec("rope:head_dim=64,rope_theta=10000");
+  const auto& r = std::get<spec::rope>(e);
+  const auto im = impl::make_builtin(e, kernel::strategy::hf);
+  const std::int64_t T = 2600, H = 4, D = r.head_dim;
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(T));
+  for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<std::int64_t>(i);
+  std::mt19937_64 rng(test::test_seed(777));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> in(static_cast<std::size_t>(T * H * D)), out(in.size());
+  for (float& v : in) v = normal(rng);
+  im->rope_rotate(pos, std::nullopt, kernel::heads_view<const float>{in, T, H, D},
+                  kernel::heads_view<float>{out, T, H, D});
+  for (const std::size_t t : {100, 1100, 1800, 2599}) {
+    out[(t * static_cast<std::size_t>(H) + t % 4) * static_cast<std::size_t>(D) + t % 64] +=
+        0x1p-4f;
+  }
+  certify::dump d;
+  d.tensors["q_in"] = io::array::from_values<float>({T, H, D}, in);
+  d.tensors["q_out"] = io::array::from_values<float>({T, H, D}, out);
+  auto json_of = [&](int threads) {
+    certify::options o;
+    o.threads = threads;
+    o.recipe = "hf";
+    certify::certificate cert = certify::certify_dump(e, d, o);
+    EXPECT_EQ(cert.exit_code(), 1);
+    cert.certification->seconds = 0;
+    return report::to_json(cert);
+  };
+  const std::string one = json_of(1);
+  EXPECT_NE(one.find("\"position\": 2599"), std::string::npos) << one;
+  EXPECT_EQ(json_of(2), one);
+  EXPECT_EQ(json_of(3), one);
+}
+
 TEST(Certify, LargeTableThroughput) {
   // Issue figure: a fp32 cos/sin table of 131072 positions × 64 pairs (printed, not asserted).
   const spec::encoding e = spec::parse_spec("rope:head_dim=128,rope_theta=500000");

@@ -20,6 +20,7 @@
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -422,6 +423,84 @@ TEST_P(KernelContractsRope, Table) {
 
 INSTANTIATE_TEST_SUITE_P(Table, KernelContractsRope, ::testing::ValuesIn(kRopeCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// rope_contract::angle_errors (the vector loop over the hf frequencies, the ggml recurrence into
+// the caller's buffer in branch-free arithmetic; docs/numerics.md §8.13) gives, bit for bit, the
+// scalar definitions: hf_angle_error of the hf model's frequencies and ggml_model::angles. Every
+// case of the table, the ggml form with per-pair factors and a partial YaRN mix, positions 0 …
+// 5000, around 2^24 (where fl(p) ≠ p), random ones up to 2^40 and a few negative ones.
+TEST(KernelContracts, AngleErrorsEqualTheScalarDefinitions) {
+  std::string ff = "[";
+  for (int i = 0; i < 64; ++i) {
+    ff += (i ? "," : "") + std::to_string(0.9 + 0.2 * ((i * 37) % 64) / 64.0);
+  }
+  ff += "]";
+  std::vector<rope_case> cases(std::begin(kRopeCases), std::end(kRopeCases));
+  const std::string ggml_factors =
+      "ggml:head_dim=128,mode=normal,freq_scale=1.4245,ext_factor=0.7465,attn_factor=1.4245,"
+      "beta_fast=1,beta_slow=1,freq_factors=" +
+      ff;
+  cases.push_back({"ggml_factors", ggml_factors.c_str(), std::nullopt});
+  cases.push_back({"ggml_yarn",
+                   "ggml:head_dim=128,mode=neox,freq_base=500000,freq_scale=0.25,ext_factor=1,"
+                   "attn_factor=0.9,n_ctx_orig=8192",
+                   std::nullopt});
+  cases.push_back(
+      {"ggml_partial", "ggml:head_dim=80,n_dims=20,mode=normal,freq_scale=0.5", std::nullopt});
+  cases.push_back({"b5e5", "rope:head_dim=128,rope_theta=500000", std::nullopt});
+  std::vector<std::int64_t> pos;
+  for (std::int64_t p = 0; p <= 5000; ++p) pos.push_back(p);
+  for (std::int64_t d = -300; d <= 300; ++d) pos.push_back((std::int64_t{1} << 24) + d);
+  std::mt19937_64 rng(seed());
+  for (int k = 0; k < 2000; ++k) {
+    pos.push_back(static_cast<std::int64_t>(rng() >> (64 - 40)));  // [0, 2^40)
+  }
+  for (const std::int64_t p : {std::int64_t{-1}, std::int64_t{-7}, -(std::int64_t{1} << 30)})
+    pos.push_back(p);
+  const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+  for (const rope_case& c : cases) {
+    SCOPED_TRACE(c.spec);
+    const auto s = test::parse_as<spec::rope>(c.spec);
+    const double m =
+        to_d(ref::rope_reference(s, ref::exact_recipe(), c.seq_len).attention_factor());
+    const bool ggml_form = s.type == spec::rope_type::ggml;
+    std::vector<strategy> strategies = {strategy::ggml, strategy::accurate};
+    if (!ggml_form) {
+      for (strategy st : {strategy::hf, strategy::table_fp16, strategy::table_bf16}) {
+        strategies.push_back(st);
+      }
+    }
+    const rope_model hm = hf_model(s, c.seq_len, m);
+    const ggml_model gm = make_ggml_model(s, c.seq_len);
+    std::vector<double> got;
+    for (strategy st : strategies) {
+      const impl::rope_contract contract(s, st, c.seq_len, m);
+      std::size_t values = 0, differ = 0;
+      for (std::int64_t p : pos) {
+        contract.angle_errors(p, got);
+        ASSERT_EQ(got.size(), static_cast<std::size_t>(s.pairs()));
+        std::vector<tv> angles;
+        if (st == strategy::ggml) angles = gm.angles(p);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          double want = 0;
+          if (st == strategy::ggml) {
+            want = angles[i].e;
+          } else if (st != strategy::accurate) {
+            want = hf_angle_error(p, hm.freq[i]);
+          }
+          ++values;
+          if (bits(got[i]) != bits(want) && differ++ < 5) {
+            ADD_FAILURE() << kernel::to_string(st) << " p=" << p << " pair " << i << ": "
+                          << hex(got[i]) << " != " << hex(want);
+          }
+        }
+      }
+      EXPECT_EQ(differ, 0u) << kernel::to_string(st);
+      std::cout << c.name << " " << kernel::to_string(st) << ": " << values
+                << " angle bounds equal bit for bit\n";
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Sinusoidal table.

@@ -355,5 +355,36 @@ TEST(UlpAt, EncodingArithmeticEqualsIlogbAndLdexp) {
   }
 }
 
+// The branch-free forms the hot loops use (docs/numerics.md §8.13): ulp_at_finite equals ulp_at,
+// and half_ulp_finite (one product 2^e·2^−p) equals half_ulp, bit for bit, for every mag ≥ +0 —
+// zero, subnormal doubles, every binade boundary, the largest double, +Inf and random finite
+// encodings — in every format.
+TEST(UlpAt, BranchFreeFormsEqualUlpAtForNonNegativeMagnitudes) {
+  const std::uint64_t seed = test_seed();
+  std::mt19937_64 rng(seed);
+  std::vector<double> mags = {
+      0.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::denorm_min(),
+      std::numeric_limits<double>::min(), std::numeric_limits<double>::max()};
+  for (int e = -1074; e <= 1023; ++e) {
+    const double x = std::ldexp(1.0, e);
+    mags.insert(mags.end(), {x, std::nextafter(x, 0.0), std::nextafter(x, 4.0 * x)});
+  }
+  for (int k = 0; k < 200000; ++k) {
+    const double x = std::bit_cast<double>(rng() >> 1);
+    if (std::isfinite(x)) mags.push_back(x);
+  }
+  const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+  for (const format f : {kF64, kF32, kF16, kBF16}) {
+    const half_ulp_of half{f};
+    const half_ulp_finite fast{f};
+    for (const double m : mags) {
+      if (std::isfinite(m)) {
+        ASSERT_EQ(bits(ulp_at_finite(m, f)), bits(ulp_at(m, f))) << "mag " << m << " p " << f.p;
+      }
+      ASSERT_EQ(bits(fast(m)), bits(half(m))) << "mag " << m << " p " << f.p;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pev::metric

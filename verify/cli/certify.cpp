@@ -204,8 +204,8 @@ command add_certify(CLI::App& app) {
                   "Tighten the claim: the trig error measured against the recipe's own angles "
                   "(fp32 tables) must not exceed this many ulps");
   cmd->add_option("--threads", st->threads,
-                  "Worker threads (oneTBB) comparing a dump's table rows, at most 1024; 0 = all "
-                  "cores. The certificate is the same for any number")
+                  "Worker threads (oneTBB) comparing a dump's table rows and rotated q/k tokens, "
+                  "at most 1024; 0 = all cores. The certificate is the same for any number")
       ->capture_default_str();
   cmd->add_option("--layout", st->layout,
                   "RoPE table layout: separate (cos, sin [P, rot/2]), halves (cos, sin [P, rot], "

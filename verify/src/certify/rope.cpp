@@ -29,6 +29,8 @@ namespace pev::certify::detail {
 namespace {
 
 constexpr std::size_t kChunkRows = 2048;
+/// Values per chunk of rotation_checks (whole tokens of H·D values each, at least one).
+constexpr std::size_t kChunkValues = 131072;
 /// Positions the library measure reads (recover.h: fit_table): every one with --max-trig-ulp,
 /// which gates the claim on the measure.
 constexpr std::size_t kFitRows = 8192;
@@ -279,50 +281,133 @@ template <class T>
 void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
                      const qk_source& q, const std::vector<std::int64_t>& pos) {
   const std::int64_t D = q.dim;
+  const auto Du = static_cast<std::size_t>(D), H = static_cast<std::size_t>(q.heads);
   const std::string name = q.name + "_out";
   const bool hf = ref.spec().type != spec::rope_type::ggml;
-  compare::figures f(figure_options(k.o, max_of(pos) + 1, q.heads * D, true, &k.mismatches, hf));
+  const auto opts = figure_options(k.o, max_of(pos) + 1, q.heads * D, true, &k.mismatches, hf);
+  compare::figures f(opts);
   const std::vector<std::int64_t> dim_pair = spec::dim_pairs(ref.spec());
   const std::vector<std::int64_t>& map = ref.stream_of_pair();
-  const std::size_t S = streams_of(ref);
-  std::vector<std::int64_t> sp(S), dim_pos;
-  std::vector<double> x(static_cast<std::size_t>(D)), y(x.size());
-  std::vector<T> got(x.size()), rn(x.size());
-  const auto [first_token, end_token] = shard_rows(static_cast<std::size_t>(q.tokens), k.o);
-  for (auto t = static_cast<std::int64_t>(first_token); t < static_cast<std::int64_t>(end_token);
-       ++t) {
-    for (std::size_t st = 0; st < S; ++st) {
-      sp[st] = pos[st * static_cast<std::size_t>(q.tokens) + static_cast<std::size_t>(t)];
-      if (std::find(sp.begin(), sp.begin() + static_cast<std::ptrdiff_t>(st), sp[st]) ==
-          sp.begin() + static_cast<std::ptrdiff_t>(st)) {
-        f.add_position(sp[st]);
+  const std::size_t S = streams_of(ref), tokens = static_cast<std::size_t>(q.tokens);
+  // Tokens in fixed chunks of about kChunkValues values, as table_checks' rows: the inputs and
+  // reference rotations of a group of chunks on this thread (the fast reference is
+  // single-threaded) while the arena's workers compare the previous group, each chunk into
+  // figures of its own that merge in chunk order — the same figures, mismatches included, for
+  // any number of threads.
+  struct chunk_work {
+    std::size_t t0 = 0, n = 0;
+    std::vector<std::int64_t> sp;  // [n, S]: each token's stream positions
+    std::vector<double> x, y;      // [n, H, D]: inputs and the exact rotations (RN_double)
+    std::vector<T> rn;             // [n, H, D]: RN_T of the exact rotations
+    std::vector<report::mismatch> mismatches;
+    std::optional<compare::figures> f;
+  };
+  const std::size_t chunk_tokens =
+      std::max<std::size_t>(1, kChunkValues / std::max<std::size_t>(1, H * Du));
+  const int cores = tbb::this_task_arena::max_concurrency();
+  tbb::task_arena arena(k.o.threads > 0 ? std::min(k.o.threads, cores) : cores);
+  const auto group = static_cast<std::size_t>(2 * arena.max_concurrency());
+  std::vector<chunk_work> work[2] = {std::vector<chunk_work>(group),
+                                     std::vector<chunk_work>(group)};
+  tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
+  const auto [first_token, end_token] = shard_rows(tokens, k.o);  // --shard: this shard's tokens
+  const std::size_t chunks = (end_token - first_token + chunk_tokens - 1) / chunk_tokens;
+  const std::size_t groups = (chunks + group - 1) / group;
+  const auto size_of = [&](std::size_t gi) { return std::min(group, chunks - gi * group); };
+  // The calling thread's part of group gi: positions, inputs and reference rotations.
+  const auto prepare = [&](std::size_t gi) {
+    for (std::size_t c = 0; c < size_of(gi); ++c) {
+      chunk_work& w = work[gi % 2][c];
+      w.t0 = first_token + (gi * group + c) * chunk_tokens;
+      w.n = std::min(chunk_tokens, end_token - w.t0);
+      w.sp.resize(w.n * S);
+      w.x.resize(w.n * H * Du);
+      w.y.resize(w.x.size());
+      w.rn.resize(w.x.size());
+      for (std::size_t u = 0; u < w.n; ++u) {
+        const std::size_t t = w.t0 + u;
+        const std::span<std::int64_t> sp(w.sp.data() + u * S, S);
+        for (std::size_t st = 0; st < S; ++st) sp[st] = pos[st * tokens + t];
+        for (std::size_t h = 0; h < H; ++h) {
+          const std::size_t base = (t * H + h) * Du, at = (u * H + h) * Du;
+          const std::span<double> x(w.x.data() + at, Du), y(w.y.data() + at, Du);
+          const std::span<T> rn(w.rn.data() + at, Du);
+          for (std::size_t j = 0; j < Du; ++j) {
+            x[j] = scalar_traits<T>::to_double(element<T>(*q.in, base + j));
+          }
+          if (map.empty()) {
+            ref.rotate<T>(sp[0], x, rn, y);
+          } else {
+            ref.rotate_streams<T>(sp, x, rn, y);
+          }
+        }
       }
     }
-    const std::int64_t p = sp[0];
-    if (map.empty()) {
-      bounds.at_position(p);
-    } else {
-      // MRoPE: dim j at its pair's stream position (docs/encodings.md §4.6).
-      bounds.at_positions(sp, map);
-      dim_pos.resize(x.size());
-      for (std::size_t j = 0; j < x.size(); ++j) {
-        const std::int64_t i = dim_pair[j];
-        dim_pos[j] = sp[i >= 0 ? static_cast<std::size_t>(map[static_cast<std::size_t>(i)]) : 0];
+  };
+  // The workers' part of one chunk: the comparison into its own figures and mismatches.
+  const auto compare_chunk = [&](chunk_work& w) {
+    compare::figures::options o = opts;
+    w.mismatches.clear();
+    o.mismatches = &w.mismatches;
+    w.f.emplace(o);
+    compare::rope_bounds& b = local_bounds.local();
+    std::vector<T> got(Du);
+    std::vector<std::int64_t> dim_pos;
+    for (std::size_t u = 0; u < w.n; ++u) {
+      const std::size_t t = w.t0 + u;
+      const std::span<const std::int64_t> sp(w.sp.data() + u * S, S);
+      for (std::size_t st = 0; st < S; ++st) {
+        if (std::find(sp.begin(), sp.begin() + static_cast<std::ptrdiff_t>(st), sp[st]) ==
+            sp.begin() + static_cast<std::ptrdiff_t>(st)) {
+          w.f->add_position(sp[st]);
+        }
       }
-    }
-    for (std::int64_t h = 0; h < q.heads; ++h) {
-      const auto base = static_cast<std::size_t>((t * q.heads + h) * D);
-      for (std::size_t j = 0; j < x.size(); ++j) {
-        x[j] = scalar_traits<T>::to_double(element<T>(*q.in, base + j));
-        got[j] = element<T>(*q.out, base + j);
-      }
+      const std::int64_t p = sp[0];
       if (map.empty()) {
-        ref.rotate<T>(p, x, rn, y);
+        b.at_position(p);
       } else {
-        ref.rotate_streams<T>(sp, x, rn, y);
+        // MRoPE: dim j at its pair's stream position (docs/encodings.md §4.6).
+        b.at_positions(sp, map);
+        dim_pos.resize(Du);
+        for (std::size_t j = 0; j < Du; ++j) {
+          const std::int64_t i = dim_pair[j];
+          dim_pos[j] = sp[i >= 0 ? static_cast<std::size_t>(map[static_cast<std::size_t>(i)]) : 0];
+        }
       }
-      compare::compare_rotation<T>(p, h * D, x, got, rn, y, dim_pair, ref.spec(), bounds, f,
-                                   name.c_str(), dim_pos);
+      for (std::size_t h = 0; h < H; ++h) {
+        const std::size_t base = (t * H + h) * Du, at = (u * H + h) * Du;
+        for (std::size_t j = 0; j < Du; ++j) got[j] = element<T>(*q.out, base + j);
+        compare::compare_rotation<T>(
+            p, static_cast<std::int64_t>(h) * D, std::span<const double>(w.x.data() + at, Du),
+            std::span<const T>(got), std::span<const T>(w.rn.data() + at, Du),
+            std::span<const double>(w.y.data() + at, Du), dim_pair, ref.spec(), b, *w.f,
+            name.c_str(), dim_pos);
+      }
+    }
+  };
+  if (groups > 0) prepare(0);
+  for (std::size_t gi = 0; gi < groups; ++gi) {
+    std::vector<chunk_work>& cur = work[gi % 2];
+    arena.execute([&] {
+      tbb::task_group tg;
+      tg.run([&] {
+        tbb::parallel_for(std::size_t{0}, size_of(gi),
+                          [&](std::size_t c) { compare_chunk(cur[c]); });
+      });
+      try {
+        if (gi + 1 < groups) prepare(gi + 1);  // meanwhile, on this thread
+      } catch (...) {
+        tg.cancel();
+        tg.wait();
+        throw;
+      }
+      tg.wait();
+    });
+    for (std::size_t c = 0; c < size_of(gi); ++c) {
+      f.merge(*cur[c].f);
+      for (const report::mismatch& m : cur[c].mismatches) {
+        if (k.mismatches.size() < opts.max_mismatches) k.mismatches.push_back(m);
+      }
     }
   }
   k.cert.checks.push_back(make_check(name, q.source, dtype_of<T>(), f, k.o));

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "pev/core/real.h"
+#include "pev/core/simd.h"
 #include "pev/kernel/rope.h"
 #include "pev/ref/relative.h"
 #include "pev/ref/rope.h"
@@ -403,14 +404,42 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq,
       break;
   }
   g.ts = f32.pow(base, exponent, lib.pow);
+  if (g.yarn) {
+    for (std::int64_t i = 0; i < std::min(g.pairs, g.rotating); ++i) {
+      const tv y = metric::clamp01(
+          f32.div(f32.sub(exact(double(i)), exact(g.corr_low)), exact(g.corr_width)));
+      const tv ramp = f32.sub(exact(1), y);
+      // mix = ramp·ext_factor (exact for ext_factor 1).
+      const tv mix = g.ext_factor == 1.0 ? ramp : f32.mul(ramp, exact(g.ext_factor));
+      g.mix.push_back(mix);
+      g.keep.push_back(f32.sub(exact(1), mix));
+    }
+  }
   return g;
 }
+
+namespace {
+/// hf_angle_error's formula from fl(p) = ph, |fl(p) − p| = dp, the frequency's exact value fx,
+/// its bound fe and their sum, with the rounding bound `half` of fp32 (metric::half_ulp_of, or
+/// half_ulp_finite in angle_errors' loop: the same values for p ≥ 0, docs/numerics.md §8.13).
+template <class Half>
+double hf_angle_formula(double ph, double dp, double fx, double fe, double sum, Half half) {
+  return ph * fe + dp * fx + half(ph * sum);
+}
+
+// angle_errors' loop over the hf pipeline's pairs.
+PEV_VECTOR_LOOPS void hf_angle_loop(double ph, double dp, const double* fx, const double* fe,
+                                    const double* sum, double* out, std::size_t n) {
+  const metric::half_ulp_finite half{kF32};
+  for (std::size_t i = 0; i < n; ++i) out[i] = hf_angle_formula(ph, dp, fx[i], fe[i], sum[i], half);
+}
+}  // namespace
 
 /// The hf pipeline's angle error: |fl(fl(p)·f̂) − p·θ| with |f̂ − θ| ≤ f.e.
 double hf_angle_error(std::int64_t p, tv f) {
   const auto pd = static_cast<double>(p);
   const auto ph = static_cast<double>(static_cast<float>(p));
-  return ph * f.e + std::fabs(ph - pd) * f.x + half_ulp(ph * (f.x + f.e), kF32);
+  return hf_angle_formula(ph, std::fabs(ph - pd), f.x, f.e, f.x + f.e, metric::half_ulp_of{kF32});
 }
 /// BLOOM's fp32 slope model: fl32(2^(−b/P)) in double then powf(base, h).
 std::vector<tv> alibi_model(const spec::alibi& s, const metric::libm& lib) {
@@ -429,40 +458,105 @@ std::vector<tv> alibi_model(const spec::alibi& s, const metric::libm& lib) {
   return out;
 }
 
-std::vector<tv> ggml_model::angles(std::int64_t p) const {
-  std::vector<tv> out(static_cast<std::size_t>(pairs), tv{0, 0});
+namespace {
+/// The ggml recurrence at position p (docs/numerics.md §8.7): sink(i, angle) for every rotating
+/// pair i in order, in arithmetic `ar` (metric::f32, or rounded_ops<half_ulp_finite> where
+/// ggml_finite holds: the same values, docs/numerics.md §8.13). One piece of code for
+/// ggml_model::angles and rope_contract::angle_errors; the branches on the model are taken out of
+/// the loop.
+/// rope_contract::angle_errors' arithmetic: metric::f32's rules with the branch-free rounding
+/// bound, and the recurrence's step θ ← fl(θ·ts) rounded at the binade of |x| rather than of
+/// |x| + e, which takes the rounding off the chain of e's from pair to pair; `miss` gathers
+/// whether |x| + e lay in a higher binade (then the caller replays in metric::f32), so that the
+/// values are mul's wherever miss stays 0 (docs/numerics.md §8.13).
+struct fast_f32 : metric::rounded_ops<metric::half_ulp_finite> {
+  double* miss;
+  tv step(tv a, tv b) const {
+    const tv r = product(a, b);
+    const double h = half(std::fabs(r.x));
+    *miss += half(std::fabs(r.x) + r.e) - h;  // ≥ 0: half is non-decreasing
+    return {r.x, r.e + h};
+  }
+};
+tv step(const metric::arith& ar, tv a, tv b) { return ar.mul(a, b); }
+tv step(const fast_f32& ar, tv a, tv b) { return ar.step(a, b); }
+
+template <bool Factors, bool Yarn, class Ops, class Sink>
+void ggml_replay_loop(const ggml_model& g, const Ops& ar, std::int64_t p, Sink&& sink) {
   const auto pd = static_cast<double>(p);
   tv theta{pd, std::fabs(double(float(p)) - pd)};
-  for (std::int64_t i = 0; i < std::min(pairs, rotating); ++i) {
-    const tv extrap = factors.empty() ? theta : f32.div(theta, factors[i]);
-    const tv interp = f32.mul(freq_scale, extrap);
-    tv angle = interp;
-    if (yarn) {
-      const tv y =
-          metric::clamp01(f32.div(f32.sub(exact(double(i)), exact(corr_low)), exact(corr_width)));
-      const tv ramp = f32.sub(exact(1), y);
-      // ramp_mix = ramp·ext_factor (exact for ext_factor 1).
-      const tv mix = ext_factor == 1.0 ? ramp : f32.mul(ramp, exact(ext_factor));
-      angle = f32.add(f32.mul(interp, f32.sub(exact(1), mix)), f32.mul(extrap, mix));
+  const tv fs = g.freq_scale, ts = g.ts;
+  const std::int64_t n = std::min(g.pairs, g.rotating);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    tv extrap = theta;
+    if constexpr (Factors) extrap = ar.div(theta, g.factors[u]);
+    const tv interp = ar.mul(fs, extrap);
+    if constexpr (Yarn) {
+      sink(u, ar.add(ar.mul(interp, g.keep[u]), ar.mul(extrap, g.mix[u])));
+    } else {
+      sink(u, interp);
     }
-    out[i] = angle;
-    theta = f32.mul(theta, ts);
+    theta = step(ar, theta, ts);
   }
-  return out;
 }
 
-double rotation_bound(double terms, double abs_y, format out) {
-  const double u = std::ldexp(1.0, -24);
-  const double eps = 2 * u / (1 - 2 * u) * terms + std::ldexp(1.0, -148);
-  const double store = out.p == 24 ? 0.0 : half_ulp(abs_y + eps, out);
-  return (eps + store) * (1 + std::ldexp(1.0, -40));  // slack for evaluating the bound in double
+template <class Ops, class Sink>
+void ggml_replay(const ggml_model& g, const Ops& ar, std::int64_t p, Sink&& sink) {
+  const bool factors = !g.factors.empty();
+  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(0, std::min(g.pairs, g.rotating)));
+  if ((factors && g.factors.size() < n) || (g.yarn && (g.mix.size() < n || g.keep.size() < n))) {
+    throw error(
+        "impl::ggml_model: fewer per-pair factors or YaRN mixes than rotating pairs "
+        "(make_ggml_model sets them)");
+  }
+  if (factors && g.yarn) return ggml_replay_loop<true, true>(g, ar, p, sink);
+  if (factors) return ggml_replay_loop<true, false>(g, ar, p, sink);
+  if (g.yarn) return ggml_replay_loop<false, true>(g, ar, p, sink);
+  ggml_replay_loop<false, false>(g, ar, p, sink);
+}
+
+bool finite_tv(tv v) { return std::isfinite(v.x) && std::isfinite(v.e) && v.e >= 0; }
+
+/// Whether every position-independent operand of the ggml replay is finite with e ≥ 0 (and every
+/// divisor |x| > e), so that every magnitude the replay rounds at is ≥ +0 and the fast replay's
+/// values equal metric::f32's as long as its results are finite (docs/numerics.md §8.13).
+bool ggml_finite(const ggml_model& g) {
+  const auto all = [](const std::vector<tv>& v, auto&& ok) {
+    return std::all_of(v.begin(), v.end(), ok);
+  };
+  return finite_tv(g.ts) && finite_tv(g.freq_scale) &&
+         all(g.factors, [](tv c) { return finite_tv(c) && std::fabs(c.x) > c.e; }) &&
+         (!g.yarn || (g.mix.size() >= static_cast<std::size_t>(std::min(g.pairs, g.rotating)) &&
+                      all(g.mix, finite_tv) && all(g.keep, finite_tv)));
+}
+}  // namespace
+
+std::vector<tv> ggml_model::angles(std::int64_t p) const {
+  std::vector<tv> out(static_cast<std::size_t>(pairs), tv{0, 0});
+  ggml_replay(*this, f32, p, [&](std::size_t i, tv a) { out[i] = a; });
+  return out;
 }
 
 rope_contract::rope_contract(const spec::rope& s, kernel::strategy st,
                              std::optional<std::int64_t> seq, double m_exact,
                              const metric::libm& lib, rotation_arithmetic arith)
     : st_(st), m_(m_exact), lib_(&lib), arith_(arith), hf_(hf_model(s, seq, m_exact, lib)) {
-  if (st == kernel::strategy::ggml) ggml_ = make_ggml_model(s, seq, lib);
+  if (st == kernel::strategy::ggml) {
+    ggml_ = make_ggml_model(s, seq, lib);
+    ggml_finite_ = ggml_finite(*ggml_);
+  }
+  storage_ = kernel::storage_of(st);
+  table_form_ = table_form_for(format_of(storage_.value_or(dtype::fp32)));
+  hf_finite_ = true;
+  for (const tv& f : hf_.freq) {
+    hf_x_.push_back(f.x);
+    hf_e_.push_back(f.e);
+    hf_sum_.push_back(f.x + f.e);
+    // ph·(f.x + f.e) ≥ +0 for every p ≥ 0 (docs/numerics.md §8.13).
+    hf_finite_ = hf_finite_ && std::isfinite(f.x) && std::isfinite(f.e) && f.x >= 0 && f.e >= 0 &&
+                 !std::signbit(f.x + f.e);
+  }
   const bool hf_pipeline = st == kernel::strategy::hf || st == kernel::strategy::table_fp16 ||
                            st == kernel::strategy::table_bf16;
   if (hf_pipeline && s.type == spec::rope_type::ggml) {
@@ -483,12 +577,34 @@ double rope_contract::angle_error(std::int64_t p, std::int64_t i) const {
 }
 
 void rope_contract::angle_errors(std::int64_t p, std::vector<double>& out) const {
-  out.assign(hf_.freq.size(), 0.0);
-  if (st_ == kernel::strategy::ggml) {
-    const std::vector<tv> a = ggml_->angles(p);
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = a[i].e;
-  } else if (st_ != kernel::strategy::accurate) {
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = hf_angle_error(p, hf_.freq[i]);
+  const std::size_t n = hf_.freq.size();
+  out.resize(n);
+  if (st_ == kernel::strategy::accurate) {
+    std::fill(out.begin(), out.end(), 0.0);
+  } else if (st_ == kernel::strategy::ggml) {
+    // Pairs that do not rotate keep a zero bound.
+    const auto rot = static_cast<std::size_t>(std::clamp<std::int64_t>(
+        std::min(ggml_->pairs, ggml_->rotating), 0, static_cast<std::int64_t>(n)));
+    std::fill(out.begin() + static_cast<std::ptrdiff_t>(rot), out.end(), 0.0);
+    bool finite = ggml_finite_;
+    if (finite) {
+      double miss = 0;  // stays 0 while every result is finite (v − v is NaN for ±Inf and NaN)
+      const fast_f32 ar{{{kF32}}, &miss};
+      ggml_replay(*ggml_, ar, p, [&](std::size_t i, tv a) {
+        out[i] = a.e;
+        miss += (a.x - a.x) + (a.e - a.e);
+      });
+      finite = miss == 0;
+    }
+    // A non-finite result or a step rounded in the wrong binade: the replay in metric::f32.
+    if (!finite) ggml_replay(*ggml_, f32, p, [&](std::size_t i, tv a) { out[i] = a.e; });
+  } else if (p >= 0 && hf_finite_) {
+    const auto pd = static_cast<double>(p);
+    const auto ph = static_cast<double>(static_cast<float>(p));
+    hf_angle_loop(ph, std::fabs(ph - pd), hf_x_.data(), hf_e_.data(), hf_sum_.data(), out.data(),
+                  n);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) out[i] = hf_angle_error(p, hf_.freq[i]);
   }
 }
 
@@ -508,9 +624,9 @@ table_form rope_contract::table_form_for(format out) const {
   f.trig_ulps = lib_->sin_cos;
   f.pipeline_m = st_ == kernel::strategy::ggml ? ggml_->m : hf_.m;
   format cur = kF32;
-  if (const std::optional<dtype> s = kernel::storage_of(st_)) {
+  if (storage_) {
     f.stored = true;
-    f.storage = cur = format_of(*s);
+    f.storage = cur = format_of(*storage_);
   }
   const bool wider = out.p == 24 && cur.p <= 24;  // fp32 holds fp16 and bf16 exactly
   f.rounded_out = !(out.p == cur.p && out.emin == cur.emin) && !wider;
@@ -527,22 +643,6 @@ bool rope_contract::same_trig(const rope_contract& other) const {
          hf_.freq.size() == other.hf_.freq.size() &&
          std::equal(hf_.freq.begin(), hf_.freq.end(), other.hf_.freq.begin(),
                     [](const tv& a, const tv& b) { return a.x == b.x && a.e == b.e; });
-}
-
-double rope_contract::rotation_bound_at(double dtheta, double x0, double x1, double abs_y,
-                                        format out) const {
-  const double a0 = std::fabs(x0), a1 = std::fabs(x1), a = a0 + a1;
-  if (arith_ == rotation_arithmetic::output && out.p != 24) {
-    // transformers in the model dtype: the table cast to T, each product and the sum rounded in
-    // T (docs/numerics.md §9.4).
-    const double eps = table_bound_at(dtheta, m_, out);
-    const double e0 = half_ulp(a0 * (m_ + eps), out), e1 = half_ulp(a1 * (m_ + eps), out);
-    const double sum = half_ulp(abs_y + a * eps + e0 + e1, out);
-    return (a * eps + e0 + e1 + sum) * (1 + 0x1p-40);
-  }
-  const format table = format_of(kernel::storage_of(st_).value_or(dtype::fp32));
-  const double eps = table_bound_at(dtheta, m_, table);
-  return a * eps + rotation_bound(a * (m_ + eps), abs_y + a * eps, out);
 }
 
 std::optional<double> rope_contract::inv_freq_bound(std::int64_t i) const {

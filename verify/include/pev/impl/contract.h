@@ -6,6 +6,7 @@
 // which gate every comparison with an exact reference by these bounds (ρ = err/B ≤ 1) instead of
 // a guessed constant.
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -38,6 +39,9 @@ struct ggml_model {
   double corr_low = 0, corr_width = 0;
   std::int64_t rotating = 0, pairs = 0;
   tv m{1, 0};
+  /// YaRN: the mix ramp_i·ext_factor of every rotating pair and 1 − mix, in fp32 (independent of
+  /// the position; make_ggml_model sets them).
+  std::vector<tv> mix, keep;
 
   /// The computed angle of every pair at position p, with its error bound.
   std::vector<tv> angles(std::int64_t p) const;
@@ -112,7 +116,12 @@ std::int64_t rotating_pairs(const spec::rope& s);
 /// 2u/(1−2u) with u = 2^−24 (fp32 rotation without FMA; derivation in
 /// docs/numerics.md §9.1 and tests/kernel_apply/test_apply.cpp). Add (|x0| + |x1|)·ε_cs for the
 /// table's own error against the exact rotation.
-double rotation_bound(double terms, double abs_y, format out);
+inline double rotation_bound(double terms, double abs_y, format out) {
+  const double u = 0x1p-24;
+  const double eps = 2 * u / (1 - 2 * u) * terms + 0x1p-148;
+  const double store = out.p == 24 ? 0.0 : metric::half_ulp(abs_y + eps, out);
+  return (eps + store) * (1 + 0x1p-40);  // slack for evaluating the bound in double
+}
 
 /// A strategy's RoPE table contract (rope.h): bound on |ĉ − m·cos(p·θ_i)| (or sin) for the value
 /// of pair i at position p whose exact magnitude is y, in output format `out`. The ggml model
@@ -152,6 +161,12 @@ class rope_contract {
   /// (rotation_bound) on terms (|x0| + |x1|)·(m + ε) and the store to `out` at
   /// |y| + (|x0| + |x1|)·ε. `abs_y` is the exact output's magnitude (an upper bound of it will do).
   double rotation_bound_at(double dtheta, double x0, double x1, double abs_y, format out) const;
+  /// rotation_bound_at in two steps, for callers that bound the many values of one pair at one
+  /// position (every head's two dims): the table's error ε the rotation sees, from the pair's
+  /// angle error, then the bound from ε — rotation_bound_from(rotation_table_error(dθ, out), x0,
+  /// x1, |y|, out) == rotation_bound_at(dθ, x0, x1, |y|, out).
+  double rotation_table_error(double dtheta, format out) const;
+  double rotation_bound_from(double eps, double x0, double x1, double abs_y, format out) const;
   /// Bound on |f̂_i − θ_i| of the strategy's fp32 inv_freq (none for ggml, whose frequencies are
   /// a per-position recurrence).
   std::optional<double> inv_freq_bound(std::int64_t i) const;
@@ -168,7 +183,41 @@ class rope_contract {
   rotation_arithmetic arith_;
   rope_model hf_;
   std::optional<ggml_model> ggml_;
+  // angle_errors' fast paths: the hf frequencies as arrays (exact value, bound, their sum), and
+  // whether the models' parameters let them round by metric::half_ulp_finite with the same
+  // values (docs/numerics.md §8.13).
+  std::vector<double> hf_x_, hf_e_, hf_sum_;
+  bool hf_finite_ = false, ggml_finite_ = false;
+  // The strategy's storage dtype (kernel::storage_of) and table_form_for of the format its
+  // rotation reads the table in, once (rotation_bound_at runs per q/k value).
+  std::optional<dtype> storage_;
+  table_form table_form_{};
 };
+
+inline double rope_contract::rotation_table_error(double dtheta, format out) const {
+  // transformers in the model dtype reads the table cast to T (docs/numerics.md §9.4); the others
+  // their table in its own format (storage dtype, else fp32).
+  if (arith_ == rotation_arithmetic::output && out.p != 24) return table_bound_at(dtheta, m_, out);
+  return table_form_.eval(dtheta, std::fabs(m_));  // table_bound_at in its format
+}
+
+inline double rope_contract::rotation_bound_from(double eps, double x0, double x1, double abs_y,
+                                                 format out) const {
+  const double a0 = std::fabs(x0), a1 = std::fabs(x1), a = a0 + a1;
+  if (arith_ == rotation_arithmetic::output && out.p != 24) {
+    // Each product and the sum rounded in T (docs/numerics.md §9.4).
+    const double e0 = metric::half_ulp(a0 * (m_ + eps), out);
+    const double e1 = metric::half_ulp(a1 * (m_ + eps), out);
+    const double sum = metric::half_ulp(abs_y + a * eps + e0 + e1, out);
+    return (a * eps + e0 + e1 + sum) * (1 + 0x1p-40);
+  }
+  return a * eps + rotation_bound(a * (m_ + eps), abs_y + a * eps, out);
+}
+
+inline double rope_contract::rotation_bound_at(double dtheta, double x0, double x1, double abs_y,
+                                               format out) const {
+  return rotation_bound_from(rotation_table_error(dtheta, out), x0, x1, abs_y, out);
+}
 
 /// A strategy's sinusoidal PE contract (absolute.h): bound on |PE^(p, col) − PE(p, col)| for an
 /// exact value of magnitude y. ggml has no sinusoidal pipeline.

@@ -53,14 +53,22 @@ inline double ulp_at(double mag, format f) {
   return pow2_bits(std::max(e, f.emin) - f.p + 1);
 }
 
+/// The biased exponent field of a finite mag ≥ 0, at least f's minimum normal exponent's: the
+/// maximum as an integer select on signed 64-bit integers (which AVX2 compares), so that loops
+/// calling it vectorise (a std::max compiles to control flow there).
+inline std::uint64_t biased_exponent(double mag, format f) {
+  const auto field = static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(mag) >> 52);
+  const std::int64_t lo = std::int64_t{f.emin} + 1023;
+  const std::int64_t take_lo = -static_cast<std::int64_t>(field < lo);
+  return static_cast<std::uint64_t>(field ^ ((field ^ lo) & take_lo));
+}
+
 /// ulp_at of a finite mag ≥ 0 without branches, for the comparison engine's vector loops (equal
 /// to ulp_at there: a zero or subnormal mag has exponent field 0, below every format's minimum
 /// normal exponent). 2^(e−p+1) as 2^e·2^(1−p), both normal, so that a subnormal result (the fp64
 /// floor 2^−1074) needs no branch either.
 inline double ulp_at_finite(double mag, format f) {
-  const std::int64_t e = std::max<std::int64_t>(
-      static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(mag) >> 52) - 1023, f.emin);
-  return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52) * pow2_bits(1 - f.p);
+  return std::bit_cast<double>(biased_exponent(mag, f) << 52) * pow2_bits(1 - f.p);
 }
 
 /// Bound on a round-to-nearest error for results of magnitude ≤ mag.
@@ -81,21 +89,47 @@ inline tv as_f32(double x, double rep) {
 }
 inline tv as_f32(double x) { return as_f32(x, x); }
 
-/// Arithmetic in one format: every result is rounded to nearest.
-class arith {
- public:
-  explicit arith(format f) : f_(f) {}
+/// The bound of one rounding to nearest in format f at magnitudes ≤ mag (half_ulp).
+struct half_ulp_of {
+  format f;
+  double operator()(double mag) const { return half_ulp(mag, f); }
+};
+/// The same as ulp_at_finite(mag, f)/2: equal to half_ulp_of for every mag ≥ +0 (+Inf
+/// included), and without branches, for hot loops whose magnitudes are known to be non-negative.
+/// One product 2^e·2^(−p): both it and ulp_at_finite's 2^e·2^(1−p) halved are one rounding of the
+/// exact 2^(e−p) (ulp_at_finite's product is exact).
+struct half_ulp_finite {
+  format f;
+  double operator()(double mag) const {
+    return std::bit_cast<double>(biased_exponent(mag, f) << 52) * pow2_bits(-f.p);
+  }
+};
 
-  tv round(tv a) const { return {a.x, a.e + half_ulp(std::fabs(a.x) + a.e, f_)}; }
+/// The basic operations of `arith` (below), with the rounding bound `Half` of the format: one
+/// set of propagation rules for arith and for hot loops that use half_ulp_finite (the same
+/// values wherever every magnitude |x| + e they round at is finite and ≥ +0).
+template <class Half>
+struct rounded_ops {
+  Half half;
+
+  tv round(tv a) const { return {a.x, a.e + half(std::fabs(a.x) + a.e)}; }
   tv add(tv a, tv b) const { return round({a.x + b.x, a.e + b.e}); }
   tv sub(tv a, tv b) const { return round({a.x - b.x, a.e + b.e}); }
-  tv mul(tv a, tv b) const {
-    return round({a.x * b.x, std::fabs(a.x) * b.e + std::fabs(b.x) * a.e + a.e * b.e});
+  /// The exact product's value and the propagated bound, before mul's rounding.
+  static tv product(tv a, tv b) {
+    return {a.x * b.x, std::fabs(a.x) * b.e + std::fabs(b.x) * a.e + a.e * b.e};
   }
+  tv mul(tv a, tv b) const { return round(product(a, b)); }
   tv div(tv a, tv b) const {
     const double q = a.x / b.x;
     return round({q, (a.e + std::fabs(q) * b.e) / (std::fabs(b.x) - b.e)});
   }
+};
+
+/// Arithmetic in one format: every result is rounded to nearest.
+class arith : public rounded_ops<half_ulp_of> {
+ public:
+  explicit arith(format f) : rounded_ops<half_ulp_of>{{f}}, f_(f) {}
   /// A library pow(b, y) with `ulps` of error, b > 0: |ln b̂^ŷ − ln b^y| ≤ (|y| + e_y)·|ln b̂ − ln b|
   /// + e_y·|ln b|, and |ln b̂ − ln b| ≤ −ln(1 − e_b/b).
   tv pow(tv b, tv y, double ulps) const {
