@@ -15,18 +15,6 @@ namespace {
 
 // table_rows' loops (table_form's arithmetic; the branches on the form are loop-invariant and
 // taken out of the loops, so that each compiles to straight vector code).
-/// ulp_at_finite(mag, kF32) in the form GCC vectorises (the same operations).
-[[gnu::always_inline]] inline double ulp32(double mag) {
-  // max(exponent field, emin + 1023) as the field of 2^e, times 2^−23.
-  const std::uint64_t field = std::bit_cast<std::uint64_t>(mag) >> 52;
-  constexpr std::uint64_t lo = metric::kF32.emin + 1023;
-  const std::uint64_t take_lo = -static_cast<std::uint64_t>(field < lo);
-  return std::bit_cast<double>((field ^ ((field ^ lo) & take_lo)) << 52) * 0x1p-23;
-}
-
-/// table_form::trig (impl::trig_times_m of metric::trig_f32_bound) value by value, written out
-/// with selects for std::min so that the loop vectorises; equal to it bit for bit
-/// (tests/compare: RopeBounds.TableRowEqualsTable).
 /// std::min(a, b) of non-negative doubles (not −0, not NaN), on their encodings, which order like
 /// the values there: an integer select vectorises where a floating-point one (whose comparison
 /// may trap) does not.
@@ -45,11 +33,11 @@ template <bool Divide, bool TimesOne>
     double c = y[k];  // y/1 = y
     if constexpr (Divide) c = y[k] / m;
     const double dd = min_nonneg(d[k], 2.0);
-    const double bcs = dd + ulps * ulp32(min_nonneg(c + dd, top));
+    const double bcs = dd + ulps * metric::ulp_at_finite(min_nonneg(c + dd, top), metric::kF32);
     if constexpr (TimesOne) {
       out[k] = bcs;
     } else {
-      out[k] = mm * bcs + me * c + ulp32(mm * (c + bcs)) / 2;
+      out[k] = mm * bcs + me * c + metric::ulp_at_finite(mm * (c + bcs), metric::kF32) / 2;
     }
   }
 }
