@@ -40,13 +40,21 @@ test-exhaustive: deps-test build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -L exhaustive
 
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (its own build directory,
-# -O1 with line tables; benchmarks are not built; the find_package consumer check, which links an
-# uninstrumented project against the installed libraries, is left to the normal build; so is the
-# real-engine corpus, 3 minutes under the sanitizers, whose pev runs read files the fuzz targets
-# cover). In CI.
+# -O1 with line tables; benchmarks and the `exhaustive` binaries are not built; the find_package
+# consumer check, which links an uninstrumented project against the installed libraries, is left to
+# the normal build; so is the real-engine corpus, 3 minutes under the sanitizers, whose pev runs read
+# files the fuzz targets cover). The same tests on smaller sizes, each printed by its test: the
+# property suites run SANITIZE_PROP_CASES cases per property (PEV_PROP_CASES; the normal run: 100)
+# and the fast reference's position sweep stops at SANITIZE_FAST_POSITIONS (PEV_FAST_POSITIONS;
+# the normal run: 4096). In CI.
+SANITIZE_PROP_CASES ?= 25
+SANITIZE_FAST_POSITIONS ?= 1024
+
 test-sanitize:
-	@$(MAKE) --no-print-directory test PEV_SANITIZE=ON BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo \
-	  CMAKE_FLAGS="-DPEV_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS)" CTEST_FLAGS="-LE 'exhaustive|install|corpus'"
+	@PEV_PROP_CASES=$(SANITIZE_PROP_CASES) PEV_FAST_POSITIONS=$(SANITIZE_FAST_POSITIONS) \
+	  $(MAKE) --no-print-directory test PEV_SANITIZE=ON BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo \
+	  CMAKE_FLAGS="-DPEV_BUILD_BENCHMARKS=OFF -DPEV_BUILD_EXHAUSTIVE_TESTS=OFF $(CMAKE_FLAGS)" \
+	  CTEST_FLAGS="-LE 'exhaustive|install|corpus'"
 
 # libFuzzer targets (clang, ASan + UBSan), FUZZ_SECONDS per target (default 600: the long run).
 fuzz: deps

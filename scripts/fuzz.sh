@@ -3,6 +3,7 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    default: 60 s per target, every target
 #   make fuzz FUZZ_SECONDS=600               the long run (10 minutes per target)
+#   PEV_FUZZ_JOBS=N                          targets run at a time (default: the number of cores)
 #
 # Each target starts from its committed seed corpus (read only) and writes what it finds new to
 # build-fuzz/corpus/TARGET (kept between runs). A crash, leak or sanitizer report stops the target
@@ -28,21 +29,50 @@ wanted=("$@")
 [[ ${#wanted[@]} -eq 0 ]] && wanted=("${names[@]}")
 cmake --build "$build" -j "$(nproc)" --target "${wanted[@]/#/fuzz_}"
 
-status=0
-summary=()
+# libFuzzer runs a target on one core: PEV_FUZZ_JOBS targets (default: the number of cores) run
+# at a time, each for the full SECONDS on its own core.
+jobs=${PEV_FUZZ_JOBS:-$(nproc)}
+if ! [[ $jobs =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz: PEV_FUZZ_JOBS must be a positive integer, not '$jobs'" >&2
+  exit 2
+fi
+
+# run_target NAME EXE DIRS...: one bounded run; its exit status is libFuzzer's.
+run_target() {
+  local name=$1 exe=$2
+  shift 2
+  local corpus="$build/corpus/$name" findings="$build/findings/$name"
+  mkdir -p "$corpus" "$findings"
+  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$exe" "$corpus" "$@" -max_total_time="$seconds" -rss_limit_mb=3072 -malloc_limit_mb=2560 \
+    -timeout=10 -print_final_stats=1 -artifact_prefix="$findings/" >"$build/fuzz-$name.log" 2>&1
+}
+
+declare -A pid_of
+order=()
+running=0
 for line in "${lines[@]}"; do
   read -r name exe dirs <<<"$line"
   [[ " ${wanted[*]} " == *" $name "* ]] || continue
-  corpus="$build/corpus/$name"
-  findings="$build/findings/$name"
-  mkdir -p "$corpus" "$findings"
-  log="$build/fuzz-$name.log"
-  echo "fuzz: $name for ${seconds}s (log: $log)" >&2
+  if ((running >= jobs)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  echo "fuzz: $name for ${seconds}s (log: $build/fuzz-$name.log)" >&2
   # shellcheck disable=SC2086
-  if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 \
-     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-     "$exe" "$corpus" $dirs -max_total_time="$seconds" -rss_limit_mb=3072 -malloc_limit_mb=2560 \
-       -timeout=10 -print_final_stats=1 -artifact_prefix="$findings/" >"$log" 2>&1; then
+  run_target "$name" "$exe" $dirs &
+  pid_of[$name]=$!
+  order+=("$name")
+  running=$((running + 1))
+done
+
+status=0
+summary=()
+for name in "${order[@]}"; do
+  log="$build/fuzz-$name.log"
+  findings="$build/findings/$name"
+  if wait "${pid_of[$name]}"; then
     result=ok
   else
     result="FAILED (exit $?; see $log and $findings)"

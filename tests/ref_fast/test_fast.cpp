@@ -1,7 +1,7 @@
 // The fast exact reference against the MPFR path, bit for bit: every position below 2^12 (2^16 with
-// PEV_FAST_ALL_POSITIONS=1), random positions up to 2^31, extreme and negative positions, exact
-// cases, the fallback path, both arithmetic variants (hardware FMA and Dekker), and every target
-// format (fp64, fp32, fp16, bf16).
+// PEV_FAST_ALL_POSITIONS=1, N with PEV_FAST_POSITIONS=N: `make test-sanitize` uses 2^10), random
+// positions up to 2^31, extreme and negative positions, exact cases, the fallback path, both
+// arithmetic variants (hardware FMA and Dekker), and every target format (fp64, fp32, fp16, bf16).
 
 #include <gtest/gtest.h>
 
@@ -35,8 +35,10 @@ std::vector<bool> arithmetic_modes() {
 }
 
 std::int64_t position_limit() {
-  return test::env_int("PEV_FAST_ALL_POSITIONS", 0) != 0 ? std::int64_t{1} << 16
-                                                         : std::int64_t{1} << 12;
+  const std::int64_t fallback = test::env_int("PEV_FAST_ALL_POSITIONS", 0) != 0
+                                    ? std::int64_t{1} << 16
+                                    : std::int64_t{1} << 12;
+  return std::max<std::int64_t>(1, test::env_int("PEV_FAST_POSITIONS", fallback));
 }
 
 // Compares fast.table<T> for `positions` (every target, both arithmetic modes) with the MPFR rows.
