@@ -54,17 +54,18 @@ json steps(const worst_case& w) {
 }
 
 json worst_json(const worst_case& w) {
-  return {{"position", w.position},
-          {"index", w.index},
-          {"component", w.component},
-          {"got", num(w.got)},
-          {"exact", num(w.exact)},
-          {"got_hex", w.got_hex},
-          {"exact_hex", w.exact_hex},
-          {"bound", num(w.bound)},
-          {"rho", num(w.rho)},
-          {"intermediates", steps(w)},
-          {"ulp_error", num(w.ulp_error)}};
+  return {{"position", w.position},   {"index", w.index},      {"component", w.component},
+          {"got", num(w.got)},        {"exact", num(w.exact)}, {"got_hex", w.got_hex},
+          {"exact_hex", w.exact_hex}, {"bound", num(w.bound)}, {"rho", num(w.rho)},
+          {"intermediates", steps(w)}};
+}
+
+/// A worst case with its ulp error (a certificate's checks and a shard's figure state; a report's
+/// rows leave it out).
+json worst_with_ulp_error(const worst_case& w) {
+  json j = worst_json(w);
+  j["ulp_error"] = num(w.ulp_error);
+  return j;
 }
 
 json histogram_json(const figure_state::histogram& h) {
@@ -104,7 +105,7 @@ json state_json(const figure_state& s) {
           {"vacuous", s.vacuous},
           {"first_vacuous", s.first_vacuous},
           {"ulp_histogram", s.ulp_histogram},
-          {"worst", worst_json(s.worst)},
+          {"worst", worst_with_ulp_error(s.worst)},
           {"worst_ulp", num(s.worst_ulp)}};
 }
 
@@ -441,7 +442,6 @@ std::string to_json(const results& r) {
                      {"max_rho", num(o.max_rho)},
                      {"rho_by_index", nums(o.rho_by_index)}});
     }
-    const worst_case& w = c.worst;
     json row = {{"index", c.index},
                 {"id", c.id},
                 {"spec_name", c.spec_name},
@@ -462,17 +462,7 @@ std::string to_json(const results& r) {
                 {"pct_correctly_rounded", num(c.pct_correctly_rounded)},
                 {"pct_faithful", num(c.pct_faithful)},
                 {"ulp_histogram", c.ulp_histogram},
-                {"worst",
-                 {{"position", w.position},
-                  {"index", w.index},
-                  {"component", w.component},
-                  {"got", num(w.got)},
-                  {"exact", num(w.exact)},
-                  {"got_hex", w.got_hex},
-                  {"exact_hex", w.exact_hex},
-                  {"bound", num(w.bound)},
-                  {"rho", num(w.rho)},
-                  {"intermediates", steps(w)}}},
+                {"worst", worst_json(c.worst)},
                 {"octaves", oct}};
     if (r.certification) certificate_check_fields(c, row);
     checks.push_back(std::move(row));
