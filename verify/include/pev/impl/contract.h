@@ -72,7 +72,7 @@ inline double trig_times_m(double dtheta, tv m, double c,
 /// A strategy's RoPE table contract for one output format as straight-line arithmetic
 /// (rope_contract::table_bound_at evaluates it): from a pair's angle error and a value's exact
 /// magnitude, with no branch on the strategy, so that the comparison engine bounds a row of values
-/// in one vectorisable loop (compare::rope_bounds::table_row).
+/// in one vectorisable loop (compare::rope_bounds::table_rows).
 struct table_form {
   bool one_ulp = false;  // accurate: 1 ulp of the output at the exact value
   double m = 1;          // the exact attention factor: c = |y|/m (m > 0)
