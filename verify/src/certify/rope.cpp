@@ -161,7 +161,10 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   tbb::task_arena arena(k.o.threads > 0 ? std::min(k.o.threads, cores) : cores);
   const auto group = static_cast<std::size_t>(2 * arena.max_concurrency());
   tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
-  const auto [first_row, end_row] = shard_rows(rows, k.o);  // --shard: this shard's rows
+  // --shard: this shard's rows (named variables: lambdas below capture them, which clang 14
+  // refuses for structured bindings).
+  const std::pair<std::size_t, std::size_t> shard = shard_rows(rows, k.o);
+  const std::size_t first_row = shard.first, end_row = shard.second;
   const std::size_t chunks = (end_row - first_row + kChunkRows - 1) / kChunkRows;
   // The reference values of a group of chunks (this thread: the fast reference is
   // single-threaded); returns the group's size.
@@ -310,7 +313,9 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   std::vector<chunk_work> work[2] = {std::vector<chunk_work>(group),
                                      std::vector<chunk_work>(group)};
   tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
-  const auto [first_token, end_token] = shard_rows(tokens, k.o);  // --shard: this shard's tokens
+  // --shard: this shard's tokens (named variables, captured below: see table_checks).
+  const std::pair<std::size_t, std::size_t> shard = shard_rows(tokens, k.o);
+  const std::size_t first_token = shard.first, end_token = shard.second;
   const std::size_t chunks = (end_token - first_token + chunk_tokens - 1) / chunk_tokens;
   const std::size_t groups = (chunks + group - 1) / group;
   const auto size_of = [&](std::size_t gi) { return std::min(group, chunks - gi * group); };
