@@ -23,32 +23,7 @@ std::int64_t octave_count(std::int64_t max_position) {
 
 // ---- log_histogram ------------------------------------------------------------------------------
 
-void log_histogram::add(double v) {
-  count_++;
-  if (!(v > 0)) {
-    zeros_++;
-    return;
-  }
-  if (!std::isfinite(v)) {
-    bins_[kBins - 1]++;
-    return;
-  }
-  // ilogb and the fraction v·2^−e − 1 from the encoding (no libm in the per-value path): exact
-  // for normal doubles; subnormal ones (exponent field 0) fall below kMinExp either way.
-  const std::uint64_t bits = std::bit_cast<std::uint64_t>(v);
-  const int e = static_cast<int>(bits >> 52) - 1023;
-  std::size_t bin;
-  if (e < kMinExp) {
-    bin = 0;
-  } else if (e > kMaxExp) {
-    bin = kBins - 1;
-  } else {
-    const double f = static_cast<double>(bits & ((std::uint64_t{1} << 52) - 1)) * 0x1p-52;
-    const auto sub = static_cast<std::size_t>(f * kSub);
-    bin = static_cast<std::size_t>(e - kMinExp) * kSub + std::min<std::size_t>(sub, kSub - 1);
-  }
-  bins_[bin]++;
-}
+void log_histogram::add(double v) { add_all(&v, 1); }
 
 void log_histogram::merge(const log_histogram& other) {
   for (std::size_t b = 0; b < kBins; ++b) bins_[b] += other.bins_[b];
