@@ -341,13 +341,22 @@ PEV_VECTOR_LOOPS double row_max(const double* v, std::size_t n) {
 /// Marks the values that may raise a ρ maximum r against bounds B: not err ≤ fl(t·B) with
 /// t = r·kSlack·(1 − 2^−48), which implies err/fl(B·kSlack) < r (the relative error of the two
 /// products is below 2^−50; docs/performance.md §4), unless t·B is too small for that argument
-/// (below 2^−1000, where a subnormal product loses relative precision).
+/// (below 2^−1000, where a subnormal product loses relative precision) or not a number.
 PEV_VECTOR_LOOPS void mark_rho(const double* err, const double* B, double r, std::uint8_t* cand,
                                std::size_t n) {
   const double t = r * kSlack * (1 - 0x1p-48);
   for (std::size_t k = 0; k < n; ++k) {
     const double tb = t * B[k];
-    cand[k] |= static_cast<std::uint8_t>((err[k] > tb) | ((err[k] > 0) & (tb < 0x1p-1000)));
+    cand[k] |= static_cast<std::uint8_t>((err[k] > tb) | ((err[k] > 0) & !(tb >= 0x1p-1000)));
+  }
+}
+
+/// rung[k] = max(rung[k], B[k]) for bounds ≥ 0 (or NaN, which the maximum keeps and mark_rho
+/// marks), on the encodings, which order like the values there.
+PEV_VECTOR_LOOPS void max_into(double* rung, const double* B, std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto r = std::bit_cast<std::int64_t>(rung[k]), b = std::bit_cast<std::int64_t>(B[k]);
+    rung[k] = std::bit_cast<double>(b > r ? b : r);
   }
 }
 
@@ -457,19 +466,19 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
   ulp_buckets(ulp_err_.data(), N, hist_);
   // The values that may change a ρ maximum or an order-dependent figure (add_maxima,
   // add_exact), with the maxima as they stand before these rows: a value that is not marked
-  // changes none of them — its ρ against every rung is at most the rung's maximum (a rung's bound
-  // is at least its own bound's), against every other bound at most that bound's, its gate ρ at
-  // most its index's octave maximum (which the octave's maximum and the worst ρ bound); and of
-  // the values whose ulp error exceeds the worst's, only the first with the rows' largest one
-  // can end up the worst case.
+  // changes none of them — its ρ against every rung's bound (the largest of rungs 0…l's, as
+  // add_maxima takes it) is at most the rung's maximum, against every bound at most that bound's,
+  // its gate ρ at most its index's octave maximum (which the octave's maximum and the worst ρ
+  // bound); and of the values whose ulp error exceeds the worst's, only the first with the rows'
+  // largest one can end up the worst case.
   cand_.assign(N, 0);
+  if (!o_.ladder.empty()) rung_.assign(bound(o_.ladder[0]), bound(o_.ladder[0]) + N);
   for (std::size_t l = 0; l < o_.ladder.size(); ++l) {
-    mark_rho(err_.data(), bound(o_.ladder[l]), ladder_rho_[l], cand_.data(), N);
+    if (l > 0) max_into(rung_.data(), bound(o_.ladder[l]), N);
+    mark_rho(err_.data(), rung_.data(), ladder_rho_[l], cand_.data(), N);
   }
   for (std::size_t b = 0; b < nb; ++b) {
-    if (std::find(o_.ladder.begin(), o_.ladder.end(), b) == o_.ladder.end()) {
-      mark_rho(err_.data(), bound(b), max_rho_[b], cand_.data(), N);
-    }
+    mark_rho(err_.data(), bound(b), max_rho_[b], cand_.data(), N);
   }
   const double max_ulp = row_max(ulp_err_.data(), N);
   if (o_.worst == worst_by::ulp_error && max_ulp > max_ulp_err_) {

@@ -198,7 +198,7 @@ class figures {
   std::vector<std::uint64_t> vacuous_;       // per bound: values where it is vacuous
   std::vector<std::int64_t> first_vacuous_;  // per bound: the smallest such position
   std::vector<double> scratch_;
-  std::vector<double> err_, ulp_err_;  // add_rows' per-value scratch
+  std::vector<double> err_, ulp_err_, rung_;  // add_rows' per-value scratch
   std::vector<std::uint8_t> cand_;
   std::vector<std::size_t> row_oct_;
   /// add()'s ρ maxima per bound and per ladder rung of one value.
