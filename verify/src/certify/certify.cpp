@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "detail.h"
 #include "pev/core/error.h"
@@ -70,6 +71,15 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
   }
   z.spec = spec::to_spec_string(e);
   z.inputs = d.files;
+  // Files read but not hashed yet (read_dump(files, false)): hashed beside the comparison — on a
+  // thread of its own unless the run is held to one thread (--threads 1) — since hashing a dump
+  // of gigabytes takes about as long as reading it.
+  std::future<void> hashing;
+  const bool unhashed = std::any_of(z.inputs.begin(), z.inputs.end(),
+                                    [](const input_file& f) { return f.sha256.empty(); });
+  if (unhashed && o.threads != 1) {
+    hashing = std::async(std::launch::async, [&z] { hash_inputs(z.inputs); });
+  }
   // Files of an --impl directory that were not read are said, not dropped silently.
   cert.notes.insert(cert.notes.end(), d.skipped.begin(), d.skipped.end());
   z.claimed_recipe = o.recipe;
@@ -90,6 +100,11 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
         fmt::format("certify: the {} family is not supported yet (rope, sinusoidal, "
                     "alibi and t5 are)",
                     spec::family_name(e)));
+  }
+  if (hashing.valid()) {
+    hashing.get();
+  } else if (unhashed) {
+    hash_inputs(z.inputs);
   }
   const std::string family = spec::family_name(e);
   for (check& c : cert.checks) c.family = family;

@@ -61,6 +61,12 @@ std::string sha256_file(const std::filesystem::path& file) {
 
 std::string sha256_bytes(std::string_view bytes) { return detail::sha256_text(bytes); }
 
+void hash_inputs(std::vector<input_file>& files) {
+  for (input_file& f : files) {
+    if (f.sha256.empty()) f.sha256 = sha256_file(f.path);
+  }
+}
+
 std::string detail::sha256_text(std::string_view bytes) {
   return sha256_of([&](auto&& update) { update(bytes.data(), bytes.size()); });
 }
@@ -86,7 +92,7 @@ void require_regular(const std::filesystem::path& f) {
 
 }  // namespace
 
-dump read_dump(const std::vector<std::filesystem::path>& files) {
+dump read_dump(const std::vector<std::filesystem::path>& files, bool hash) {
   if (files.empty()) throw error("--impl: no input file given");
   dump d;
   auto add = [&](const std::string& name, io::array a, const std::string& file) {
@@ -97,7 +103,7 @@ dump read_dump(const std::vector<std::filesystem::path>& files) {
   auto add_npy = [&](const std::filesystem::path& f) {
     require_regular(f);
     add(f.stem().string(), io::read_npy(f, kNpy), f.string());
-    d.files.push_back({f.string(), "npy", sha256_file(f)});
+    d.files.push_back({f.string(), "npy", hash ? sha256_file(f) : std::string()});
   };
   for (const auto& f : files) {
     std::error_code ec;
@@ -136,13 +142,13 @@ dump read_dump(const std::vector<std::filesystem::path>& files) {
       io::tensor_file t = io::read_safetensors(f, kSafetensors);
       for (const auto& name : t.names) add(name, std::move(t.tensors.at(name)), f.string());
       for (auto& [k, v] : t.metadata) d.metadata[k] = v;
-      d.files.push_back({f.string(), "safetensors", sha256_file(f)});
+      d.files.push_back({f.string(), "safetensors", hash ? sha256_file(f) : std::string()});
     } else if (ext == ".npy") {
       add_npy(f);
     } else if (ext == ".npz") {
       // numpy.savez / savez_compressed: one tensor per member, named by its key.
       for (io::npz_member& m : io::read_npz(f, kNpy)) add(m.name, std::move(m.a), f.string());
-      d.files.push_back({f.string(), "npz", sha256_file(f)});
+      d.files.push_back({f.string(), "npz", hash ? sha256_file(f) : std::string()});
     } else {
       throw error(fmt::format(
           "--impl '{}': expected a .safetensors, .npy or .npz file, or a directory of .npy files "

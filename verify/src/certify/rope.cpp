@@ -28,7 +28,7 @@ namespace pev::certify::detail {
 
 namespace {
 
-constexpr std::size_t kChunkRows = 2048;
+constexpr std::size_t kChunkRows = 1024;
 /// Values per chunk of rotation_checks (whole tokens of H·D values each, at least one).
 constexpr std::size_t kChunkValues = 131072;
 /// Positions the library measure reads (recover.h: fit_table): every one with --max-trig-ulp,
@@ -159,7 +159,9 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   // More threads than cores would only queue (and oneTBB warns about it).
   const int cores = tbb::this_task_arena::max_concurrency();
   tbb::task_arena arena(k.o.threads > 0 ? std::min(k.o.threads, cores) : cores);
-  const auto group = static_cast<std::size_t>(2 * arena.max_concurrency());
+  // Eight chunks per thread in a group: a thread that finishes its last chunk waits for the
+  // others' at the group's end, which a group of many short chunks keeps short.
+  const auto group = static_cast<std::size_t>(8 * arena.max_concurrency());
   tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
   // --shard: this shard's rows (named variables: lambdas below capture them, which clang 14
   // refuses for structured bindings).

@@ -83,8 +83,11 @@ struct dump {
 
 /// Reads the files: .safetensors, .npy, .npz, or a directory of .npy files (pev::error for
 /// unreadable or malformed files, naming the file; each must be a regular file, since it is
-/// hashed as well as read).
-dump read_dump(const std::vector<std::filesystem::path>& files);
+/// hashed as well as read). With `hash` false the files' sha256 are left empty: certify_dump
+/// hashes them beside the comparison (hash_inputs).
+dump read_dump(const std::vector<std::filesystem::path>& files, bool hash = true);
+/// Fills the SHA-256 of every file whose sha256 is empty (sha256_file).
+void hash_inputs(std::vector<input_file>& files);
 
 /// SHA-256 of a file, lowercase hex (OpenSSL).
 std::string sha256_file(const std::filesystem::path& file);
