@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "pev/core/error.h"
@@ -374,6 +375,93 @@ PEV_VECTOR_LOOPS void mark_rho_rows(const double* err, const double* B, const do
   }
 }
 
+/// One pass of mark_rho over NB bounds, each against its own maximum (t_own: its t) and, with
+/// Ladder (rungs 0…NB − 1 in bound order), each rung against the largest of bounds 0…l and its
+/// maximum (t_rung), and each bound's largest encoding (row_max).
+template <std::size_t NB, bool Ladder>
+[[gnu::always_inline]] inline void mark_bounds_n(const double* __restrict err,
+                                                 const double* __restrict B, std::size_t stride,
+                                                 const double* t_own, const double* t_rung,
+                                                 std::uint8_t* __restrict cand, std::int64_t* mx,
+                                                 std::size_t n) {
+  std::int64_t m[NB] = {};
+  double to[NB], tr[NB];
+  for (std::size_t b = 0; b < NB; ++b) {
+    to[b] = t_own[b];
+    tr[b] = Ladder ? t_rung[b] : 0;
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    const double e = err[k];
+    const bool pos = e > 0;
+    std::int64_t R = 0;  // add_maxima's rung: the largest of 0 and bounds 0…b
+    bool c = false;
+    for (std::size_t b = 0; b < NB; ++b) {
+      const double Bb = B[b * stride + k];
+      const auto eb = std::bit_cast<std::int64_t>(Bb);
+      m[b] = eb > m[b] ? eb : m[b];
+      const double tb = to[b] * Bb;
+      c = c | (e > tb) | (pos & !(tb >= 0x1p-1000));
+      if constexpr (Ladder) {
+        R = eb > R ? eb : R;
+        const double trb = tr[b] * std::bit_cast<double>(R);
+        c = c | (e > trb) | (pos & !(trb >= 0x1p-1000));
+      }
+    }
+    cand[k] |= static_cast<std::uint8_t>(c);
+  }
+  for (std::size_t b = 0; b < NB; ++b) mx[b] = m[b];
+}
+
+template <std::size_t NB>
+[[gnu::always_inline]] inline void mark_bounds_nb(const double* err, const double* B,
+                                                  std::size_t stride, bool ladder,
+                                                  const double* t_own, const double* t_rung,
+                                                  std::uint8_t* cand, std::int64_t* mx,
+                                                  std::size_t n) {
+  if (ladder) {
+    mark_bounds_n<NB, true>(err, B, stride, t_own, t_rung, cand, mx, n);
+  } else {
+    mark_bounds_n<NB, false>(err, B, stride, t_own, t_rung, cand, mx, n);
+  }
+}
+
+/// mark_bounds_n for 1 ≤ nb ≤ kFusedBounds bounds (always-inline templates, so that each
+/// target clone compiles them for its own target); false (nothing done) for more.
+constexpr std::size_t kFusedBounds = 8;
+PEV_VECTOR_LOOPS bool mark_bounds(const double* err, const double* B, std::size_t stride,
+                                  std::size_t nb, bool ladder, const double* t_own,
+                                  const double* t_rung, std::uint8_t* cand, std::int64_t* mx,
+                                  std::size_t n) {
+  switch (nb) {
+    case 1:
+      mark_bounds_nb<1>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
+      return true;
+    case 2:
+      mark_bounds_nb<2>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
+      return true;
+    case 3:
+      mark_bounds_nb<3>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
+      return true;
+    case 4:
+      mark_bounds_nb<4>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
+      return true;
+    case 5:
+      mark_bounds_nb<5>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
+      return true;
+    case 6:
+      mark_bounds_nb<6>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
+      return true;
+    case 7:
+      mark_bounds_nb<7>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
+      return true;
+    case 8:
+      mark_bounds_nb<8>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
+      return true;
+    default:
+      return false;
+  }
+}
+
 /// options::zero_floor: bounds of an exact value of ±0 raised to at least `floor` (selects on
 /// the encodings, which order like the values for these non-negative bounds).
 PEV_VECTOR_LOOPS void zero_floor(const double* exact, double floor, double* B, std::size_t n) {
@@ -444,10 +532,46 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
   ulp_err_.resize(N);
   const std::uint64_t non_finite =
       row_errors(r.got.data(), r.exact.data(), r.out, err_.data(), ulp_err_.data(), N);
+  // The values that may change a ρ maximum or an order-dependent figure (add_maxima,
+  // add_exact), with the maxima as they stand before these rows: a value that is not marked
+  // changes none of them — its ρ against every rung's bound (the largest of rungs 0…l's, as
+  // add_maxima takes it) is at most the rung's maximum, against every bound at most that bound's,
+  // its gate ρ at most its index's octave maximum (which the octave's maximum and the worst ρ
+  // bound); and of the values whose ulp error exceeds the worst's, only the first with the rows'
+  // largest one can end up the worst case. Each bound's largest value comes from the same pass.
+  cand_.assign(N, 0);
+  bound_max_.resize(nb);
+  bool identity_ladder = o_.ladder.size() == nb;
+  for (std::size_t l = 0; l < o_.ladder.size() && identity_ladder; ++l) {
+    identity_ladder = o_.ladder[l] == l;
+  }
+  bool fused = false;
+  if (nb <= kFusedBounds && (identity_ladder || o_.ladder.empty())) {
+    std::array<double, kFusedBounds> t_own{}, t_rung{};
+    std::array<std::int64_t, kFusedBounds> mx{};
+    for (std::size_t b = 0; b < nb; ++b) {
+      t_own[b] = max_rho_[b] * kSlack * (1 - 0x1p-48);  // mark_rho's t
+      if (identity_ladder) t_rung[b] = ladder_rho_[b] * kSlack * (1 - 0x1p-48);
+    }
+    fused = mark_bounds(err_.data(), bounds.data(), stride, nb, identity_ladder, t_own.data(),
+                        t_rung.data(), cand_.data(), mx.data(), N);
+    for (std::size_t b = 0; b < nb; ++b) bound_max_[b] = std::bit_cast<double>(mx[b]);
+  }
+  if (!fused) {
+    if (!o_.ladder.empty()) rung_.assign(bound(o_.ladder[0]), bound(o_.ladder[0]) + N);
+    for (std::size_t l = 0; l < o_.ladder.size(); ++l) {
+      if (l > 0) max_into(rung_.data(), bound(o_.ladder[l]), N);
+      mark_rho(err_.data(), rung_.data(), ladder_rho_[l], cand_.data(), N);
+    }
+    for (std::size_t b = 0; b < nb; ++b) {
+      mark_rho(err_.data(), bound(b), max_rho_[b], cand_.data(), N);
+      bound_max_[b] = row_max(bound(b), N);
+    }
+  }
   // Order-independent figures: counts, maxima, histograms — over all rows, and per octave over
   // each run of rows in one octave.
   for (std::size_t b = 0; b < nb; ++b) {
-    const double mx = row_max(bound(b), N);
+    const double mx = bound_max_[b];
     max_bound_[b] = std::max(max_bound_[b], mx);
     if (r.scale > 0 && mx >= 2 * r.scale) {
       for (std::size_t q = 0; q < R; ++q) {
@@ -464,22 +588,6 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
   std::uint64_t cr = 0, faithful = 0, max_dist = 0;
   distances(r.ulp_distance.data(), N, cr, faithful, max_dist);
   ulp_buckets(ulp_err_.data(), N, hist_);
-  // The values that may change a ρ maximum or an order-dependent figure (add_maxima,
-  // add_exact), with the maxima as they stand before these rows: a value that is not marked
-  // changes none of them — its ρ against every rung's bound (the largest of rungs 0…l's, as
-  // add_maxima takes it) is at most the rung's maximum, against every bound at most that bound's,
-  // its gate ρ at most its index's octave maximum (which the octave's maximum and the worst ρ
-  // bound); and of the values whose ulp error exceeds the worst's, only the first with the rows'
-  // largest one can end up the worst case.
-  cand_.assign(N, 0);
-  if (!o_.ladder.empty()) rung_.assign(bound(o_.ladder[0]), bound(o_.ladder[0]) + N);
-  for (std::size_t l = 0; l < o_.ladder.size(); ++l) {
-    if (l > 0) max_into(rung_.data(), bound(o_.ladder[l]), N);
-    mark_rho(err_.data(), rung_.data(), ladder_rho_[l], cand_.data(), N);
-  }
-  for (std::size_t b = 0; b < nb; ++b) {
-    mark_rho(err_.data(), bound(b), max_rho_[b], cand_.data(), N);
-  }
   const double max_ulp = row_max(ulp_err_.data(), N);
   if (o_.worst == worst_by::ulp_error && max_ulp > max_ulp_err_) {
     cand_[static_cast<std::size_t>(std::find(ulp_err_.begin(), ulp_err_.end(), max_ulp) -
@@ -511,6 +619,15 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
   std::vector<double>& b1 = scratch_;
   b1.resize(nb);
   for (std::size_t k = 0; k < N; ++k) {
+    // Eight marks at a time: most are 0.
+    if (k % 8 == 0 && k + 8 <= N) {
+      std::uint64_t w;
+      std::memcpy(&w, cand_.data() + k, 8);
+      if (w == 0) {
+        k += 7;
+        continue;
+      }
+    }
     if (!cand_[k]) continue;
     for (std::size_t b = 0; b < nb; ++b) b1[b] = bound(b)[k];
     const std::size_t q = k / n;

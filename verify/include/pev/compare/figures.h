@@ -199,6 +199,7 @@ class figures {
   std::vector<std::int64_t> first_vacuous_;  // per bound: the smallest such position
   std::vector<double> scratch_;
   std::vector<double> err_, ulp_err_, rung_;  // add_rows' per-value scratch
+  std::vector<double> bound_max_;             // add_rows' per-bound maxima
   std::vector<std::uint8_t> cand_;
   std::vector<std::size_t> row_oct_;
   /// add()'s ρ maxima per bound and per ladder rung of one value.
