@@ -1,7 +1,8 @@
 // compare::rope_bounds::table_rows (the comparison engine's vectorised bounds of table rows)
 // against rope_bounds::table (one value at a time, the contracts' own table_bound_at): equal bit
 // for bit for every recipe bound certification uses, every output format, specs with and without
-// an attention factor, positions small and large.
+// an attention factor, positions small and large, blocks of 1 to 4 and of 65 rows; and the bound
+// set is left at the block's last row, as at_position leaves it.
 
 #include <gtest/gtest.h>
 
@@ -49,8 +50,9 @@ TEST(RopeBounds, TableRowsEqualsTable) {
       }
       for (const format out : {metric::kF32, metric::kF16, metric::kBF16, metric::kF64}) {
         for (int r = 0; r < 40; ++r) {
-          // R rows, two planes (cos, sin) of R·n values.
-          const std::size_t R = 1 + rng() % 4, n = pair_of.size(), N = 2 * R * n;
+          // R rows (1 to 4, or 65: more than a block of the ggml replay across rows), two planes
+          // (cos, sin) of R·n values.
+          const std::size_t R = r % 10 == 9 ? 65 : 1 + rng() % 4, n = pair_of.size(), N = 2 * R * n;
           std::vector<std::int64_t> pos(R);
           for (std::int64_t& p : pos) {
             p = r < 20 ? static_cast<std::int64_t>(rng() % 5000)
@@ -66,13 +68,26 @@ TEST(RopeBounds, TableRowsEqualsTable) {
           }
           std::vector<double> b(nb * N), one(nb);
           row_bounds.table_rows(pos, pair_of, y, out, b);
-          for (std::size_t v = 0; v < N; ++v) {
-            const std::size_t q = (v / n) % R, k = v % n;
+          for (std::size_t q = 0; q < R; ++q) {
             one_bounds.at_position(pos[q]);
-            one_bounds.table(pair_of[k], y[v], out, one);
+            for (std::size_t v = q * n; v < N; v += R * n) {  // row q of each plane
+              for (std::size_t k = 0; k < n; ++k) {
+                one_bounds.table(pair_of[k], y[v + k], out, one);
+                for (std::size_t j = 0; j < nb; ++j) {
+                  ASSERT_EQ(b[j * N + v + k], one[j])
+                      << text << " " << names[j].name << " p " << pos[q] << " value " << v + k
+                      << " y " << y[v + k];
+                }
+              }
+            }
+          }
+          // table_rows leaves the bound set at the last row, as at_position does.
+          for (std::size_t i = 0; i < P; ++i) {
+            std::vector<double> left(nb);
+            row_bounds.table(static_cast<std::int64_t>(i), y[0], out, left);
+            one_bounds.table(static_cast<std::int64_t>(i), y[0], out, one);
             for (std::size_t j = 0; j < nb; ++j) {
-              ASSERT_EQ(b[j * N + v], one[j]) << text << " " << names[j].name << " p " << pos[q]
-                                              << " value " << v << " y " << y[v];
+              ASSERT_EQ(left[j], one[j]) << text << " " << names[j].name << " pair " << i;
             }
           }
         }

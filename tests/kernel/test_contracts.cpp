@@ -21,12 +21,14 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "helpers.h"
 #include "pev/compare/figures.h"
+#include "pev/core/error.h"
 #include "pev/core/hex.h"
 #include "pev/impl/contract.h"
 #include "pev/kernel/absolute.h"
@@ -424,30 +426,36 @@ TEST_P(KernelContractsRope, Table) {
 INSTANTIATE_TEST_SUITE_P(Table, KernelContractsRope, ::testing::ValuesIn(kRopeCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// rope_contract::angle_errors (the vector loop over the hf frequencies, the ggml recurrence into
-// the caller's buffer in branch-free arithmetic; docs/numerics.md §8.13) gives, bit for bit, the
-// scalar definitions: hf_angle_error of the hf model's frequencies and ggml_model::angles. Every
-// case of the table, the ggml form with per-pair factors and a partial YaRN mix, positions 0 …
-// 5000, around 2^24 (where fl(p) ≠ p), random ones up to 2^40 and a few negative ones.
-TEST(KernelContracts, AngleErrorsEqualTheScalarDefinitions) {
-  std::string ff = "[";
-  for (int i = 0; i < 64; ++i) {
-    ff += (i ? "," : "") + std::to_string(0.9 + 0.2 * ((i * 37) % 64) / 64.0);
-  }
-  ff += "]";
-  std::vector<rope_case> cases(std::begin(kRopeCases), std::end(kRopeCases));
-  const std::string ggml_factors =
-      "ggml:head_dim=128,mode=normal,freq_scale=1.4245,ext_factor=0.7465,attn_factor=1.4245,"
-      "beta_fast=1,beta_slow=1,freq_factors=" +
-      ff;
-  cases.push_back({"ggml_factors", ggml_factors.c_str(), std::nullopt});
-  cases.push_back({"ggml_yarn",
-                   "ggml:head_dim=128,mode=neox,freq_base=500000,freq_scale=0.25,ext_factor=1,"
-                   "attn_factor=0.9,n_ctx_orig=8192",
-                   std::nullopt});
-  cases.push_back(
-      {"ggml_partial", "ggml:head_dim=80,n_dims=20,mode=normal,freq_scale=0.5", std::nullopt});
-  cases.push_back({"b5e5", "rope:head_dim=128,rope_theta=500000", std::nullopt});
+// The cases of the angle-bound tests below: every case of the table, the ggml form with per-pair
+// factors and a partial YaRN mix, a partial rotary dim and rope_theta 500000.
+const std::vector<rope_case>& angle_cases() {
+  static const std::string ggml_factors = [] {
+    std::string ff = "[";
+    for (int i = 0; i < 64; ++i) {
+      ff += (i ? "," : "") + std::to_string(0.9 + 0.2 * ((i * 37) % 64) / 64.0);
+    }
+    return "ggml:head_dim=128,mode=normal,freq_scale=1.4245,ext_factor=0.7465,attn_factor=1.4245,"
+           "beta_fast=1,beta_slow=1,freq_factors=" +
+           ff + "]";
+  }();
+  static const std::vector<rope_case> cases = [] {
+    std::vector<rope_case> v(std::begin(kRopeCases), std::end(kRopeCases));
+    v.push_back({"ggml_factors", ggml_factors.c_str(), std::nullopt});
+    v.push_back({"ggml_yarn",
+                 "ggml:head_dim=128,mode=neox,freq_base=500000,freq_scale=0.25,ext_factor=1,"
+                 "attn_factor=0.9,n_ctx_orig=8192",
+                 std::nullopt});
+    v.push_back(
+        {"ggml_partial", "ggml:head_dim=80,n_dims=20,mode=normal,freq_scale=0.5", std::nullopt});
+    v.push_back({"b5e5", "rope:head_dim=128,rope_theta=500000", std::nullopt});
+    return v;
+  }();
+  return cases;
+}
+
+// Positions 0 … 5000, around 2^24 (where fl(p) ≠ p), random ones up to 2^40 and a few negative
+// ones and the extremes of int64.
+std::vector<std::int64_t> angle_positions() {
   std::vector<std::int64_t> pos;
   for (std::int64_t p = 0; p <= 5000; ++p) pos.push_back(p);
   for (std::int64_t d = -300; d <= 300; ++d) pos.push_back((std::int64_t{1} << 24) + d);
@@ -455,43 +463,64 @@ TEST(KernelContracts, AngleErrorsEqualTheScalarDefinitions) {
   for (int k = 0; k < 2000; ++k) {
     pos.push_back(static_cast<std::int64_t>(rng() >> (64 - 40)));  // [0, 2^40)
   }
-  for (const std::int64_t p : {std::int64_t{-1}, std::int64_t{-7}, -(std::int64_t{1} << 30)})
+  for (const std::int64_t p :
+       {std::int64_t{-1}, std::int64_t{-7}, -(std::int64_t{1} << 30),
+        std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()}) {
     pos.push_back(p);
+  }
+  return pos;
+}
+
+// The strategies whose contracts a case has (the ggml form has no hf pipeline).
+std::vector<strategy> angle_strategies(const spec::rope& s) {
+  std::vector<strategy> v = {strategy::ggml, strategy::accurate};
+  if (s.type != spec::rope_type::ggml) {
+    for (strategy st : {strategy::hf, strategy::table_fp16, strategy::table_bf16}) v.push_back(st);
+  }
+  return v;
+}
+
+// The scalar definition of angle_errors(p): ggml_model::angles' bounds, hf_angle_error of the hf
+// model's frequencies, or zeros (accurate).
+std::vector<double> scalar_angle_errors(strategy st, const rope_model& hm, const ggml_model& gm,
+                                        std::int64_t p) {
+  std::vector<double> want(hm.freq.size(), 0.0);
+  if (st == strategy::ggml) {
+    const std::vector<tv> angles = gm.angles(p);
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] = angles[i].e;
+  } else if (st != strategy::accurate) {
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] = hf_angle_error(p, hm.freq[i]);
+  }
+  return want;
+}
+
+// rope_contract::angle_errors (the vector loop over the hf frequencies, the ggml recurrence into
+// the caller's buffer in branch-free arithmetic; docs/numerics.md §8.13) gives, bit for bit, the
+// scalar definitions: hf_angle_error of the hf model's frequencies and ggml_model::angles, for
+// every case and position of angle_cases and angle_positions.
+TEST(KernelContracts, AngleErrorsEqualTheScalarDefinitions) {
+  const std::vector<std::int64_t> pos = angle_positions();
   const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
-  for (const rope_case& c : cases) {
+  for (const rope_case& c : angle_cases()) {
     SCOPED_TRACE(c.spec);
     const auto s = test::parse_as<spec::rope>(c.spec);
     const double m =
         to_d(ref::rope_reference(s, ref::exact_recipe(), c.seq_len).attention_factor());
-    const bool ggml_form = s.type == spec::rope_type::ggml;
-    std::vector<strategy> strategies = {strategy::ggml, strategy::accurate};
-    if (!ggml_form) {
-      for (strategy st : {strategy::hf, strategy::table_fp16, strategy::table_bf16}) {
-        strategies.push_back(st);
-      }
-    }
     const rope_model hm = hf_model(s, c.seq_len, m);
     const ggml_model gm = make_ggml_model(s, c.seq_len);
     std::vector<double> got;
-    for (strategy st : strategies) {
+    for (strategy st : angle_strategies(s)) {
       const impl::rope_contract contract(s, st, c.seq_len, m);
       std::size_t values = 0, differ = 0;
       for (std::int64_t p : pos) {
         contract.angle_errors(p, got);
         ASSERT_EQ(got.size(), static_cast<std::size_t>(s.pairs()));
-        std::vector<tv> angles;
-        if (st == strategy::ggml) angles = gm.angles(p);
+        const std::vector<double> want = scalar_angle_errors(st, hm, gm, p);
         for (std::size_t i = 0; i < got.size(); ++i) {
-          double want = 0;
-          if (st == strategy::ggml) {
-            want = angles[i].e;
-          } else if (st != strategy::accurate) {
-            want = hf_angle_error(p, hm.freq[i]);
-          }
           ++values;
-          if (bits(got[i]) != bits(want) && differ++ < 5) {
+          if (bits(got[i]) != bits(want[i]) && differ++ < 5) {
             ADD_FAILURE() << kernel::to_string(st) << " p=" << p << " pair " << i << ": "
-                          << hex(got[i]) << " != " << hex(want);
+                          << hex(got[i]) << " != " << hex(want[i]);
           }
         }
       }
@@ -500,6 +529,95 @@ TEST(KernelContracts, AngleErrorsEqualTheScalarDefinitions) {
                 << " angle bounds equal bit for bit\n";
     }
   }
+}
+
+// Whether the fast ggml replay misses at p (docs/numerics.md §8.13): a step θ·ts whose |x| + e
+// lies in a higher fp32 binade than its |x|, after which angle_errors replays the row in
+// metric::f32.
+bool ggml_replay_misses(const ggml_model& g, std::int64_t p) {
+  const auto pd = static_cast<double>(p);
+  tv theta{pd, std::fabs(double(float(p)) - pd)};
+  for (std::int64_t i = 0; i < std::min(g.pairs, g.rotating); ++i) {
+    const tv r = metric::arith::product(theta, g.ts);
+    if (half_ulp(std::fabs(r.x) + r.e, kF32) != half_ulp(std::fabs(r.x), kF32)) return true;
+    theta = f32.mul(theta, g.ts);
+  }
+  return false;
+}
+
+// rope_contract::angle_errors_rows (ggml: the replay across the rows of a block, in vector loops)
+// gives angle_errors' values bit for bit: the scalar definitions of every row, in blocks of 1, 3,
+// 64 and 65 rows in turn over angle_positions, and for ggml a block of 65 rows of which every
+// fourth is a position where the fast replay misses (so that the metric::f32 replay runs for some
+// rows of the block and not for the others).
+TEST(KernelContracts, AngleErrorsRowsEqualTheScalarDefinitions) {
+  const std::vector<std::int64_t> pos = angle_positions();
+  const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+  std::size_t mixed_blocks = 0;
+  for (const rope_case& c : angle_cases()) {
+    SCOPED_TRACE(c.spec);
+    const auto s = test::parse_as<spec::rope>(c.spec);
+    const double m =
+        to_d(ref::rope_reference(s, ref::exact_recipe(), c.seq_len).attention_factor());
+    const rope_model hm = hf_model(s, c.seq_len, m);
+    const ggml_model gm = make_ggml_model(s, c.seq_len);
+    const auto n = static_cast<std::size_t>(s.pairs());
+    // Blocks of 1, 3, 64 and 65 rows in turn.
+    std::vector<std::vector<std::int64_t>> blocks;
+    const std::size_t sizes[] = {1, 3, 64, 65};
+    for (std::size_t at = 0, k = 0; at < pos.size(); ++k) {
+      const std::size_t r = std::min(sizes[k % 4], pos.size() - at);
+      blocks.emplace_back(pos.begin() + static_cast<std::ptrdiff_t>(at),
+                          pos.begin() + static_cast<std::ptrdiff_t>(at + r));
+      at += r;
+    }
+    // The ggml block that mixes rows where the fast replay misses with rows where it does not.
+    std::vector<std::int64_t> misses, hits;
+    for (std::int64_t p : pos) (ggml_replay_misses(gm, p) ? misses : hits).push_back(p);
+    std::cout << c.name << ": the fast ggml replay misses at " << misses.size() << " of "
+              << pos.size() << " positions\n";
+    std::optional<std::size_t> mixed;
+    if (!misses.empty()) {
+      std::vector<std::int64_t> b;
+      for (std::size_t q = 0; q < 65; ++q) {
+        b.push_back(q % 4 == 0 ? misses[(q / 4) % misses.size()] : hits[q % hits.size()]);
+      }
+      mixed = blocks.size();
+      blocks.push_back(b);
+    }
+    for (strategy st : angle_strategies(s)) {
+      const impl::rope_contract contract(s, st, c.seq_len, m);
+      ASSERT_EQ(contract.pairs(), n);
+      std::size_t values = 0, differ = 0;
+      std::vector<double> got;
+      for (std::size_t k = 0; k < blocks.size(); ++k) {
+        if (mixed && k == *mixed && st != strategy::ggml) continue;
+        const std::vector<std::int64_t>& rows = blocks[k];
+        got.assign(rows.size() * n, std::numeric_limits<double>::quiet_NaN());  // unwritten: NaN
+        contract.angle_errors_rows(rows, got);
+        for (std::size_t q = 0; q < rows.size(); ++q) {
+          const std::vector<double> want = scalar_angle_errors(st, hm, gm, rows[q]);
+          for (std::size_t i = 0; i < n; ++i) {
+            ++values;
+            if (bits(got[q * n + i]) != bits(want[i]) && differ++ < 5) {
+              ADD_FAILURE() << kernel::to_string(st) << " block " << k << " of " << rows.size()
+                            << " rows, row " << q << " p=" << rows[q] << " pair " << i << ": "
+                            << hex(got[q * n + i]) << " != " << hex(want[i]);
+            }
+          }
+        }
+        if (mixed && k == *mixed) ++mixed_blocks;
+      }
+      EXPECT_EQ(differ, 0u) << kernel::to_string(st);
+      std::cout << c.name << " " << kernel::to_string(st) << ": " << values
+                << " angle bounds of blocks of rows equal bit for bit\n";
+      // An output of the wrong size is refused.
+      got.assign(3 * n + 1, 0.0);
+      EXPECT_THROW(contract.angle_errors_rows(std::span(pos.data(), 3), got), pev::error);
+    }
+  }
+  // Some case's ggml block mixes rows that the fast replay takes with rows it misses.
+  EXPECT_GT(mixed_blocks, 0u);
 }
 
 // ---------------------------------------------------------------------------------------------

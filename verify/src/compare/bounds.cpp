@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "pev/core/error.h"
 #include "pev/core/simd.h"
@@ -160,19 +161,35 @@ void rope_bounds::table_rows(std::span<const std::int64_t> positions,
     }
     forms_out_ = out;
   }
-  // Every row's angle errors (at_position), laid out value by value for the contracts that
-  // evaluate a trig part.
+  // Every row's angle errors (at_position's), one call per contract for the block's rows
+  // (impl::rope_contract::angle_errors_rows: ggml replays its recurrence across the rows), laid out
+  // value by value for the contracts that evaluate a trig part. dtheta_ holds the block's rows
+  // meanwhile and is left at the last row, as at_position(positions[R − 1]) leaves it.
   row_dtheta_.resize(bounds_.size());
   for (std::size_t j = 0; j < bounds_.size(); ++j) {
-    if (contracts_[j] && !forms_[j].one_ulp && !shares_trig_[j]) row_dtheta_[j].resize(N);
-  }
-  for (std::size_t q = 0; q < R; ++q) {
-    at_position(positions[q]);
-    for (std::size_t j = 0; j < bounds_.size(); ++j) {
-      if (!contracts_[j] || forms_[j].one_ulp || shares_trig_[j]) continue;
-      double* d = row_dtheta_[j].data() + q * n;
-      for (std::size_t k = 0; k < n; ++k) d[k] = dtheta_[j][static_cast<std::size_t>(pair_of[k])];
+    if (!contracts_[j]) continue;
+    std::vector<double>& dt = dtheta_[j];
+    if (forms_[j].one_ulp || shares_trig_[j]) {
+      contracts_[j]->angle_errors(positions[R - 1], dt);
+      continue;
     }
+    const std::size_t P = contracts_[j]->pairs();
+    for (std::size_t k = 0; k < n; ++k) {
+      if (pair_of[k] < 0 || static_cast<std::size_t>(pair_of[k]) >= P) {
+        throw error("compare::rope_bounds::table_rows: value " + std::to_string(k) + " of pair " +
+                    std::to_string(pair_of[k]) + ", outside the " + std::to_string(P) + " pairs");
+      }
+    }
+    dt.resize(R * P);
+    contracts_[j]->angle_errors_rows(positions, dt);
+    row_dtheta_[j].resize(N);
+    for (std::size_t q = 0; q < R; ++q) {
+      const double* row = dt.data() + q * P;
+      double* d = row_dtheta_[j].data() + q * n;
+      for (std::size_t k = 0; k < n; ++k) d[k] = row[static_cast<std::size_t>(pair_of[k])];
+    }
+    std::copy(dt.begin() + static_cast<std::ptrdiff_t>((R - 1) * P), dt.end(), dt.begin());
+    dt.resize(P);
   }
   // Further planes (e.g. sin after cos) at the same rows: the same angle errors.
   for (std::size_t j = 0; j < bounds_.size(); ++j) {

@@ -459,61 +459,147 @@ std::vector<tv> alibi_model(const spec::alibi& s, const metric::libm& lib) {
 }
 
 namespace {
-/// The ggml recurrence at position p (docs/numerics.md §8.7): sink(i, angle) for every rotating
-/// pair i in order, in arithmetic `ar` (metric::f32, or rounded_ops<half_ulp_finite> where
-/// ggml_finite holds: the same values, docs/numerics.md §8.13). One piece of code for
-/// ggml_model::angles and rope_contract::angle_errors; the branches on the model are taken out of
-/// the loop.
-/// rope_contract::angle_errors' arithmetic: metric::f32's rules with the branch-free rounding
-/// bound, and the recurrence's step θ ← fl(θ·ts) rounded at the binade of |x| rather than of
-/// |x| + e, which takes the rounding off the chain of e's from pair to pair; `miss` gathers
-/// whether |x| + e lay in a higher binade (then the caller replays in metric::f32), so that the
-/// values are mul's wherever miss stays 0 (docs/numerics.md §8.13).
+/// rope_contract::angle_errors' arithmetic for the ggml replay: metric::f32's rules with the
+/// branch-free rounding bound, and the recurrence's step θ ← fl(θ·ts) rounded at the binade of |x|
+/// rather than of |x| + e, which takes the rounding off the chain of e's from pair to pair; `miss`
+/// gathers whether |x| + e lay in a higher binade (then the caller replays in metric::f32), so that
+/// the values are mul's wherever miss stays 0 (docs/numerics.md §8.13).
 struct fast_f32 : metric::rounded_ops<metric::half_ulp_finite> {
-  double* miss;
-  tv step(tv a, tv b) const {
+  tv step(tv a, tv b, double& miss) const {
     const tv r = product(a, b);
     const double h = half(std::fabs(r.x));
-    *miss += half(std::fabs(r.x) + r.e) - h;  // ≥ 0: half is non-decreasing
+    miss += half(std::fabs(r.x) + r.e) - h;  // ≥ 0: half is non-decreasing
     return {r.x, r.e + h};
   }
 };
-tv step(const metric::arith& ar, tv a, tv b) { return ar.mul(a, b); }
-tv step(const fast_f32& ar, tv a, tv b) { return ar.step(a, b); }
 
-template <bool Factors, bool Yarn, class Ops, class Sink>
-void ggml_replay_loop(const ggml_model& g, const Ops& ar, std::int64_t p, Sink&& sink) {
+// The ggml recurrence (docs/numerics.md §8.7) as two steps that the replay of one position and
+// the replay across rows share, so that both evaluate one piece of arithmetic: θ_0 of position p,
+// the angle of pair u from θ_u, and θ_{u+1} = fl(θ_u·ts).
+tv ggml_theta0(std::int64_t p) {
   const auto pd = static_cast<double>(p);
-  tv theta{pd, std::fabs(double(float(p)) - pd)};
-  const tv fs = g.freq_scale, ts = g.ts;
-  const std::int64_t n = std::min(g.pairs, g.rotating);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const auto u = static_cast<std::size_t>(i);
-    tv extrap = theta;
-    if constexpr (Factors) extrap = ar.div(theta, g.factors[u]);
-    const tv interp = ar.mul(fs, extrap);
-    if constexpr (Yarn) {
-      sink(u, ar.add(ar.mul(interp, g.keep[u]), ar.mul(extrap, g.mix[u])));
-    } else {
-      sink(u, interp);
-    }
-    theta = step(ar, theta, ts);
-  }
+  return {pd, std::fabs(double(float(p)) - pd)};
 }
 
-template <class Ops, class Sink>
-void ggml_replay(const ggml_model& g, const Ops& ar, std::int64_t p, Sink&& sink) {
-  const bool factors = !g.factors.empty();
+/// Pair u's position-independent operands (read once per pair by the replay across rows).
+struct ggml_pair {
+  tv fs, factor, keep, mix;
+};
+template <bool Factors, bool Yarn>
+[[gnu::always_inline]] inline ggml_pair ggml_pair_at(const ggml_model& g, tv fs, std::size_t u) {
+  ggml_pair c{fs, {1, 0}, {1, 0}, {0, 0}};
+  if constexpr (Factors) c.factor = g.factors[u];
+  if constexpr (Yarn) {
+    c.keep = g.keep[u];
+    c.mix = g.mix[u];
+  }
+  return c;
+}
+
+/// The angle of a pair from θ: extrap = θ (or fl(θ/ĉ)), interp = fl(fs·extrap), and with YaRN
+/// fl(fl(interp·(1 − mix)) + fl(extrap·mix)).
+template <bool Factors, bool Yarn, class Ops>
+[[gnu::always_inline]] inline tv ggml_angle(const Ops& ar, tv theta, const ggml_pair& c) {
+  tv extrap = theta;
+  if constexpr (Factors) extrap = ar.div(theta, c.factor);
+  const tv interp = ar.mul(c.fs, extrap);
+  if constexpr (Yarn) return ar.add(ar.mul(interp, c.keep), ar.mul(extrap, c.mix));
+  return interp;
+}
+
+[[gnu::always_inline]] inline tv ggml_step(const metric::arith& ar, tv theta, tv ts, double&) {
+  return ar.mul(theta, ts);
+}
+[[gnu::always_inline]] inline tv ggml_step(const fast_f32& ar, tv theta, tv ts, double& miss) {
+  return ar.step(theta, ts, miss);
+}
+
+/// The number of pairs the replay rotates, once the model is checked to hold their operands.
+std::size_t ggml_rotating(const ggml_model& g) {
   const auto n = static_cast<std::size_t>(std::max<std::int64_t>(0, std::min(g.pairs, g.rotating)));
-  if ((factors && g.factors.size() < n) || (g.yarn && (g.mix.size() < n || g.keep.size() < n))) {
+  if ((!g.factors.empty() && g.factors.size() < n) ||
+      (g.yarn && (g.mix.size() < n || g.keep.size() < n))) {
     throw error(
         "impl::ggml_model: fewer per-pair factors or YaRN mixes than rotating pairs "
         "(make_ggml_model sets them)");
   }
-  if (factors && g.yarn) return ggml_replay_loop<true, true>(g, ar, p, sink);
-  if (factors) return ggml_replay_loop<true, false>(g, ar, p, sink);
-  if (g.yarn) return ggml_replay_loop<false, true>(g, ar, p, sink);
-  ggml_replay_loop<false, false>(g, ar, p, sink);
+  return n;
+}
+
+/// The ggml recurrence at position p: sink(i, angle) for every rotating pair i in order, in
+/// arithmetic `ar` (metric::f32, or fast_f32 where ggml_finite holds, which adds to `miss`). The
+/// branches on the model are taken out of the loop.
+template <bool Factors, bool Yarn, class Ops, class Sink>
+void ggml_replay_loop(const ggml_model& g, const Ops& ar, std::int64_t p, std::size_t n,
+                      double& miss, Sink&& sink) {
+  const tv fs = g.freq_scale, ts = g.ts;
+  tv theta = ggml_theta0(p);
+  for (std::size_t u = 0; u < n; ++u) {
+    sink(u, ggml_angle<Factors, Yarn>(ar, theta, ggml_pair_at<Factors, Yarn>(g, fs, u)));
+    theta = ggml_step(ar, theta, ts, miss);
+  }
+}
+
+template <class Ops, class Sink>
+void ggml_replay(const ggml_model& g, const Ops& ar, std::int64_t p, double& miss, Sink&& sink) {
+  const std::size_t n = ggml_rotating(g);
+  const bool factors = !g.factors.empty();
+  if (factors && g.yarn) return ggml_replay_loop<true, true>(g, ar, p, n, miss, sink);
+  if (factors) return ggml_replay_loop<true, false>(g, ar, p, n, miss, sink);
+  if (g.yarn) return ggml_replay_loop<false, true>(g, ar, p, n, miss, sink);
+  ggml_replay_loop<false, false>(g, ar, p, n, miss, sink);
+}
+
+/// ggml_model::angles' bounds at p into out[0, rotating pairs).
+void ggml_f32_errors(const ggml_model& g, std::int64_t p, double* out) {
+  double unused = 0;
+  ggml_replay(g, f32, p, unused, [&](std::size_t i, tv a) { out[i] = a.e; });
+}
+
+/// Rows replayed together by the fast replay across rows (its per-row state lives in arrays of
+/// this length).
+constexpr std::size_t kGgmlRows = 64;
+
+/// The fast replay of R ≤ kGgmlRows rows at once: pairs outer, rows inner, every row's θ in
+/// arrays, so that the inner loop is straight-line arithmetic GCC vectorises. Writes pair i's
+/// angle error of row q to out[q·stride + i] (i < n) and each row's miss (0: the values are
+/// metric::f32's; docs/numerics.md §8.13).
+template <bool Factors, bool Yarn>
+[[gnu::always_inline]] inline void ggml_rows_loop(const ggml_model& g, const double* x0,
+                                                  const double* e0, std::size_t R, std::size_t n,
+                                                  double* out, std::size_t stride, double* miss) {
+  const fast_f32 ar{{{kF32}}};
+  const tv fs = g.freq_scale, ts = g.ts;
+  double x[kGgmlRows], e[kGgmlRows];
+  for (std::size_t q = 0; q < R; ++q) {
+    x[q] = x0[q];
+    e[q] = e0[q];
+    miss[q] = 0;
+  }
+  for (std::size_t u = 0; u < n; ++u) {
+    const ggml_pair c = ggml_pair_at<Factors, Yarn>(g, fs, u);
+    for (std::size_t q = 0; q < R; ++q) {
+      const tv theta{x[q], e[q]};
+      const tv a = ggml_angle<Factors, Yarn>(ar, theta, c);
+      out[q * stride + u] = a.e;
+      // Stays 0 while every result is finite (v − v is NaN for ±Inf and NaN).
+      double m = miss[q] + ((a.x - a.x) + (a.e - a.e));
+      const tv next = ggml_step(ar, theta, ts, m);
+      x[q] = next.x;
+      e[q] = next.e;
+      miss[q] = m;
+    }
+  }
+}
+
+PEV_VECTOR_LOOPS void ggml_rows(const ggml_model& g, const double* x0, const double* e0,
+                                std::size_t R, std::size_t n, double* out, std::size_t stride,
+                                double* miss) {
+  const bool factors = !g.factors.empty();
+  if (factors && g.yarn) return ggml_rows_loop<true, true>(g, x0, e0, R, n, out, stride, miss);
+  if (factors) return ggml_rows_loop<true, false>(g, x0, e0, R, n, out, stride, miss);
+  if (g.yarn) return ggml_rows_loop<false, true>(g, x0, e0, R, n, out, stride, miss);
+  ggml_rows_loop<false, false>(g, x0, e0, R, n, out, stride, miss);
 }
 
 bool finite_tv(tv v) { return std::isfinite(v.x) && std::isfinite(v.e) && v.e >= 0; }
@@ -534,7 +620,8 @@ bool ggml_finite(const ggml_model& g) {
 
 std::vector<tv> ggml_model::angles(std::int64_t p) const {
   std::vector<tv> out(static_cast<std::size_t>(pairs), tv{0, 0});
-  ggml_replay(*this, f32, p, [&](std::size_t i, tv a) { out[i] = a; });
+  double unused = 0;
+  ggml_replay(*this, f32, p, unused, [&](std::size_t i, tv a) { out[i] = a; });
   return out;
 }
 
@@ -582,29 +669,76 @@ void rope_contract::angle_errors(std::int64_t p, std::vector<double>& out) const
   if (st_ == kernel::strategy::accurate) {
     std::fill(out.begin(), out.end(), 0.0);
   } else if (st_ == kernel::strategy::ggml) {
-    // Pairs that do not rotate keep a zero bound.
-    const auto rot = static_cast<std::size_t>(std::clamp<std::int64_t>(
-        std::min(ggml_->pairs, ggml_->rotating), 0, static_cast<std::int64_t>(n)));
+    // One position: the fast replay of that row alone (the replay across rows costs more for a
+    // single row).
+    const std::size_t rot = std::min(ggml_rotating(*ggml_), n);
     std::fill(out.begin() + static_cast<std::ptrdiff_t>(rot), out.end(), 0.0);
     bool finite = ggml_finite_;
     if (finite) {
       double miss = 0;  // stays 0 while every result is finite (v − v is NaN for ±Inf and NaN)
-      const fast_f32 ar{{{kF32}}, &miss};
-      ggml_replay(*ggml_, ar, p, [&](std::size_t i, tv a) {
+      const fast_f32 ar{{{kF32}}};
+      ggml_replay(*ggml_, ar, p, miss, [&](std::size_t i, tv a) {
         out[i] = a.e;
         miss += (a.x - a.x) + (a.e - a.e);
       });
       finite = miss == 0;
     }
     // A non-finite result or a step rounded in the wrong binade: the replay in metric::f32.
-    if (!finite) ggml_replay(*ggml_, f32, p, [&](std::size_t i, tv a) { out[i] = a.e; });
-  } else if (p >= 0 && hf_finite_) {
+    if (!finite) ggml_f32_errors(*ggml_, p, out.data());
+  } else {
+    hf_angle_errors(p, out.data());
+  }
+}
+
+void rope_contract::hf_angle_errors(std::int64_t p, double* out) const {
+  const std::size_t n = hf_.freq.size();
+  if (p >= 0 && hf_finite_) {
     const auto pd = static_cast<double>(p);
     const auto ph = static_cast<double>(static_cast<float>(p));
-    hf_angle_loop(ph, std::fabs(ph - pd), hf_x_.data(), hf_e_.data(), hf_sum_.data(), out.data(),
-                  n);
+    hf_angle_loop(ph, std::fabs(ph - pd), hf_x_.data(), hf_e_.data(), hf_sum_.data(), out, n);
   } else {
     for (std::size_t i = 0; i < n; ++i) out[i] = hf_angle_error(p, hf_.freq[i]);
+  }
+}
+
+void rope_contract::angle_errors_rows(std::span<const std::int64_t> positions,
+                                      std::span<double> out) const {
+  const std::size_t n = hf_.freq.size(), R = positions.size();
+  if (out.size() != R * n) {
+    throw error("impl::rope_contract::angle_errors_rows: " + std::to_string(out.size()) +
+                " outputs for " + std::to_string(R) + " rows of " + std::to_string(n) + " pairs");
+  }
+  if (st_ == kernel::strategy::accurate) {
+    std::fill(out.begin(), out.end(), 0.0);
+    return;
+  }
+  if (st_ != kernel::strategy::ggml) {
+    for (std::size_t q = 0; q < R; ++q) hf_angle_errors(positions[q], out.data() + q * n);
+    return;
+  }
+  // Pairs that do not rotate keep a zero bound.
+  const std::size_t rot = std::min(ggml_rotating(*ggml_), n);
+  if (rot < n) {
+    for (std::size_t q = 0; q < R; ++q) {
+      std::fill(out.data() + q * n + rot, out.data() + (q + 1) * n, 0.0);
+    }
+  }
+  double x0[kGgmlRows], e0[kGgmlRows], miss[kGgmlRows];
+  for (std::size_t q0 = 0; q0 < R; q0 += kGgmlRows) {
+    const std::size_t r = std::min(kGgmlRows, R - q0);
+    double* block = out.data() + q0 * n;
+    if (ggml_finite_) {
+      for (std::size_t q = 0; q < r; ++q) {
+        const tv t = ggml_theta0(positions[q0 + q]);
+        x0[q] = t.x;
+        e0[q] = t.e;
+      }
+      ggml_rows(*ggml_, x0, e0, r, rot, block, n, miss);
+    }
+    // A non-finite result or a step rounded in the wrong binade: the row replayed in metric::f32.
+    for (std::size_t q = 0; q < r; ++q) {
+      if (!ggml_finite_ || miss[q] != 0) ggml_f32_errors(*ggml_, positions[q0 + q], block + q * n);
+    }
   }
 }
 

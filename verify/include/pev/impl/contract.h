@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -148,6 +149,12 @@ class rope_contract {
   /// p (ggml's recurrence is replayed once per position; zeros for accurate), and
   /// table_bound_at(angle_errors(p)[i], y, out) == table_bound(p, i, y, out).
   void angle_errors(std::int64_t p, std::vector<double>& out) const;
+  /// angle_errors of a block of rows, bit for bit: out[q·n + i] = angle_errors(positions[q])[i]
+  /// with n the number of pairs (out.size() must be positions.size()·n). ggml replays its
+  /// recurrence across the rows, pair by pair, in vector loops (docs/numerics.md §8.13).
+  void angle_errors_rows(std::span<const std::int64_t> positions, std::span<double> out) const;
+  /// The number of pairs, n (the length of angle_errors' output).
+  std::size_t pairs() const { return hf_.freq.size(); }
   double table_bound_at(double dtheta, double y, format out) const;
   /// table_bound_at's formula for output format `out`.
   table_form table_form_for(format out) const;
@@ -188,6 +195,8 @@ class rope_contract {
   // values (docs/numerics.md §8.13).
   std::vector<double> hf_x_, hf_e_, hf_sum_;
   bool hf_finite_ = false, ggml_finite_ = false;
+  /// angle_errors of the hf pipeline (hf, table-fp16, table-bf16) at p into out[0, n).
+  void hf_angle_errors(std::int64_t p, double* out) const;
   // The strategy's storage dtype (kernel::storage_of) and table_form_for of the format its
   // rotation reads the table in, once (rotation_bound_at runs per q/k value).
   std::optional<dtype> storage_;
