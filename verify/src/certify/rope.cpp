@@ -18,6 +18,7 @@
 #include "layout.h"
 #include "pev/compare/bounds.h"
 #include "pev/core/error.h"
+#include "pev/core/interrupt.h"
 #include "pev/impl/contract.h"
 #include "pev/metric/error_model.h"
 #include "pev/metric/ulp.h"
@@ -145,10 +146,12 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   // every stream.
   const std::vector<std::int64_t>& map = ref.stream_of_pair();
   const std::size_t S = streams_of(ref), rows = pos.size() / S;
-  // Rows in fixed chunks of kChunkRows: the reference values of a group of chunks on this thread
-  // (the fast reference is single-threaded), their comparison on the arena's workers, each chunk
-  // into figures of its own that merge in chunk order (compare::figures::merge) — the same
-  // figures, mismatches included, for any number of threads.
+  // Rows in fixed chunks of kChunkRows, each compared on the arena's workers into figures of its
+  // own that merge in chunk order (compare::figures::merge) — the same figures, mismatches
+  // included, for any number of threads. The reference values of a chunk come from the fast
+  // reference on the worker that compares it (a copy per arena slot; MPFR fallbacks take a
+  // process-wide lock, pev/ref/fast.h), or, for MRoPE streams and the MPFR reference path, from
+  // this thread, a group of chunks at a time.
   struct chunk_work {
     std::size_t r0 = 0;
     std::vector<std::int64_t> positions;
@@ -163,6 +166,11 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   // others' at the group's end, which a group of many short chunks keeps short.
   const auto group = static_cast<std::size_t>(8 * arena.max_concurrency());
   tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
+  const bool refs_on_workers = map.empty() && ref.path() == compare::reference_path::fast;
+  const auto slots = static_cast<std::size_t>(arena.max_concurrency());
+  std::vector<ref::fast_rope_reference> fast_refs;
+  if (refs_on_workers) fast_refs.assign(slots, ref.fast());  // copied here, not on the workers
+  std::vector<ref::fast_stats> fast_stats(slots);
   // --shard: this shard's rows (named variables: lambdas below capture them, which clang 14
   // refuses for structured bindings).
   const std::pair<std::size_t, std::size_t> shard = shard_rows(rows, k.o);
@@ -181,7 +189,10 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
         const auto from = pos.begin() + static_cast<std::ptrdiff_t>(st * rows + w.r0);
         w.positions.insert(w.positions.end(), from, from + static_cast<std::ptrdiff_t>(n));
       }
-      if (map.empty()) {
+      if (refs_on_workers) {
+        interruption_point();  // here: the workers do not call it (pev/core/interrupt.h)
+        continue;              // the reference values on the worker (compare_group)
+      } else if (map.empty()) {
         ref.table<T>(w.positions, w.rc, w.rs, /*rounded_doubles=*/false);
       } else {
         ref.table_streams<T>(w.positions, w.rc, w.rs, /*rounded_doubles=*/false);
@@ -193,6 +204,17 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   auto compare_group = [&](std::vector<chunk_work>& work, std::size_t g) {
     tbb::parallel_for(std::size_t{0}, g, [&](std::size_t c) {
       chunk_work& w = work[c];
+      if (refs_on_workers) {
+        // rope_reference::table's fast path, on this worker's copy.
+        const auto slot = static_cast<std::size_t>(tbb::this_task_arena::current_thread_index());
+        const std::size_t nv = w.positions.size() * static_cast<std::size_t>(ref.pairs());
+        for (auto* v : {&w.rc, &w.rs}) {
+          v->rn.resize(nv);
+          v->exact.resize(nv);
+        }
+        fast_refs.at(slot).table_values<T>(w.positions, w.rc.rn, w.rs.rn, w.rc.exact, w.rs.exact,
+                                           &fast_stats.at(slot));
+      }
       compare::figures::options o = opts;
       w.mismatches.clear();
       o.mismatches = &w.mismatches;
@@ -235,6 +257,7 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     }
     g = next;
   }
+  for (const ref::fast_stats& s : fast_stats) k.count(s);
   // The worst values' exact values from MPFR, so that the certificate's worst case does not
   // depend on the reference path (the fast path's doubles are within 2^−49·m; counts, ρ and
   // grades never depended on it).

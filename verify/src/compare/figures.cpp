@@ -27,7 +27,11 @@ std::int64_t octave_count(std::int64_t max_position) {
 void log_histogram::add(double v) { add_all(&v, 1); }
 
 void log_histogram::merge(const log_histogram& other) {
-  for (std::size_t b = 0; b < kBins; ++b) bins_[b] += other.bins_[b];
+  if (bins_.empty()) {
+    bins_ = other.bins_;
+  } else {
+    for (std::size_t b = 0; b < other.bins_.size(); ++b) bins_[b] += other.bins_[b];
+  }
   count_ += other.count_;
   zeros_ += other.zeros_;
 }
@@ -37,6 +41,7 @@ void log_histogram::add_all(const double* v, std::size_t n) {
   // are bits 46 … 62, so (bits >> 46) − (1023 + kMinExp)·64 is (e − kMinExp)·64 + ⌊f·64⌋,
   // clamped to the first bin (e < kMinExp, subnormals) and the last (e > kMaxExp, +Inf).
   constexpr std::int64_t base = std::int64_t{1023 + kMinExp} * std::int64_t{kSub};
+  if (bins_.empty() && n > 0) bins_.assign(kBins, 0);
   for (std::size_t k = 0; k < n; ++k) {
     if (!(v[k] > 0)) {
       zeros_++;
@@ -50,7 +55,7 @@ void log_histogram::add_all(const double* v, std::size_t n) {
 
 report::figure_state::histogram log_histogram::state() const {
   report::figure_state::histogram h;
-  for (std::size_t b = 0; b < kBins; ++b) {
+  for (std::size_t b = 0; b < bins_.size(); ++b) {
     if (bins_[b] != 0) h.bins.emplace_back(static_cast<std::uint32_t>(b), bins_[b]);
   }
   h.count = count_;
@@ -65,6 +70,7 @@ log_histogram log_histogram::from_state(const report::figure_state::histogram& s
     if (b >= kBins || n > std::numeric_limits<std::uint32_t>::max()) {
       throw error("compare::figures: histogram bin " + std::to_string(b) + " out of range");
     }
+    if (h.bins_.empty()) h.bins_.assign(kBins, 0);
     h.bins_[b] += static_cast<std::uint32_t>(n);
     sum += n;
   }

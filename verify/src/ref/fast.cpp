@@ -78,6 +78,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -1160,10 +1161,21 @@ template bfloat16 round_double<bfloat16>(double);
 // =============================================================================================
 // RoPE.
 
+namespace {
+/// Held by every MPFR evaluation of the RoPE fast reference's fallbacks: the MPFR path sets the
+/// process-wide default precision (precision_scope), so fast references evaluating on several
+/// threads (one each) take their fallbacks one at a time. The fast path touches no MPFR state.
+std::mutex& mpfr_fallback_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
 struct fast_rope_reference::kernels {
   template <class T>
   static T fallback(const fast_rope_reference& self, std::int64_t p, std::size_t i, bool cos,
                     fast_stats& st) {
+    const std::lock_guard<std::mutex> lock(mpfr_fallback_mutex());
     ++st.fallbacks;
     const auto& row = self.mpfr_row(p, st);
     return round_to<T>(cos ? row[i].cos : row[i].sin);
@@ -1231,6 +1243,7 @@ T fast_rope_reference::angle(std::int64_t p, std::int64_t i, fast_stats* stats) 
     bool ok = false;
     dispatch([&]<bool F>() PEV_FAST_INLINE { ok = fast_angle<F>(f, P, out); });
     if (!ok) {
+      const std::lock_guard<std::mutex> lock(mpfr_fallback_mutex());
       ++st.fallbacks;
       out = round_to<T>(ref_.angle(p, i));
     }
@@ -1327,6 +1340,7 @@ void fast_rope_reference::kernels::table(const fast_rope_reference& self,
         if constexpr (V) {
           if (!fast) [[unlikely]] {
             // No fast evaluation happened: the values from the MPFR row (cached by fallback).
+            const std::lock_guard<std::mutex> lock(mpfr_fallback_mutex());
             const auto& row = self.mpfr_row(p, st);
             cv[i] = row[i].cos.convert_to<double>();
             sv[i] = row[i].sin.convert_to<double>();
@@ -1467,6 +1481,7 @@ void fast_rope_reference::rotate(std::int64_t p, std::span<const double> x, std:
     if (!round_exact<T>(x[j], out[j])) failed.push_back(j);
   }
   if (!failed.empty()) {
+    const std::lock_guard<std::mutex> lock(mpfr_fallback_mutex());
     std::vector<real> xr;
     xr.reserve(x.size());
     for (double v : x) xr.push_back(to_real(v));

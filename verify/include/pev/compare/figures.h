@@ -82,7 +82,7 @@ class log_histogram {
   static constexpr std::size_t kSub = 64;
   static constexpr std::size_t kBins = static_cast<std::size_t>(kMaxExp - kMinExp + 1) * kSub + 1;
   static double upper_edge(std::size_t b);
-  std::array<std::uint32_t, kBins> bins_{};
+  std::vector<std::uint32_t> bins_;  // kBins counts, allocated by the first value (or merge)
   std::uint64_t count_ = 0;
   std::uint64_t zeros_ = 0;
 };

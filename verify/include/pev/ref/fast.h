@@ -27,10 +27,13 @@
 // The MPFR path is fixed at construction: the fast references reproduce the MPFR reference built
 // at the precision in effect when they were constructed (pev::precision_bits()).
 //
-// Thread safety: none. The fallback evaluates the MPFR reference, which uses Boost's process-wide
-// default precision (pev::precision_scope is not thread-safe), and caches its last MPFR row in the
-// object. Use one fast reference per thread only if nothing else in the process touches pev::real
-// concurrently; the simple rule is: fast references are single-threaded, like the MPFR reference.
+// Thread safety: an object is single-threaded (it caches its last MPFR row). The fallback
+// evaluates the MPFR reference, which uses Boost's process-wide default precision
+// (pev::precision_scope is not thread-safe). RoPE fast references take their fallbacks under one
+// process-wide lock, so one fast_rope_reference per thread (copies) may evaluate tables
+// concurrently as long as nothing else in the process touches pev::real meanwhile (certify's
+// table comparison does so); sinusoidal fast references are single-threaded, like the MPFR
+// reference.
 
 #include <cstdint>
 #include <optional>
