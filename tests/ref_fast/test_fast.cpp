@@ -11,6 +11,8 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <thread>
+#include <vector>
 
 #include "fast_test_util.h"
 
@@ -298,6 +300,49 @@ TEST(RefFastRope, RotateMatchesMpfr) {
   }
   test::print_summary("rotate", t, st);
   EXPECT_EQ(t.mismatches, 0u) << t.report();
+}
+
+TEST(RefFastRope, CopiesOnThreadsGiveOneThreadsValues) {
+  // One copy per thread (certify's table comparison), fallbacks on every thread at once (under
+  // the process-wide lock): each thread's values and counts equal one thread's. rope_theta
+  // 1e300: pairs 1–3 fall back at every position p ≠ 0 (FallbackPathIsExact). (The lock itself
+  // is not observable here: every thread sets the same precision.)
+  const fast_rope_reference fast(test::rope_spec("head_dim=8,rope_theta=1e300"));
+  std::vector<std::int64_t> positions(1500);
+  for (std::size_t k = 0; k < positions.size(); ++k)
+    positions[k] = static_cast<std::int64_t>(k * 7919);
+  const std::size_t n = positions.size() * 4;
+  auto run = [&](const fast_rope_reference& f, std::vector<float>& c, std::vector<float>& s,
+                 std::vector<double>& cv, std::vector<double>& sv, fast_stats& st) {
+    c.resize(n);
+    s.resize(n);
+    cv.resize(n);
+    sv.resize(n);
+    f.table_values<float>(positions, c, s, cv, sv, &st);
+  };
+  std::vector<float> c1, s1;
+  std::vector<double> cv1, sv1;
+  fast_stats st1;
+  run(fast, c1, s1, cv1, sv1, st1);
+  EXPECT_GT(st1.fallbacks, positions.size());
+  constexpr int kThreads = 4;
+  std::vector<fast_rope_reference> copies(kThreads, fast);
+  std::vector<std::vector<float>> c(kThreads), s(kThreads);
+  std::vector<std::vector<double>> cv(kThreads), sv(kThreads);
+  std::vector<fast_stats> st(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] { run(copies[t], c[t], s[t], cv[t], sv[t], st[t]); });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_TRUE(std::memcmp(c[t].data(), c1.data(), n * sizeof(float)) == 0) << t;
+    EXPECT_TRUE(std::memcmp(s[t].data(), s1.data(), n * sizeof(float)) == 0) << t;
+    EXPECT_TRUE(std::memcmp(cv[t].data(), cv1.data(), n * sizeof(double)) == 0) << t;
+    EXPECT_TRUE(std::memcmp(sv[t].data(), sv1.data(), n * sizeof(double)) == 0) << t;
+    EXPECT_EQ(st[t].fallbacks, st1.fallbacks) << t;
+    EXPECT_EQ(st[t].mpfr_rows, st1.mpfr_rows) << t;
+  }
 }
 
 TEST(RefFastRope, FallbackPathIsExact) {
