@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,10 +92,13 @@ void read_zip64_extra(std::string_view extra, member_record& m, bool size32, boo
   }
 }
 
-// Inflates a raw deflate stream into exactly `size` bytes; throws naming `what` for a stream that
-// is corrupt, ends early, or holds more (a member whose data exceeds its declared size).
-std::string inflate_exact(std::string_view in, std::uint64_t size, const std::string& what) {
-  std::string out(static_cast<std::size_t>(size), '\0');
+// Inflates a raw deflate stream into exactly `size` bytes (a buffer not zeroed first, shared by
+// the arrays read from it); throws naming `what` for a stream that is corrupt, ends early, or holds
+// more (a member whose data exceeds its declared size).
+byte_buffer inflate_exact(std::string_view in, std::uint64_t size, const std::string& what) {
+  const auto n = static_cast<std::size_t>(size);
+  std::shared_ptr<std::byte[]> block = std::make_shared_for_overwrite<std::byte[]>(n);
+  const std::span<std::byte> out(block.get(), n);
   z_stream z{};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) fail("{}: zlib could not start inflating", what);
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -129,7 +134,7 @@ std::string inflate_exact(std::string_view in, std::uint64_t size, const std::st
     fail("{}: {} bytes of compressed data after the end of the deflate stream", what,
          in.size() - consumed);
   }
-  return out;
+  return byte_buffer(std::shared_ptr<const void>(std::move(block)), out);
 }
 
 std::vector<npz_member> read(const detail::byte_source& src, std::string_view source,
@@ -275,15 +280,23 @@ std::vector<npz_member> read(const detail::byte_source& src, std::string_view so
     if (src.read_string(m.offset + kLocalSize, static_cast<std::size_t>(local_name)) != m.name) {
       fail("{}: its local header names another file", what);
     }
-    const std::string data = src.read_string(data_at, static_cast<std::size_t>(m.compressed));
-    const std::string bytes = m.method == 0 ? data : inflate_exact(data, m.size, what);
-    const uLong crc = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()),
-                            static_cast<uInt>(bytes.size()));
+    // A stored member's bytes (mapped when large) or the inflated ones: the arrays read from the
+    // member share them (npy data is aligned within the member).
+    byte_buffer bytes;
+    if (m.method == 0) {
+      bytes = src.buffer(data_at, static_cast<std::size_t>(m.compressed), 1);
+    } else {
+      const std::string data = src.read_string(data_at, static_cast<std::size_t>(m.compressed));
+      bytes = inflate_exact(data, m.size, what);
+    }
+    const uLong crc = crc32_z(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()),
+                              static_cast<z_size_t>(bytes.size()));
     if (crc != m.crc) {
       fail("{}: CRC-32 {:08x} of its data differs from the {:08x} recorded (corrupt archive)", what,
            static_cast<std::uint32_t>(crc), m.crc);
     }
-    out.push_back({key, parse_npy(bytes, fmt::format("{}:{}", source, m.name), o)});
+    out.push_back({key, detail::read_npy_source(*detail::buffer_source(std::move(bytes)),
+                                                fmt::format("{}:{}", source, m.name), o)});
   }
   return out;
 }
