@@ -123,12 +123,12 @@ std::size_t npz_data_offset(const std::string& bytes) {
   return npy + 10 + header;
 }
 
-TEST(MappedRead, NpzLargeMembersShareTheMappedFileOrTheInflatedBytes) {
+TEST(MappedRead, NpzLargeMembersAreTheMappedFileOrTheInflatedBytes) {
   const auto dir = scratch_dir();
   const array big = array::from_floats({static_cast<std::int64_t>(kLarge)}, ramp(kLarge));
   // Stored: the array is a view of the mapped file where its data is 4-aligned in the file (the
-  // key's length decides it), else one copy from the mapping. Deflated: a view of the inflated
-  // member.
+  // key's length decides it), else read into a block of its own (numpy's members are not aligned).
+  // Deflated: a view of the inflated member. Never the member's bytes copied first.
   for (const std::string key : {"ab", "big"}) {
     for (const bool compress : {false, true}) {
       const auto file = dir / (key + (compress ? "_c.npz" : "_s.npz"));

@@ -92,6 +92,11 @@ std::optional<byte_buffer> map_file_region(int fd, const std::filesystem::path& 
 /// Bytes the source shares: views of `bytes` (what it owns or keeps alive), any size.
 std::unique_ptr<byte_source> buffer_source(byte_buffer bytes);
 
+/// Bytes [offset, offset + n) of `parent` (which must outlive it; the range within its size) as a
+/// source of their own: reads and buffers are the parent's (mapped, shared or copied as it does).
+std::unique_ptr<byte_source> slice_source(const byte_source& parent, std::uint64_t offset,
+                                          std::uint64_t n);
+
 /// Reads an npy array from `src` (npy.cpp's reader; npz members are read through it).
 array read_npy_source(const byte_source& src, std::string_view source, const npy_options& o);
 

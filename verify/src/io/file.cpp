@@ -84,6 +84,35 @@ class shared_byte_source final : public byte_source {
   byte_buffer bytes_;
 };
 
+// Part of another source.
+class slice_byte_source final : public byte_source {
+ public:
+  slice_byte_source(const byte_source& parent, std::uint64_t offset, std::uint64_t size)
+      : parent_(parent), offset_(offset), size_(size) {
+    if (offset > parent.size() || size > parent.size() - offset) {
+      throw pev::error("internal: a slice past the end of its source");
+    }
+  }
+  std::uint64_t size() const override { return size_; }
+  void read(std::uint64_t offset, std::byte* out, std::size_t n) const override {
+    check(offset, n);
+    parent_.read(offset_ + offset, out, n);
+  }
+  byte_buffer buffer(std::uint64_t offset, std::size_t n, std::size_t align) const override {
+    check(offset, n);
+    return parent_.buffer(offset_ + offset, n, align);
+  }
+
+ private:
+  void check(std::uint64_t offset, std::size_t n) const {
+    if (offset > size_ || n > size_ - offset) {
+      throw pev::error("internal: read past the end of a slice");
+    }
+  }
+  const byte_source& parent_;
+  std::uint64_t offset_, size_;
+};
+
 // What a non-regular file held, as a buffer views may share.
 byte_buffer owned_bytes(std::string bytes) {
   auto s = std::make_shared<const std::string>(std::move(bytes));
@@ -245,6 +274,11 @@ std::unique_ptr<byte_source> memory_source(std::string_view bytes) {
 
 std::unique_ptr<byte_source> buffer_source(byte_buffer bytes) {
   return std::make_unique<shared_byte_source>(std::move(bytes));
+}
+
+std::unique_ptr<byte_source> slice_source(const byte_source& parent, std::uint64_t offset,
+                                          std::uint64_t n) {
+  return std::make_unique<slice_byte_source>(parent, offset, n);
 }
 
 std::unique_ptr<byte_source> file_source(const std::filesystem::path& file) {

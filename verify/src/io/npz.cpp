@@ -280,23 +280,49 @@ std::vector<npz_member> read(const detail::byte_source& src, std::string_view so
     if (src.read_string(m.offset + kLocalSize, static_cast<std::size_t>(local_name)) != m.name) {
       fail("{}: its local header names another file", what);
     }
-    // A stored member's bytes (mapped when large) or the inflated ones: the arrays read from the
-    // member share them (npy data is aligned within the member).
-    byte_buffer bytes;
+    const std::string member = fmt::format("{}:{}", source, m.name);
+    const auto check_crc = [&](std::span<const std::byte> head, std::span<const std::byte> rest) {
+      uLong crc = crc32(0L, Z_NULL, 0);
+      for (const auto part : {head, rest}) {
+        // (Not with an empty part: zlib's crc32 of a null buffer is its initial value, 0.)
+        if (!part.empty()) {
+          crc = crc32_z(crc, reinterpret_cast<const Bytef*>(part.data()), part.size());
+        }
+      }
+      if (crc != m.crc) {
+        fail("{}: CRC-32 {:08x} of its data differs from the {:08x} recorded (corrupt archive)",
+             what, static_cast<std::uint32_t>(crc), m.crc);
+      }
+    };
+    const auto as_bytes = [](const std::string& s) {
+      return std::span<const std::byte>(reinterpret_cast<const std::byte*>(s.data()), s.size());
+    };
     if (m.method == 0) {
-      bytes = src.buffer(data_at, static_cast<std::size_t>(m.compressed), 1);
+      // Stored: the array is read from the archive in place (its data mapped when large and
+      // aligned in the file, else read into its own block: never the member copied first), then
+      // the CRC-32 of the member's bytes is checked: the npy header, then the array's data, which
+      // ends the member. A member whose npy header is refused reports a CRC mismatch first, as
+      // when the CRC was checked before the header was read.
+      const auto in = detail::slice_source(src, data_at, m.compressed);
+      array a;
+      try {
+        a = detail::read_npy_source(*in, member, o);
+      } catch (const pev::error&) {
+        check_crc(as_bytes(in->read_string(0, static_cast<std::size_t>(m.compressed))), {});
+        throw;
+      }
+      const std::string head =
+          in->read_string(0, static_cast<std::size_t>(m.compressed - a.data.size()));
+      check_crc(as_bytes(head), a.data.span());
+      out.push_back({key, std::move(a)});
     } else {
+      // Deflated: inflated once into a block the member's array then shares.
       const std::string data = src.read_string(data_at, static_cast<std::size_t>(m.compressed));
-      bytes = inflate_exact(data, m.size, what);
+      byte_buffer bytes = inflate_exact(data, m.size, what);
+      check_crc(bytes.span(), {});
+      out.push_back(
+          {key, detail::read_npy_source(*detail::buffer_source(std::move(bytes)), member, o)});
     }
-    const uLong crc = crc32_z(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()),
-                              static_cast<z_size_t>(bytes.size()));
-    if (crc != m.crc) {
-      fail("{}: CRC-32 {:08x} of its data differs from the {:08x} recorded (corrupt archive)", what,
-           static_cast<std::uint32_t>(crc), m.crc);
-    }
-    out.push_back({key, detail::read_npy_source(*detail::buffer_source(std::move(bytes)),
-                                                fmt::format("{}:{}", source, m.name), o)});
   }
   return out;
 }
