@@ -95,13 +95,14 @@ void read_zip64_extra(std::string_view extra, member_record& m, bool size32, boo
 // Inflates a raw deflate stream into exactly `size` bytes (a buffer not zeroed first, shared by
 // the arrays read from it); throws naming `what` for a stream that is corrupt, ends early, or holds
 // more (a member whose data exceeds its declared size).
-byte_buffer inflate_exact(std::string_view in, std::uint64_t size, const std::string& what) {
+byte_buffer inflate_exact(std::span<const std::byte> in, std::uint64_t size,
+                          const std::string& what) {
   const auto n = static_cast<std::size_t>(size);
   std::shared_ptr<std::byte[]> block = std::make_shared_for_overwrite<std::byte[]>(n);
   const std::span<std::byte> out(block.get(), n);
   z_stream z{};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) fail("{}: zlib could not start inflating", what);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in.data()));
   z.avail_in = static_cast<uInt>(in.size());
   z.next_out = reinterpret_cast<Bytef*>(out.data());
   z.avail_out = static_cast<uInt>(out.size());
@@ -316,9 +317,10 @@ std::vector<npz_member> read(const detail::byte_source& src, std::string_view so
       check_crc(as_bytes(head), a.data.span());
       out.push_back({key, std::move(a)});
     } else {
-      // Deflated: inflated once into a block the member's array then shares.
-      const std::string data = src.read_string(data_at, static_cast<std::size_t>(m.compressed));
-      byte_buffer bytes = inflate_exact(data, m.size, what);
+      // Deflated: inflated (from the mapped file when large) once, into a block the member's
+      // array then shares.
+      const byte_buffer data = src.buffer(data_at, static_cast<std::size_t>(m.compressed), 1);
+      byte_buffer bytes = inflate_exact(data.span(), m.size, what);
       check_crc(bytes.span(), {});
       out.push_back(
           {key, detail::read_npy_source(*detail::buffer_source(std::move(bytes)), member, o)});
