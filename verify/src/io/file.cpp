@@ -145,7 +145,8 @@ class file_byte_source final : public byte_source {
       done += static_cast<std::size_t>(r);
     }
   }
-  // Large regions are mapped (the offset is the alignment in memory: mappings start on a page).
+  // Large regions are mapped (a mapping starts on a page, so the data's alignment in memory is
+  // its offset's in the file).
   byte_buffer buffer(std::uint64_t offset, std::size_t n, std::size_t align) const override {
     check(offset, n);
     if (n >= map_min_bytes && offset % align == 0) {

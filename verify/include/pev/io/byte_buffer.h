@@ -1,10 +1,10 @@
 #pragma once
 // pev::io::byte_buffer — the bytes of an io::array: owned (a vector, what writers fill), or a
 // read-only view of memory that a shared owner keeps alive (a large tensor's region of a mapped
-// dump file, an inflated npz member, a pipe's bytes: docs/design.md §6.1). Both are read alike
-// through the const members; the members that write (mutable_data, resize, assign, clear) first
-// make the bytes owned, copying a view, so that a view is never written and a copy of an array
-// never shares writes with another.
+// dump file; a block a reader filled: a large copy, not zeroed first, an inflated npz member, a
+// pipe's bytes; docs/design.md §6.1). Both are read alike through the const members; the members
+// that write (mutable_data, resize, assign, clear) first make the bytes owned, copying a view, so
+// that a view is never written and a copy of an array never shares writes with another.
 
 #include <algorithm>
 #include <cstddef>
