@@ -113,12 +113,12 @@ io::array from_dlpack(const std::string& name, py::capsule cap) {
       s *= t.shape[d];
     }
     if (contiguous) {
-      std::memcpy(a.data.data(), base, n * es);
+      std::memcpy(a.data.mutable_data(), base, n * es);
     } else {
       std::vector<std::int64_t> idx(static_cast<std::size_t>(t.ndim), 0);
       std::int64_t off = 0;  // element offset of idx
       for (std::size_t k = 0; k < n; ++k) {
-        std::memcpy(a.data.data() + k * es, base + off * static_cast<std::int64_t>(es), es);
+        std::memcpy(a.data.mutable_data() + k * es, base + off * static_cast<std::int64_t>(es), es);
         for (std::int32_t d = t.ndim; d-- > 0;) {
           const auto u = static_cast<std::size_t>(d);
           off += stride[u];
@@ -178,7 +178,7 @@ io::array to_io_array(const std::string& name, const py::handle& obj) {
   if (pairs) a.shape.push_back(2);
   const auto bytes = static_cast<std::size_t>(arr.nbytes());
   a.data.resize(bytes);
-  if (bytes) std::memcpy(a.data.data(), arr.data(), bytes);
+  if (bytes) std::memcpy(a.data.mutable_data(), arr.data(), bytes);
   return a;
 }
 
@@ -207,7 +207,8 @@ py::array to_numpy(io::array a) {
       break;
   }
   std::vector<py::ssize_t> shape(owned->shape.begin(), owned->shape.end());
-  return py::array(py::dtype(format), shape, {}, owned->data.data(), owner);
+  // numpy arrays are writable: a read-only view of a mapped dump becomes owned bytes first.
+  return py::array(py::dtype(format), shape, {}, owned->data.mutable_data(), owner);
 }
 
 // ---- Long calls ---------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ py::array reference(const spec_handle& s, const request& r, const std::string& d
       v.data.resize(rows->rows * rows->width * es);
       for (std::size_t r0 = 0; r0 < rows->rows; r0 += chunk) {
         const std::size_t r1 = std::min(rows->rows, r0 + chunk);
-        rows->fill(r0, r1, v.data.data() + r0 * rows->width * es);
+        rows->fill(r0, r1, v.data.mutable_data() + r0 * rows->width * es);
       }
       return v;
     }

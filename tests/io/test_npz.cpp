@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io_test_util.h"
@@ -71,6 +72,39 @@ TEST(Npz, MalformedArchivesAreRefused) {
   EXPECT_THROW(
       npz_bytes({{"a", array::from_floats({1}, {1})}, {"a", array::from_floats({1}, {2})}}),
       pev::error);
+}
+
+// CRC-32 (the zip polynomial, bit by bit): to forge a member whose CRC is right.
+std::uint32_t crc32_of(std::string_view bytes) {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (const char ch : bytes) {
+    c ^= static_cast<unsigned char>(ch);
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+TEST(Npz, AStoredMembersCrcIsCheckedBeforeItsNpyHeaderIsBlamed) {
+  // A stored member is read in place and its CRC checked after (docs/design.md §6.1); the errors
+  // stay those of a CRC checked first: a changed byte anywhere in the member is a CRC mismatch,
+  // and only a member whose CRC matches its (malformed) npy header reports the header.
+  const std::vector<npz_member> one = {{"cos", array::from_floats({2, 3}, {1, 2, 3, 4, 5, 6})}};
+  const std::string good = npz_bytes(one, false);
+  const std::size_t npy = good.find("\x93NUMPY");
+  const std::size_t descr = good.find("<f4");
+  ASSERT_NE(npy, std::string::npos);
+  ASSERT_NE(descr, std::string::npos);
+  std::string header = good, data = good;
+  header[descr + 2] = '8';                      // '<f8': the shape no longer fits the data
+  data[good.size() - 22 - 46 - 7 - 1] ^= 0x01;  // the last data byte (before the directory)
+  EXPECT_PEV_ERROR(parse_npz(header, "h.npz"), "CRC-32");
+  EXPECT_PEV_ERROR(parse_npz(data, "d.npz"), "CRC-32");
+  // The same header change with the CRC made right, in the local header and the directory.
+  const std::size_t member_size = good.size() - 22 - (46 + 7) - npy;
+  const std::string crc = test::le32(crc32_of(std::string_view(header).substr(npy, member_size)));
+  header.replace(14, 4, crc);
+  header.replace(header.find(test::le32(0x02014b50)) + 16, 4, crc);
+  EXPECT_PEV_ERROR(parse_npz(header, "h.npz"), "needs 48 bytes of data but the file holds 24");
 }
 
 TEST(NpzNumpy, ReadsWhatNumpyWritesAndNumpyLoadsWhatPevWrites) {

@@ -56,8 +56,9 @@ array sample(dtype t, const std::vector<std::int64_t>& shape, int seed) {
   a.type = t;
   a.shape = shape;
   a.data.resize(static_cast<std::size_t>(n) * size_of(t));
+  std::byte* p = a.data.mutable_data();
   for (std::size_t i = 0; i < a.data.size(); ++i)
-    a.data[i] = static_cast<std::byte>((i * 37 + seed * 11) & 0xFF);
+    p[i] = static_cast<std::byte>((i * 37 + seed * 11) & 0xFF);
   return a;
 }
 

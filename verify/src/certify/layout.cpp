@@ -313,7 +313,7 @@ std::shared_ptr<const io::array> canonical(const io::array& a, const axes& r,
       for (std::int64_t h = 0; h < r.heads; ++h) {
         const std::size_t src = static_cast<std::size_t>(r.row(b, t, h) * r.dim);
         for (std::int64_t j = 0; j < r.dim; ++j) {
-          std::memcpy(c->data.data() + (dst + static_cast<std::size_t>(j)) * es,
+          std::memcpy(c->data.mutable_data() + (dst + static_cast<std::size_t>(j)) * es,
                       a.data.data() +
                           (src + static_cast<std::size_t>(perm[static_cast<std::size_t>(j)])) * es,
                       es);
@@ -960,8 +960,8 @@ table_read read_rope_table(const dump& d, const spec::rope& s, std::optional<tab
   for (std::int64_t r = 0; r < t.rows; ++r) {
     for (int which = 0; which < 2; ++which) {
       const detail::plane& pl = which == 0 ? t.cos : t.sin;
-      std::byte* row =
-          (which == 0 ? out.cos : out.sin).data.data() + static_cast<std::size_t>(r * pairs) * es;
+      std::byte* row = (which == 0 ? out.cos : out.sin).data.mutable_data() +
+                       static_cast<std::size_t>(r * pairs) * es;
       for (std::int64_t j = 0; j < t.width; ++j) {
         const std::int64_t i = t.pair[static_cast<std::size_t>(j)];
         const std::byte* v = pl.a->data.data() + pl.at(r, j) * es;

@@ -219,16 +219,18 @@ std::vector<std::uint16_t> array::to_bits16() const {
 
 array array::from_doubles(std::vector<std::int64_t> shape, const std::vector<double>& v) {
   array a = make(dtype::fp64, std::move(shape), v.size(), "array::from_doubles");
+  std::byte* p = a.data.mutable_data();
   for (std::size_t i = 0; i < v.size(); ++i) {
-    detail::store_le(a.data.data() + 8 * i, std::bit_cast<std::uint64_t>(v[i]));
+    detail::store_le(p + 8 * i, std::bit_cast<std::uint64_t>(v[i]));
   }
   return a;
 }
 
 array array::from_floats(std::vector<std::int64_t> shape, const std::vector<float>& v) {
   array a = make(dtype::fp32, std::move(shape), v.size(), "array::from_floats");
+  std::byte* p = a.data.mutable_data();
   for (std::size_t i = 0; i < v.size(); ++i) {
-    detail::store_le(a.data.data() + 4 * i, std::bit_cast<std::uint32_t>(v[i]));
+    detail::store_le(p + 4 * i, std::bit_cast<std::uint32_t>(v[i]));
   }
   return a;
 }
@@ -240,22 +242,25 @@ array array::from_bits16(dtype t, std::vector<std::int64_t> shape,
                      safetensors_name(t)));
   }
   array a = make(t, std::move(shape), bits.size(), "array::from_bits16");
-  for (std::size_t i = 0; i < bits.size(); ++i) detail::store_le(a.data.data() + 2 * i, bits[i]);
+  std::byte* p = a.data.mutable_data();
+  for (std::size_t i = 0; i < bits.size(); ++i) detail::store_le(p + 2 * i, bits[i]);
   return a;
 }
 
 array array::from_int64(std::vector<std::int64_t> shape, const std::vector<std::int64_t>& v) {
   array a = make(dtype::int64, std::move(shape), v.size(), "array::from_int64");
+  std::byte* p = a.data.mutable_data();
   for (std::size_t i = 0; i < v.size(); ++i) {
-    detail::store_le(a.data.data() + 8 * i, static_cast<std::uint64_t>(v[i]));
+    detail::store_le(p + 8 * i, static_cast<std::uint64_t>(v[i]));
   }
   return a;
 }
 
 array array::from_int32(std::vector<std::int64_t> shape, const std::vector<std::int32_t>& v) {
   array a = make(dtype::int32, std::move(shape), v.size(), "array::from_int32");
+  std::byte* p = a.data.mutable_data();
   for (std::size_t i = 0; i < v.size(); ++i) {
-    detail::store_le(a.data.data() + 4 * i, static_cast<std::uint32_t>(v[i]));
+    detail::store_le(p + 4 * i, static_cast<std::uint32_t>(v[i]));
   }
   return a;
 }

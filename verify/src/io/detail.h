@@ -17,6 +17,10 @@
 
 #include "pev/core/error.h"
 #include "pev/core/text.h"
+#include "pev/io/array.h"
+#include "pev/io/byte_buffer.h"
+#include "pev/io/file.h"
+#include "pev/io/npy.h"
 
 namespace pev::io::detail {
 
@@ -69,7 +73,32 @@ class byte_source {
   virtual void read(std::uint64_t offset, std::byte* out, std::size_t n) const = 0;
   /// Reads `n` bytes at `offset` into a string.
   std::string read_string(std::uint64_t offset, std::size_t n) const;
+  /// The `n` bytes at `offset` as an array's data: a read-only view sharing memory the source
+  /// can share (a mapped region of a regular file, at least map_min_bytes; a buffer the source
+  /// owns) when its start is a multiple of `align` bytes in memory, else a copy (read(); from
+  /// map_min_bytes on into a block that is not zeroed first).
+  virtual byte_buffer buffer(std::uint64_t offset, std::size_t n, std::size_t align) const;
 };
+
+/// A read-only private mapping of bytes [offset, offset + n) of the regular file open as `fd`
+/// (named `file`), n > 0, as a byte_buffer view; the mapping lives as long as a view of it. A page
+/// of it that disappears while mapped (the file truncated by another program, a storage error)
+/// ends the process with exit status 2 and a message naming `file`, as an input error would,
+/// instead of an unexplained SIGBUS. Returns an empty optional when the file cannot be mapped (the
+/// caller reads it instead).
+std::optional<byte_buffer> map_file_region(int fd, const std::filesystem::path& file,
+                                           std::uint64_t offset, std::size_t n);
+
+/// Bytes the source shares: views of `bytes` (what it owns or keeps alive), any size.
+std::unique_ptr<byte_source> buffer_source(byte_buffer bytes);
+
+/// Bytes [offset, offset + n) of `parent` (which must outlive it; the range within its size) as a
+/// source of their own: reads and buffers are the parent's (mapped, shared or copied as it does).
+std::unique_ptr<byte_source> slice_source(const byte_source& parent, std::uint64_t offset,
+                                          std::uint64_t n);
+
+/// Reads an npy array from `src` (npy.cpp's reader; npz members are read through it).
+array read_npy_source(const byte_source& src, std::string_view source, const npy_options& o);
 
 /// A buffer as a byte_source (the buffer must outlive it).
 std::unique_ptr<byte_source> memory_source(std::string_view bytes);

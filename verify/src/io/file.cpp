@@ -58,19 +58,67 @@ class memory_byte_source final : public byte_source {
   std::string_view bytes_;
 };
 
-// Owns what a non-regular file held.
-class owned_byte_source final : public byte_source {
+// Bytes held in memory that views may share: a buffer the reader filled (what a non-regular file
+// held, an npz member) or a view of a mapping.
+class shared_byte_source final : public byte_source {
  public:
-  explicit owned_byte_source(std::string bytes) : bytes_(std::move(bytes)), view_(bytes_) {}
-  std::uint64_t size() const override { return view_.size(); }
+  explicit shared_byte_source(byte_buffer bytes) : bytes_(std::move(bytes).shared()) {}
+  std::uint64_t size() const override { return bytes_.size(); }
   void read(std::uint64_t offset, std::byte* out, std::size_t n) const override {
-    view_.read(offset, out, n);
+    check(offset, n);
+    if (n) std::memcpy(out, bytes_.data() + offset, n);
+  }
+  byte_buffer buffer(std::uint64_t offset, std::size_t n, std::size_t align) const override {
+    check(offset, n);
+    const auto at = reinterpret_cast<std::uintptr_t>(bytes_.data() + offset);
+    if (n == 0 || at % align != 0) return byte_source::buffer(offset, n, align);
+    return bytes_.slice(static_cast<std::size_t>(offset), n);
   }
 
  private:
-  std::string bytes_;
-  memory_byte_source view_;
+  void check(std::uint64_t offset, std::size_t n) const {
+    if (offset > bytes_.size() || n > bytes_.size() - offset) {
+      throw pev::error("internal: read past the end of a buffer");
+    }
+  }
+  byte_buffer bytes_;
 };
+
+// Part of another source.
+class slice_byte_source final : public byte_source {
+ public:
+  slice_byte_source(const byte_source& parent, std::uint64_t offset, std::uint64_t size)
+      : parent_(parent), offset_(offset), size_(size) {
+    if (offset > parent.size() || size > parent.size() - offset) {
+      throw pev::error("internal: a slice past the end of its source");
+    }
+  }
+  std::uint64_t size() const override { return size_; }
+  void read(std::uint64_t offset, std::byte* out, std::size_t n) const override {
+    check(offset, n);
+    parent_.read(offset_ + offset, out, n);
+  }
+  byte_buffer buffer(std::uint64_t offset, std::size_t n, std::size_t align) const override {
+    check(offset, n);
+    return parent_.buffer(offset_ + offset, n, align);
+  }
+
+ private:
+  void check(std::uint64_t offset, std::size_t n) const {
+    if (offset > size_ || n > size_ - offset) {
+      throw pev::error("internal: read past the end of a slice");
+    }
+  }
+  const byte_source& parent_;
+  std::uint64_t offset_, size_;
+};
+
+// What a non-regular file held, as a buffer views may share.
+byte_buffer owned_bytes(std::string bytes) {
+  auto s = std::make_shared<const std::string>(std::move(bytes));
+  const std::span<const std::byte> view(reinterpret_cast<const std::byte*>(s->data()), s->size());
+  return byte_buffer(std::move(s), view);
+}
 
 class file_byte_source final : public byte_source {
  public:
@@ -82,9 +130,7 @@ class file_byte_source final : public byte_source {
 
   std::uint64_t size() const override { return size_; }
   void read(std::uint64_t offset, std::byte* out, std::size_t n) const override {
-    if (offset > size_ || n > size_ - offset) {
-      throw pev::error(fmt::format("internal: read past the end of '{}'", file_.string()));
-    }
+    check(offset, n);
     std::size_t done = 0;
     while (done < n) {
       const ssize_t r = ::pread(fd_, reinterpret_cast<char*>(out) + done, n - done,
@@ -99,8 +145,22 @@ class file_byte_source final : public byte_source {
       done += static_cast<std::size_t>(r);
     }
   }
+  // Large regions are mapped (a mapping starts on a page, so the data's alignment in memory is
+  // its offset's in the file).
+  byte_buffer buffer(std::uint64_t offset, std::size_t n, std::size_t align) const override {
+    check(offset, n);
+    if (n >= map_min_bytes && offset % align == 0) {
+      if (auto view = map_file_region(fd_, file_, offset, n)) return std::move(*view);
+    }
+    return byte_source::buffer(offset, n, align);
+  }
 
  private:
+  void check(std::uint64_t offset, std::size_t n) const {
+    if (offset > size_ || n > size_ - offset) {
+      throw pev::error(fmt::format("internal: read past the end of '{}'", file_.string()));
+    }
+  }
   std::filesystem::path file_;
   int fd_;
   std::uint64_t size_;
@@ -196,15 +256,37 @@ std::string byte_source::read_string(std::uint64_t offset, std::size_t n) const 
   return s;
 }
 
+byte_buffer byte_source::buffer(std::uint64_t offset, std::size_t n, std::size_t) const {
+  if (n < map_min_bytes) {
+    std::vector<std::byte> bytes(n);
+    read(offset, bytes.data(), n);
+    return byte_buffer(std::move(bytes));
+  }
+  // Large: a block that is not zeroed first (it is overwritten at once), shared by the view.
+  std::shared_ptr<std::byte[]> block = std::make_shared_for_overwrite<std::byte[]>(n);
+  read(offset, block.get(), n);
+  const std::span<const std::byte> bytes(block.get(), n);
+  return byte_buffer(std::shared_ptr<const void>(std::move(block)), bytes);
+}
+
 std::unique_ptr<byte_source> memory_source(std::string_view bytes) {
   return std::make_unique<memory_byte_source>(bytes);
+}
+
+std::unique_ptr<byte_source> buffer_source(byte_buffer bytes) {
+  return std::make_unique<shared_byte_source>(std::move(bytes));
+}
+
+std::unique_ptr<byte_source> slice_source(const byte_source& parent, std::uint64_t offset,
+                                          std::uint64_t n) {
+  return std::make_unique<slice_byte_source>(parent, offset, n);
 }
 
 std::unique_ptr<byte_source> file_source(const std::filesystem::path& file) {
   struct stat st {};
   const int fd = open_for_reading(file, st);
   if (!S_ISREG(st.st_mode)) {
-    return std::make_unique<owned_byte_source>(read_stream(file, fd, st, max_stream_bytes));
+    return buffer_source(owned_bytes(read_stream(file, fd, st, max_stream_bytes)));
   }
   return std::make_unique<file_byte_source>(file, fd, static_cast<std::uint64_t>(st.st_size));
 }

@@ -529,8 +529,7 @@ array read(const detail::byte_source& src, std::string_view source, const npy_op
   a.shape = std::move(h.shape);
   if (h.type.complex) a.shape.push_back(2);  // (real, imag), as torch.view_as_real
   a.complex = h.type.complex;
-  a.data.resize(static_cast<std::size_t>(*needed));
-  src.read(data_start, a.data.data(), a.data.size());
+  a.data = src.buffer(data_start, static_cast<std::size_t>(*needed), size_of(a.type));
   return a;
 }
 
@@ -613,6 +612,11 @@ array parse_npy(std::string_view bytes, std::string_view source, bool u2_is_bf16
 
 array parse_npy(std::string_view bytes, std::string_view source, const npy_options& o) {
   return read(*detail::memory_source(bytes), source, o);
+}
+
+array detail::read_npy_source(const byte_source& src, std::string_view source,
+                              const npy_options& o) {
+  return read(src, source, o);
 }
 
 array read_npy(const std::filesystem::path& file, bool u2_is_bf16) {

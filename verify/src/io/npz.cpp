@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,13 +92,17 @@ void read_zip64_extra(std::string_view extra, member_record& m, bool size32, boo
   }
 }
 
-// Inflates a raw deflate stream into exactly `size` bytes; throws naming `what` for a stream that
-// is corrupt, ends early, or holds more (a member whose data exceeds its declared size).
-std::string inflate_exact(std::string_view in, std::uint64_t size, const std::string& what) {
-  std::string out(static_cast<std::size_t>(size), '\0');
+// Inflates a raw deflate stream into exactly `size` bytes (a buffer not zeroed first, shared by
+// the arrays read from it); throws naming `what` for a stream that is corrupt, ends early, or holds
+// more (a member whose data exceeds its declared size).
+byte_buffer inflate_exact(std::span<const std::byte> in, std::uint64_t size,
+                          const std::string& what) {
+  const auto n = static_cast<std::size_t>(size);
+  std::shared_ptr<std::byte[]> block = std::make_shared_for_overwrite<std::byte[]>(n);
+  const std::span<std::byte> out(block.get(), n);
   z_stream z{};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) fail("{}: zlib could not start inflating", what);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in.data()));
   z.avail_in = static_cast<uInt>(in.size());
   z.next_out = reinterpret_cast<Bytef*>(out.data());
   z.avail_out = static_cast<uInt>(out.size());
@@ -129,7 +135,7 @@ std::string inflate_exact(std::string_view in, std::uint64_t size, const std::st
     fail("{}: {} bytes of compressed data after the end of the deflate stream", what,
          in.size() - consumed);
   }
-  return out;
+  return byte_buffer(std::shared_ptr<const void>(std::move(block)), out);
 }
 
 std::vector<npz_member> read(const detail::byte_source& src, std::string_view source,
@@ -275,15 +281,50 @@ std::vector<npz_member> read(const detail::byte_source& src, std::string_view so
     if (src.read_string(m.offset + kLocalSize, static_cast<std::size_t>(local_name)) != m.name) {
       fail("{}: its local header names another file", what);
     }
-    const std::string data = src.read_string(data_at, static_cast<std::size_t>(m.compressed));
-    const std::string bytes = m.method == 0 ? data : inflate_exact(data, m.size, what);
-    const uLong crc = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()),
-                            static_cast<uInt>(bytes.size()));
-    if (crc != m.crc) {
-      fail("{}: CRC-32 {:08x} of its data differs from the {:08x} recorded (corrupt archive)", what,
-           static_cast<std::uint32_t>(crc), m.crc);
+    const std::string member = fmt::format("{}:{}", source, m.name);
+    const auto check_crc = [&](std::span<const std::byte> head, std::span<const std::byte> rest) {
+      uLong crc = crc32(0L, Z_NULL, 0);
+      for (const auto part : {head, rest}) {
+        // (Not with an empty part: zlib's crc32 of a null buffer is its initial value, 0.)
+        if (!part.empty()) {
+          crc = crc32_z(crc, reinterpret_cast<const Bytef*>(part.data()), part.size());
+        }
+      }
+      if (crc != m.crc) {
+        fail("{}: CRC-32 {:08x} of its data differs from the {:08x} recorded (corrupt archive)",
+             what, static_cast<std::uint32_t>(crc), m.crc);
+      }
+    };
+    const auto as_bytes = [](const std::string& s) {
+      return std::span<const std::byte>(reinterpret_cast<const std::byte*>(s.data()), s.size());
+    };
+    if (m.method == 0) {
+      // Stored: the array is read from the archive in place (its data mapped when large and
+      // aligned in the file, else read into its own block: never the member copied first), then
+      // the CRC-32 of the member's bytes is checked: the npy header, then the array's data, which
+      // ends the member. A member whose npy header is refused reports a CRC mismatch first, as
+      // when the CRC was checked before the header was read.
+      const auto in = detail::slice_source(src, data_at, m.compressed);
+      array a;
+      try {
+        a = detail::read_npy_source(*in, member, o);
+      } catch (const pev::error&) {
+        check_crc(as_bytes(in->read_string(0, static_cast<std::size_t>(m.compressed))), {});
+        throw;
+      }
+      const std::string head =
+          in->read_string(0, static_cast<std::size_t>(m.compressed - a.data.size()));
+      check_crc(as_bytes(head), a.data.span());
+      out.push_back({key, std::move(a)});
+    } else {
+      // Deflated: inflated (from the mapped file when large) once, into a block the member's
+      // array then shares.
+      const byte_buffer data = src.buffer(data_at, static_cast<std::size_t>(m.compressed), 1);
+      byte_buffer bytes = inflate_exact(data.span(), m.size, what);
+      check_crc(bytes.span(), {});
+      out.push_back(
+          {key, detail::read_npy_source(*detail::buffer_source(std::move(bytes)), member, o)});
     }
-    out.push_back({key, parse_npy(bytes, fmt::format("{}:{}", source, m.name), o)});
   }
   return out;
 }

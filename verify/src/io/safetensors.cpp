@@ -267,8 +267,8 @@ tensor_file read(const detail::byte_source& src, std::string_view source,
     a.shape = std::move(e.shape);
     if (e.complex) a.shape.push_back(2);  // (real, imag), as torch.view_as_real
     a.complex = e.complex;
-    a.data.resize(static_cast<std::size_t>(e.end - e.begin));
-    src.read(data_start + e.begin, a.data.data(), a.data.size());
+    a.data = src.buffer(data_start + e.begin, static_cast<std::size_t>(e.end - e.begin),
+                        size_of(e.type));
     out.names.push_back(e.name);
     out.tensors.emplace(e.name, std::move(a));
   }

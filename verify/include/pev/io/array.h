@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "pev/io/byte_buffer.h"
 #include "pev/scalar/dtype.h"
 #include "pev/scalar/traits.h"
 
@@ -25,7 +26,9 @@ dtype parse_safetensors_dtype(std::string_view name);
 struct array {
   dtype type = dtype::fp64;
   std::vector<std::int64_t> shape;
-  std::vector<std::byte> data;  // little-endian, row-major, size = elements()·size_of(type)
+  /// Little-endian, row-major, size = elements()·size_of(type). A reader's large tensor is a
+  /// read-only view of the mapped file (byte_buffer); writing through mutable_data() copies it.
+  byte_buffer data;
   /// Read from a complex dtype (safetensors C64, npy '<c8'/'<c16', when the reader is asked to):
   /// the last axis, of size 2, holds (real, imag) — what torch.view_as_real gives.
   bool complex = false;

@@ -2,6 +2,7 @@
 // File helpers shared by every writer and reader.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -42,6 +43,13 @@ void check_output_directory(const std::filesystem::path& dir);
 /// that nobody writes to, or a device that never ends, is an error naming the file, not a hang or
 /// an allocation until memory runs out.
 inline constexpr std::uint64_t max_stream_bytes = std::uint64_t{1} << 30;
+
+/// Tensors (npy arrays, safetensors tensors, stored npz members) of at least this many bytes in a
+/// regular file are read by mapping the file: the array's data is a read-only view of the page
+/// cache (io::byte_buffer), not a copy; smaller ones are copied, for which a mapping costs more
+/// (docs/performance.md §4). A mapped file that shrinks while pev reads it ends pev with exit
+/// status 2 and a message naming it (docs/design.md §6.1).
+inline constexpr std::size_t map_min_bytes = std::size_t{1} << 20;
 
 /// The time limit for reading a non-regular input: PEV_INPUT_TIMEOUT seconds (in (0, 86400]),
 /// 60 s by default. Throws pev::error for a malformed PEV_INPUT_TIMEOUT.
