@@ -205,7 +205,8 @@ command add_certify(CLI::App& app) {
                   "(fp32 tables) must not exceed this many ulps");
   cmd->add_option("--threads", st->threads,
                   "Worker threads (oneTBB) comparing a dump's table rows and rotated q/k tokens, "
-                  "at most 1024; 0 = all cores. The certificate is the same for any number")
+                  "at most 1024; 0 = all cores. The certificate is the same for any number. The "
+                  "dump's SHA-256 runs beside them on a thread of its own (after them with 1)")
       ->capture_default_str();
   cmd->add_option("--layout", st->layout,
                   "RoPE table layout: separate (cos, sin [P, rot/2]), halves (cos, sin [P, rot], "
