@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "detail.h"
 #include "diagnosis.h"
@@ -135,6 +136,27 @@ void table_library(context& k, compare::rope_reference& ref, const table_source&
                    const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq,
                    table_fit& fit);
 
+/// A dump's table values for compare::compare_table: row q of a chunk starting at row r0.
+template <class T>
+struct table_values {
+  const table_source& t;
+  std::size_t r0;
+  T operator()(std::size_t q, std::size_t j, bool is_sin) const {
+    const plane& pl = is_sin ? t.sin : t.cos;
+    return element<T>(*pl.a,
+                      pl.at(static_cast<std::int64_t>(r0 + q), static_cast<std::int64_t>(j)));
+  }
+  /// The whole row at once where its columns are contiguous (element()'s decoding is a copy of
+  /// the encoding).
+  bool row(std::size_t q, bool is_sin, T* out) const {
+    const plane& pl = is_sin ? t.sin : t.cos;
+    if (pl.col_stride != 1) return false;
+    const std::size_t at = pl.at(static_cast<std::int64_t>(r0 + q), 0);
+    std::memcpy(out, pl.a->data.data() + at * sizeof(T), t.pair.size() * sizeof(T));
+    return true;
+  }
+};
+
 template <class T>
 void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
                   const table_source& t, const std::vector<std::int64_t>& pos,
@@ -223,13 +245,7 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
       const compare::table_rows<T> rows_ref{w.rc.rn, w.rs.rn, w.rc.exact, w.rs.exact, ref.pairs()};
       compare::compare_table<T>(
           w.positions, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref,
-          t.pair,
-          [&](std::size_t q, std::size_t j, bool is_sin) {
-            const plane& pl = is_sin ? t.sin : t.cos;
-            return element<T>(
-                *pl.a, pl.at(static_cast<std::int64_t>(w.r0 + q), static_cast<std::int64_t>(j)));
-          },
-          local_bounds.local(), *w.cos, *w.sin);
+          t.pair, table_values<T>{t, w.r0}, local_bounds.local(), *w.cos, *w.sin);
     });
   };
   // Two groups in flight: while the workers compare one, this thread computes the next one's

@@ -15,6 +15,15 @@
 namespace pev::compare {
 
 namespace {
+
+/// What a mark asks of add_rows' exact pass (figures::add_maxima, add_exact): bit b (< 8), bound
+/// b's ρ maximum; bit 8 + l (l < 8), ladder rung l's; kMarkAllMaxima, every ρ maximum; kMarkExact,
+/// add_exact's order-dependent updates.
+constexpr std::uint32_t kMarkAllMaxima = 1u << 16, kMarkExact = 1u << 17;
+constexpr std::uint32_t kMarkMaxima = 0xffffu | kMarkAllMaxima;
+constexpr std::uint32_t own_bit(std::size_t b) { return b < 8 ? 1u << b : kMarkAllMaxima; }
+constexpr std::uint32_t rung_bit(std::size_t l) { return l < 8 ? 1u << (8 + l) : kMarkAllMaxima; }
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::int64_t octave_count(std::int64_t max_position) {
@@ -242,14 +251,14 @@ void figures::add(const value& v, const char* component, std::span<const double>
   add_exact(v, component, err, ulp_err, bounds, oct, values_ == 1);
 }
 
-void figures::add_maxima(double err, std::span<const double> bounds) {
+void figures::add_maxima(double err, std::span<const double> bounds, std::uint32_t which) {
   for (std::size_t b = 0; b < bounds.size(); ++b) {
-    max_rho_[b] = std::max(max_rho_[b], rho_of(err, bounds[b]));
+    if (which & own_bit(b)) max_rho_[b] = std::max(max_rho_[b], rho_of(err, bounds[b]));
   }
   double rung = 0;
   for (std::size_t k = 0; k < o_.ladder.size(); ++k) {
     rung = std::max(rung, bounds[o_.ladder[k]]);
-    ladder_rho_[k] = std::max(ladder_rho_[k], rho_of(err, rung));
+    if (which & rung_bit(k)) ladder_rho_[k] = std::max(ladder_rho_[k], rho_of(err, rung));
   }
 }
 
@@ -349,12 +358,13 @@ PEV_VECTOR_LOOPS double row_max(const double* v, std::size_t n) {
 /// t = r·kSlack·(1 − 2^−48), which implies err/fl(B·kSlack) < r (the relative error of the two
 /// products is below 2^−50; docs/performance.md §4), unless t·B is too small for that argument
 /// (below 2^−1000, where a subnormal product loses relative precision) or not a number.
-PEV_VECTOR_LOOPS void mark_rho(const double* err, const double* B, double r, std::uint8_t* cand,
-                               std::size_t n) {
+PEV_VECTOR_LOOPS void mark_rho(const double* err, const double* B, double r, std::uint32_t* cand,
+                               std::size_t n, std::uint32_t bit) {
   const double t = r * kSlack * (1 - 0x1p-48);
   for (std::size_t k = 0; k < n; ++k) {
     const double tb = t * B[k];
-    cand[k] |= static_cast<std::uint8_t>((err[k] > tb) | ((err[k] > 0) & !(tb >= 0x1p-1000)));
+    const bool m = (err[k] > tb) | ((err[k] > 0) & !(tb >= 0x1p-1000));
+    cand[k] |= -static_cast<std::uint32_t>(m) & bit;
   }
 }
 
@@ -369,14 +379,15 @@ PEV_VECTOR_LOOPS void max_into(double* rung, const double* B, std::size_t n) {
 
 /// mark_rho against a maximum per index: rows × n values, value k of a row against r[k].
 PEV_VECTOR_LOOPS void mark_rho_rows(const double* err, const double* B, const double* r,
-                                    std::uint8_t* cand, std::size_t rows, std::size_t n) {
+                                    std::uint32_t* cand, std::size_t rows, std::size_t n) {
   for (std::size_t q = 0; q < rows; ++q) {
     const double* e = err + q * n;
     const double* b = B + q * n;
-    std::uint8_t* c = cand + q * n;
+    std::uint32_t* c = cand + q * n;
     for (std::size_t k = 0; k < n; ++k) {
       const double tb = r[k] * kSlack * (1 - 0x1p-48) * b[k];
-      c[k] |= static_cast<std::uint8_t>((e[k] > tb) | ((e[k] > 0) & (tb < 0x1p-1000)));
+      const bool m = (e[k] > tb) | ((e[k] > 0) & !(tb >= 0x1p-1000));
+      c[k] |= -static_cast<std::uint32_t>(m) & kMarkExact;
     }
   }
 }
@@ -388,7 +399,7 @@ template <std::size_t NB, bool Ladder>
 [[gnu::always_inline]] inline void mark_bounds_n(const double* __restrict err,
                                                  const double* __restrict B, std::size_t stride,
                                                  const double* t_own, const double* t_rung,
-                                                 std::uint8_t* __restrict cand, std::int64_t* mx,
+                                                 std::uint32_t* __restrict cand, std::int64_t* mx,
                                                  std::size_t n) {
   std::int64_t m[NB] = {};
   double to[NB], tr[NB];
@@ -400,20 +411,20 @@ template <std::size_t NB, bool Ladder>
     const double e = err[k];
     const bool pos = e > 0;
     std::int64_t R = 0;  // add_maxima's rung: the largest of 0 and bounds 0…b
-    bool c = false;
+    std::uint32_t c = 0;
     for (std::size_t b = 0; b < NB; ++b) {
       const double Bb = B[b * stride + k];
       const auto eb = std::bit_cast<std::int64_t>(Bb);
       m[b] = eb > m[b] ? eb : m[b];
       const double tb = to[b] * Bb;
-      c = c | (e > tb) | (pos & !(tb >= 0x1p-1000));
+      c |= static_cast<std::uint32_t>((e > tb) | (pos & !(tb >= 0x1p-1000))) << b;
       if constexpr (Ladder) {
         R = eb > R ? eb : R;
         const double trb = tr[b] * std::bit_cast<double>(R);
-        c = c | (e > trb) | (pos & !(trb >= 0x1p-1000));
+        c |= static_cast<std::uint32_t>((e > trb) | (pos & !(trb >= 0x1p-1000))) << (8 + b);
       }
     }
-    cand[k] |= static_cast<std::uint8_t>(c);
+    cand[k] |= c;
   }
   for (std::size_t b = 0; b < NB; ++b) mx[b] = m[b];
 }
@@ -422,7 +433,7 @@ template <std::size_t NB>
 [[gnu::always_inline]] inline void mark_bounds_nb(const double* err, const double* B,
                                                   std::size_t stride, bool ladder,
                                                   const double* t_own, const double* t_rung,
-                                                  std::uint8_t* cand, std::int64_t* mx,
+                                                  std::uint32_t* cand, std::int64_t* mx,
                                                   std::size_t n) {
   if (ladder) {
     mark_bounds_n<NB, true>(err, B, stride, t_own, t_rung, cand, mx, n);
@@ -436,7 +447,7 @@ template <std::size_t NB>
 constexpr std::size_t kFusedBounds = 8;
 PEV_VECTOR_LOOPS bool mark_bounds(const double* err, const double* B, std::size_t stride,
                                   std::size_t nb, bool ladder, const double* t_own,
-                                  const double* t_rung, std::uint8_t* cand, std::int64_t* mx,
+                                  const double* t_rung, std::uint32_t* cand, std::int64_t* mx,
                                   std::size_t n) {
   switch (nb) {
     case 1:
@@ -496,9 +507,11 @@ PEV_VECTOR_LOOPS void distances(const std::uint64_t* d, std::size_t n, std::uint
 }
 
 /// Values beyond their bound (!(err ≤ B): mismatches).
-PEV_VECTOR_LOOPS void mark_beyond(const double* err, const double* B, std::uint8_t* cand,
+PEV_VECTOR_LOOPS void mark_beyond(const double* err, const double* B, std::uint32_t* cand,
                                   std::size_t n) {
-  for (std::size_t k = 0; k < n; ++k) cand[k] |= static_cast<std::uint8_t>(!(err[k] <= B[k]));
+  for (std::size_t k = 0; k < n; ++k) {
+    cand[k] |= -static_cast<std::uint32_t>(!(err[k] <= B[k])) & kMarkExact;
+  }
 }
 
 }  // namespace
@@ -567,10 +580,10 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
     if (!o_.ladder.empty()) rung_.assign(bound(o_.ladder[0]), bound(o_.ladder[0]) + N);
     for (std::size_t l = 0; l < o_.ladder.size(); ++l) {
       if (l > 0) max_into(rung_.data(), bound(o_.ladder[l]), N);
-      mark_rho(err_.data(), rung_.data(), ladder_rho_[l], cand_.data(), N);
+      mark_rho(err_.data(), rung_.data(), ladder_rho_[l], cand_.data(), N, rung_bit(l));
     }
     for (std::size_t b = 0; b < nb; ++b) {
-      mark_rho(err_.data(), bound(b), max_rho_[b], cand_.data(), N);
+      mark_rho(err_.data(), bound(b), max_rho_[b], cand_.data(), N, own_bit(b));
       bound_max_[b] = row_max(bound(b), N);
     }
   }
@@ -597,7 +610,7 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
   const double max_ulp = row_max(ulp_err_.data(), N);
   if (o_.worst == worst_by::ulp_error && max_ulp > max_ulp_err_) {
     cand_[static_cast<std::size_t>(std::find(ulp_err_.begin(), ulp_err_.end(), max_ulp) -
-                                   ulp_err_.begin())] = 1;
+                                   ulp_err_.begin())] |= kMarkExact;
   }
   if (o_.mismatch_bound && o_.mismatches && o_.mismatches->size() < o_.max_mismatches) {
     mark_beyond(err_.data(), bound(*o_.mismatch_bound), cand_.data(), N);
@@ -617,24 +630,25 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
     mark_rho_rows(err_.data() + a, bound(o_.gate) + a,
                   o.rho_by_index.data() + static_cast<std::size_t>(r.index0), cand_.data() + a,
                   q1 - q0, n);
-    if (o.argmax < 0) cand_[a] = 1;  // the octave's first value sets its argmax
+    if (o.argmax < 0) cand_[a] |= kMarkExact;  // the octave's first value sets its argmax
     q0 = q1;
   }
   const bool first_overall = values_ == 0;
-  if (first_overall) cand_[0] = 1;
+  if (first_overall) cand_[0] |= kMarkExact;
   std::vector<double>& b1 = scratch_;
   b1.resize(nb);
   for (std::size_t k = 0; k < N; ++k) {
-    // Eight marks at a time: most are 0.
-    if (k % 8 == 0 && k + 8 <= N) {
+    // Two marks at a time: most are 0.
+    if (k % 2 == 0 && k + 2 <= N) {
       std::uint64_t w;
       std::memcpy(&w, cand_.data() + k, 8);
       if (w == 0) {
-        k += 7;
+        k += 1;
         continue;
       }
     }
-    if (!cand_[k]) continue;
+    const std::uint32_t mark = cand_[k];
+    if (!mark) continue;
     for (std::size_t b = 0; b < nb; ++b) b1[b] = bound(b)[k];
     const std::size_t q = k / n;
     const value v{r.positions[q],    r.index0 + static_cast<std::int64_t>(k - q * n),
@@ -642,8 +656,10 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
                   r.ulp_distance[k], metric::ulp_at_finite(std::fabs(r.exact[k]), r.out),
                   r.scale,           r.scale_ulp};
     const std::size_t before = o_.mismatches ? o_.mismatches->size() : 0;
-    add_maxima(err_[k], b1);
-    add_exact(v, component, err_[k], ulp_err_[k], b1, row_oct_[q], first_overall && k == 0);
+    if (mark & kMarkMaxima) add_maxima(err_[k], b1, mark & kMarkAllMaxima ? ~0u : mark);
+    if (mark & kMarkExact) {
+      add_exact(v, component, err_[k], ulp_err_[k], b1, row_oct_[q], first_overall && k == 0);
+    }
     if (mismatch_rows && o_.mismatches && o_.mismatches->size() > before) {
       mismatch_rows->push_back(q);
     }

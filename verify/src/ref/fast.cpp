@@ -1169,13 +1169,24 @@ std::mutex& mpfr_fallback_mutex() {
   static std::mutex m;
   return m;
 }
+/// MPFR keeps caches (π, log 2 …) per thread; a thread that evaluated fallbacks frees its own
+/// when it ends (a worker's would otherwise leak).
+struct mpfr_thread_caches {
+  ~mpfr_thread_caches() { mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE); }
+};
+/// The fallback lock, and this thread's caches freed when it ends.
+std::unique_lock<std::mutex> mpfr_fallback_lock() {
+  thread_local const mpfr_thread_caches caches;
+  (void)caches;
+  return std::unique_lock<std::mutex>(mpfr_fallback_mutex());
+}
 }  // namespace
 
 struct fast_rope_reference::kernels {
   template <class T>
   static T fallback(const fast_rope_reference& self, std::int64_t p, std::size_t i, bool cos,
                     fast_stats& st) {
-    const std::lock_guard<std::mutex> lock(mpfr_fallback_mutex());
+    const auto lock = mpfr_fallback_lock();
     ++st.fallbacks;
     const auto& row = self.mpfr_row(p, st);
     return round_to<T>(cos ? row[i].cos : row[i].sin);
@@ -1243,7 +1254,7 @@ T fast_rope_reference::angle(std::int64_t p, std::int64_t i, fast_stats* stats) 
     bool ok = false;
     dispatch([&]<bool F>() PEV_FAST_INLINE { ok = fast_angle<F>(f, P, out); });
     if (!ok) {
-      const std::lock_guard<std::mutex> lock(mpfr_fallback_mutex());
+      const auto lock = mpfr_fallback_lock();
       ++st.fallbacks;
       out = round_to<T>(ref_.angle(p, i));
     }
@@ -1340,7 +1351,7 @@ void fast_rope_reference::kernels::table(const fast_rope_reference& self,
         if constexpr (V) {
           if (!fast) [[unlikely]] {
             // No fast evaluation happened: the values from the MPFR row (cached by fallback).
-            const std::lock_guard<std::mutex> lock(mpfr_fallback_mutex());
+            const auto lock = mpfr_fallback_lock();
             const auto& row = self.mpfr_row(p, st);
             cv[i] = row[i].cos.convert_to<double>();
             sv[i] = row[i].sin.convert_to<double>();
@@ -1481,7 +1492,7 @@ void fast_rope_reference::rotate(std::int64_t p, std::span<const double> x, std:
     if (!round_exact<T>(x[j], out[j])) failed.push_back(j);
   }
   if (!failed.empty()) {
-    const std::lock_guard<std::mutex> lock(mpfr_fallback_mutex());
+    const auto lock = mpfr_fallback_lock();
     std::vector<real> xr;
     xr.reserve(x.size());
     for (double v : x) xr.push_back(to_real(v));

@@ -200,10 +200,11 @@ class figures {
   std::vector<double> scratch_;
   std::vector<double> err_, ulp_err_, rung_;  // add_rows' per-value scratch
   std::vector<double> bound_max_;             // add_rows' per-bound maxima
-  std::vector<std::uint8_t> cand_;
+  std::vector<std::uint32_t> cand_;           // add_rows' marks (figures.cpp: kMarkExact …)
   std::vector<std::size_t> row_oct_;
-  /// add()'s ρ maxima per bound and per ladder rung of one value.
-  void add_maxima(double err, std::span<const double> bounds);
+  /// add()'s ρ maxima per bound and per ladder rung of one value; `which` (add_rows' marks) picks
+  /// the bounds and rungs (all by default).
+  void add_maxima(double err, std::span<const double> bounds, std::uint32_t which = ~0u);
   /// add()'s order-dependent updates of one value whose err, ulp error and bounds are known.
   void add_exact(const value& v, const char* component, double err, double ulp_err,
                  std::span<const double> bounds, std::size_t oct, bool first);

@@ -33,7 +33,9 @@ struct table_rows {
 
 /// Compares table rows: row q of the implementation's values is at position positions[q] and its
 /// reference values are row ref_row(q) of `ref`; column j holds pair column_pair[j], and
-/// got(q, j, is_sin) returns the implementation's value (type T). Values are indexed by column in
+/// got(q, j, is_sin) returns the implementation's value (type T); a `got` with a member
+/// row(q, is_sin, T* out) may copy row q's values into out at once (returning true; false: value
+/// by value). Values are indexed by column in
 /// the figures. cos and sin may be the same figures (one check for both; positions are then
 /// counted once).
 ///
@@ -76,7 +78,15 @@ void compare_table(std::span<const std::int64_t> positions,
         sin.add_position(rows_pos[q]);
         const std::size_t k = ref_row(q0 + q);
         for (int w = 0; w < 2; ++w) {
-          for (std::size_t j = 0; j < n; ++j) got_t[j] = got(q0 + q, j, w == 1);
+          // A `got` that can copy a whole row (got.row(q, is_sin, out), true when it did) saves
+          // a call per value.
+          bool whole_row = false;
+          if constexpr (requires { got.row(q0, true, got_t.data()); }) {
+            whole_row = got.row(q0 + q, w == 1, got_t.data());
+          }
+          if (!whole_row) {
+            for (std::size_t j = 0; j < n; ++j) got_t[j] = got(q0 + q, j, w == 1);
+          }
           const std::size_t at = static_cast<std::size_t>(w) * N + q * n;
           row_inputs<T>(
               got_t, (w == 0 ? ref.rn_cos : ref.rn_sin).data(), (w == 0 ? ref.cos : ref.sin).data(),
