@@ -182,7 +182,7 @@ void rope_bounds::table_rows(std::span<const std::int64_t> positions,
     }
     dt.resize(R * P);
     contracts_[j]->angle_errors_rows(positions, dt);
-    row_dtheta_[j].resize(N);
+    row_dtheta_[j].resize(R * n);
     for (std::size_t q = 0; q < R; ++q) {
       const double* row = dt.data() + q * P;
       double* d = row_dtheta_[j].data() + q * n;
@@ -191,14 +191,10 @@ void rope_bounds::table_rows(std::span<const std::int64_t> positions,
     std::copy(dt.begin() + static_cast<std::ptrdiff_t>((R - 1) * P), dt.end(), dt.begin());
     dt.resize(P);
   }
-  // Further planes (e.g. sin after cos) at the same rows: the same angle errors.
-  for (std::size_t j = 0; j < bounds_.size(); ++j) {
-    if (!contracts_[j] || forms_[j].one_ulp || shares_trig_[j]) continue;
-    for (std::size_t s = R * n; s < N; s += R * n) {
-      std::copy(row_dtheta_[j].begin(), row_dtheta_[j].begin() + static_cast<std::ptrdiff_t>(R * n),
-                row_dtheta_[j].begin() + static_cast<std::ptrdiff_t>(s));
-    }
-  }
+  // Further planes (e.g. sin after cos) are at the same rows: the trig loop reads the same angle
+  // errors for each. The trig part goes straight to its contract's bounds where nothing follows
+  // it (path_loop's copy), and the contracts sharing it read it there.
+  const double* trig = nullptr;
   for (std::size_t j = 0; j < bounds_.size(); ++j) {
     double* bj = b.data() + j * N;
     switch (bounds_[j].k) {
@@ -214,9 +210,16 @@ void rope_bounds::table_rows(std::span<const std::int64_t> positions,
           ulp_loop(out, abs_y.data(), bj, N);
           break;
         }
-        if (!shares_trig_[j])
-          trig_loop(f, row_dtheta_[j].data(), abs_y.data(), row_trig_.data(), N);
-        path_loop(f, row_trig_.data(), abs_y.data(), bj, N);
+        const bool identity = !f.stored && !f.rounded_out;
+        if (!shares_trig_[j]) {
+          double* to = identity ? bj : row_trig_.data();
+          for (std::size_t s = 0; s < N; s += R * n) {
+            trig_loop(f, row_dtheta_[j].data(), abs_y.data() + s, to + s, R * n);
+          }
+          trig = to;
+          if (identity) break;
+        }
+        path_loop(f, trig, abs_y.data(), bj, N);
         break;
       }
     }

@@ -354,6 +354,15 @@ PEV_VECTOR_LOOPS double row_max(const double* v, std::size_t n) {
   return std::bit_cast<double>(r);
 }
 
+/// The mark test of mark_rho: err > fl(t·B), or err > 0 where fl(t·B) is below 2^−1000 or not a
+/// number — in one comparison, err > g with g = fl(t·B) where fl(t·B) ≥ 2^−1000, else +0 (selected
+/// on the encoding, so that the loops stay straight vector code). It also leaves unmarked an error
+/// of 0 against a negative bound (ρ = 0, which raises no maximum).
+[[gnu::always_inline]] inline bool may_raise(double err, double tb) {
+  const std::uint64_t keep = -static_cast<std::uint64_t>(tb >= 0x1p-1000);
+  return err > std::bit_cast<double>(std::bit_cast<std::uint64_t>(tb) & keep);
+}
+
 /// Marks the values that may raise a ρ maximum r against bounds B: not err ≤ fl(t·B) with
 /// t = r·kSlack·(1 − 2^−48), which implies err/fl(B·kSlack) < r (the relative error of the two
 /// products is below 2^−50; docs/performance.md §4), unless t·B is too small for that argument
@@ -363,7 +372,7 @@ PEV_VECTOR_LOOPS void mark_rho(const double* err, const double* B, double r, std
   const double t = r * kSlack * (1 - 0x1p-48);
   for (std::size_t k = 0; k < n; ++k) {
     const double tb = t * B[k];
-    const bool m = (err[k] > tb) | ((err[k] > 0) & !(tb >= 0x1p-1000));
+    const bool m = may_raise(err[k], tb);
     cand[k] |= -static_cast<std::uint32_t>(m) & bit;
   }
 }
@@ -386,7 +395,7 @@ PEV_VECTOR_LOOPS void mark_rho_rows(const double* err, const double* B, const do
     std::uint32_t* c = cand + q * n;
     for (std::size_t k = 0; k < n; ++k) {
       const double tb = r[k] * kSlack * (1 - 0x1p-48) * b[k];
-      const bool m = (e[k] > tb) | ((e[k] > 0) & !(tb >= 0x1p-1000));
+      const bool m = may_raise(e[k], tb);
       c[k] |= -static_cast<std::uint32_t>(m) & kMarkExact;
     }
   }
@@ -409,7 +418,6 @@ template <std::size_t NB, bool Ladder>
   }
   for (std::size_t k = 0; k < n; ++k) {
     const double e = err[k];
-    const bool pos = e > 0;
     std::int64_t R = 0;  // add_maxima's rung: the largest of 0 and bounds 0…b
     std::uint32_t c = 0;
     for (std::size_t b = 0; b < NB; ++b) {
@@ -417,11 +425,11 @@ template <std::size_t NB, bool Ladder>
       const auto eb = std::bit_cast<std::int64_t>(Bb);
       m[b] = eb > m[b] ? eb : m[b];
       const double tb = to[b] * Bb;
-      c |= static_cast<std::uint32_t>((e > tb) | (pos & !(tb >= 0x1p-1000))) << b;
+      c |= static_cast<std::uint32_t>(may_raise(e, tb)) << b;
       if constexpr (Ladder) {
         R = eb > R ? eb : R;
         const double trb = tr[b] * std::bit_cast<double>(R);
-        c |= static_cast<std::uint32_t>((e > trb) | (pos & !(trb >= 0x1p-1000))) << (8 + b);
+        c |= static_cast<std::uint32_t>(may_raise(e, trb)) << (8 + b);
       }
     }
     cand[k] |= c;
