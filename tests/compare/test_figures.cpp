@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -258,11 +259,26 @@ TEST(CompareFigures, AddRowsEqualsAddOfEachValue) {
       o.zero_floor = true;
       o.mismatch_bound = static_cast<std::size_t>((round / 3) % 3);
       o.max_mismatches = 6;
-      std::vector<report::mismatch> s1, s2;
+      std::vector<report::mismatch> s1, s2, s3, part_sink;
       o.mismatches = &s1;
       figures one(o);
       o.mismatches = &s2;
       figures rows(o);
+      // The same blocks in chunks of a few blocks, each screened with the chunks before it,
+      // merged (figures::screen_with; certification's chunks).
+      o.mismatches = nullptr;
+      figures merged(o);
+      o.mismatches = &part_sink;
+      std::optional<figures> part;
+      auto close_part = [&] {
+        if (!part) return;
+        merged.merge(*part);
+        for (const auto& m : part_sink) {
+          if (s3.size() < o.max_mismatches) s3.push_back(m);
+        }
+        part_sink.clear();
+        part.reset();
+      };
       const double scale = round % 5 == 0 ? 0x1p-8 : 1.0;
       const int nblocks = 1 + static_cast<int>(rng() % 100);
       // Most rounds stay in one octave, where each maximum rises rarely and only its own test
@@ -305,6 +321,14 @@ TEST(CompareFigures, AddRowsEqualsAddOfEachValue) {
           one.add_position(x);
           rows.add_position(x);
         }
+        if (!part || rng() % 4 == 0) {
+          close_part();
+          part.emplace(o);
+          part->screen_with(&merged);
+        }
+        for (const std::int64_t x : pos) part->add_position(x);
+        std::vector<double> part_bounds = bounds;
+        part->add_rows({pos, index0, got, exact, dist, out, scale, scale_ulp}, "cos", part_bounds);
         const std::size_t before = s2.size();
         std::vector<std::size_t> mrows;
         rows.add_rows({pos, index0, got, exact, dist, out, scale, scale_ulp}, "cos", bounds,
@@ -314,12 +338,17 @@ TEST(CompareFigures, AddRowsEqualsAddOfEachValue) {
           EXPECT_EQ(s2[before + m].position, pos[mrows[m]]);
         }
       }
+      close_part();
       SCOPED_TRACE("round " + std::to_string(round));
       expect_same(one, rows);
+      expect_same(one, merged);
       ASSERT_EQ(s1.size(), s2.size());
+      ASSERT_EQ(s1.size(), s3.size());
       for (std::size_t m = 0; m < s1.size(); ++m) {
         EXPECT_EQ(s1[m].position, s2[m].position);
         EXPECT_EQ(s1[m].index, s2[m].index);
+        EXPECT_EQ(s1[m].position, s3[m].position);
+        EXPECT_EQ(s1[m].index, s3[m].index);
       }
     }
   }

@@ -242,6 +242,10 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
       o.mismatches = &w.mismatches;
       w.cos.emplace(o);
       w.sin.emplace(o);
+      // Screened with the figures of every group before (merged, unchanged while this group
+      // runs): a chunk does not evaluate the ρ of every value of its first rows.
+      w.cos->screen_with(&cos);
+      w.sin->screen_with(&sin);
       const compare::table_rows<T> rows_ref{w.rc.rn, w.rs.rn, w.rc.exact, w.rs.exact, ref.pairs()};
       compare::compare_table<T>(
           w.positions, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref,

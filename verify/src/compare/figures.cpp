@@ -577,8 +577,8 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
     std::array<double, kFusedBounds> t_own{}, t_rung{};
     std::array<std::int64_t, kFusedBounds> mx{};
     for (std::size_t b = 0; b < nb; ++b) {
-      t_own[b] = max_rho_[b] * kSlack * (1 - 0x1p-48);  // mark_rho's t
-      if (identity_ladder) t_rung[b] = ladder_rho_[b] * kSlack * (1 - 0x1p-48);
+      t_own[b] = screened_rho(b) * kSlack * (1 - 0x1p-48);  // mark_rho's t
+      if (identity_ladder) t_rung[b] = screened_rung(b) * kSlack * (1 - 0x1p-48);
     }
     fused = mark_bounds(err_.data(), bounds.data(), stride, nb, identity_ladder, t_own.data(),
                         t_rung.data(), cand_.data(), mx.data(), N);
@@ -588,10 +588,10 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
     if (!o_.ladder.empty()) rung_.assign(bound(o_.ladder[0]), bound(o_.ladder[0]) + N);
     for (std::size_t l = 0; l < o_.ladder.size(); ++l) {
       if (l > 0) max_into(rung_.data(), bound(o_.ladder[l]), N);
-      mark_rho(err_.data(), rung_.data(), ladder_rho_[l], cand_.data(), N, rung_bit(l));
+      mark_rho(err_.data(), rung_.data(), screened_rung(l), cand_.data(), N, rung_bit(l));
     }
     for (std::size_t b = 0; b < nb; ++b) {
-      mark_rho(err_.data(), bound(b), max_rho_[b], cand_.data(), N, own_bit(b));
+      mark_rho(err_.data(), bound(b), screened_rho(b), cand_.data(), N, own_bit(b));
       bound_max_[b] = row_max(bound(b), N);
     }
   }
@@ -635,9 +635,16 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
     o.max_bound = std::max(o.max_bound, row_max(bound(o_.gate) + a, len));
     o.hist.add_all(err_.data() + a, len);
     o.values += len;
-    mark_rho_rows(err_.data() + a, bound(o_.gate) + a,
-                  o.rho_by_index.data() + static_cast<std::size_t>(r.index0), cand_.data() + a,
-                  q1 - q0, n);
+    const double* by_index = o.rho_by_index.data() + static_cast<std::size_t>(r.index0);
+    if (known_) {
+      const std::vector<double>& k = known_->octaves_[row_oct_[q0]].rho_by_index;
+      index_rho_.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        index_rho_[i] = std::max(by_index[i], k[static_cast<std::size_t>(r.index0) + i]);
+      }
+      by_index = index_rho_.data();
+    }
+    mark_rho_rows(err_.data() + a, bound(o_.gate) + a, by_index, cand_.data() + a, q1 - q0, n);
     if (o.argmax < 0) cand_[a] |= kMarkExact;  // the octave's first value sets its argmax
     q0 = q1;
   }
@@ -679,6 +686,15 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
   max_ulp_dist_ = std::max(max_ulp_dist_, max_dist);
   cr_ += cr;
   faithful_ += faithful;
+}
+
+void figures::screen_with(const figures* known) {
+  if (known &&
+      (known->octaves_.size() != octaves_.size() || known->max_rho_.size() != max_rho_.size() ||
+       known->ladder_rho_.size() != ladder_rho_.size() || known->o_.indices != o_.indices)) {
+    throw error("compare::figures::screen_with: figures of another layout");
+  }
+  known_ = known;
 }
 
 std::vector<report::mismatch>* figures::mismatch_sink(std::vector<report::mismatch>* sink) {

@@ -13,6 +13,7 @@
 // octave figures and, with worst_by::rho, the worst case. ρ = |ŷ − y| / (B·(1 + 2^−40)) (the
 // slack covers the rounding of B's own evaluation in double), 0 when ŷ = y, +∞ when B = 0 < err.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -151,6 +152,14 @@ class figures {
   /// `mismatch_rows`, when given, receives the row of each mismatch appended.
   void add_rows(const row_values& r, const char* component, std::span<double> bounds,
                 std::vector<std::size_t>* mismatch_rows = nullptr, std::size_t bound_stride = 0);
+  /// A screen for add_rows: `known` holds maxima that are at most the final ones of the sequence
+  /// this object's values belong to — e.g. the merged figures of every value compared before a
+  /// chunk's. add_rows then evaluates ρ only for values that may exceed this object's maxima and
+  /// `known`'s both (docs/performance.md §4), so that a chunk does not evaluate every value of
+  /// its first rows: merged after `known`'s values, the figures equal add()'s of the whole
+  /// sequence (tests/compare); this object alone may keep lower maxima, argmaxes and per-index
+  /// ρ. Same layout as this one; null: no screen. `known` must not change while it screens.
+  void screen_with(const figures* known);
   /// options::max_mismatches.
   std::size_t max_mismatches() const { return o_.max_mismatches; }
   /// Replaces the mismatch sink (options::mismatches); returns the previous one.
@@ -202,6 +211,14 @@ class figures {
   std::vector<double> bound_max_;             // add_rows' per-bound maxima
   std::vector<std::uint32_t> cand_;           // add_rows' marks (figures.cpp: kMarkExact …)
   std::vector<std::size_t> row_oct_;
+  const figures* known_ = nullptr;  // screen_with
+  std::vector<double> index_rho_;   // add_rows' per-index ρ screened by known_
+  double screened_rho(std::size_t b) const {
+    return known_ ? std::max(max_rho_[b], known_->max_rho_[b]) : max_rho_[b];
+  }
+  double screened_rung(std::size_t l) const {
+    return known_ ? std::max(ladder_rho_[l], known_->ladder_rho_[l]) : ladder_rho_[l];
+  }
   /// add()'s ρ maxima per bound and per ladder rung of one value; `which` (add_rows' marks) picks
   /// the bounds and rungs (all by default).
   void add_maxima(double err, std::span<const double> bounds, std::uint32_t which = ~0u);
