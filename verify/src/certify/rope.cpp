@@ -337,11 +337,9 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   const std::vector<std::int64_t> dim_pair = spec::dim_pairs(ref.spec());
   const std::vector<std::int64_t>& map = ref.stream_of_pair();
   const std::size_t S = streams_of(ref), tokens = static_cast<std::size_t>(q.tokens);
-  // Tokens in fixed chunks of about kChunkValues values, as table_checks' rows: the inputs and
-  // reference rotations of a group of chunks on this thread (the fast reference is
-  // single-threaded) while the arena's workers compare the previous group, each chunk into
-  // figures of its own that merge in chunk order — the same figures, mismatches included, for
-  // any number of threads.
+  // Tokens in fixed chunks of about kChunkValues values, as table_checks' rows, each compared on
+  // the arena's workers into figures of its own that merge in chunk order — the same figures,
+  // mismatches included, for any number of threads.
   struct chunk_work {
     std::size_t t0 = 0, n = 0;
     std::vector<std::int64_t> sp;  // [n, S]: each token's stream positions
@@ -364,38 +362,58 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   const std::size_t chunks = (end_token - first_token + chunk_tokens - 1) / chunk_tokens;
   const std::size_t groups = (chunks + group - 1) / group;
   const auto size_of = [&](std::size_t gi) { return std::min(group, chunks - gi * group); };
-  // The calling thread's part of group gi: positions, inputs and reference rotations.
+  // A chunk's positions, inputs and reference rotations, from reference `r`: on the worker that
+  // compares it (a copy of the reference per arena slot; the fast reference's MPFR fallbacks take
+  // a process-wide lock, pev/ref/fast.h), or, for MRoPE streams and the MPFR path, on this
+  // thread for the next group while the workers compare the current one.
+  const bool refs_on_workers = map.empty() && ref.path() == compare::reference_path::fast;
+  std::vector<compare::rope_reference> refs;
+  if (refs_on_workers) {
+    refs.assign(static_cast<std::size_t>(arena.max_concurrency()), ref);  // copied here
+    for (compare::rope_reference& r : refs) r.clear_stats();
+  }
+  const auto fill = [&](chunk_work& w, compare::rope_reference& r) {
+    w.sp.resize(w.n * S);
+    w.x.resize(w.n * H * Du);
+    w.y.resize(w.x.size());
+    w.rn.resize(w.x.size());
+    for (std::size_t u = 0; u < w.n; ++u) {
+      const std::size_t t = w.t0 + u;
+      const std::span<std::int64_t> sp(w.sp.data() + u * S, S);
+      for (std::size_t st = 0; st < S; ++st) sp[st] = pos[st * tokens + t];
+      for (std::size_t h = 0; h < H; ++h) {
+        const std::size_t base = (t * H + h) * Du, at = (u * H + h) * Du;
+        const std::span<double> x(w.x.data() + at, Du), y(w.y.data() + at, Du);
+        const std::span<T> rn(w.rn.data() + at, Du);
+        for (std::size_t j = 0; j < Du; ++j) {
+          x[j] = scalar_traits<T>::to_double(element<T>(*q.in, base + j));
+        }
+        if (map.empty()) {
+          r.rotate<T>(sp[0], x, rn, y);
+        } else {
+          r.rotate_streams<T>(sp, x, rn, y);
+        }
+      }
+    }
+  };
+  // The calling thread's part of group gi.
   const auto prepare = [&](std::size_t gi) {
     for (std::size_t c = 0; c < size_of(gi); ++c) {
       chunk_work& w = work[gi % 2][c];
       w.t0 = first_token + (gi * group + c) * chunk_tokens;
       w.n = std::min(chunk_tokens, end_token - w.t0);
-      w.sp.resize(w.n * S);
-      w.x.resize(w.n * H * Du);
-      w.y.resize(w.x.size());
-      w.rn.resize(w.x.size());
-      for (std::size_t u = 0; u < w.n; ++u) {
-        const std::size_t t = w.t0 + u;
-        const std::span<std::int64_t> sp(w.sp.data() + u * S, S);
-        for (std::size_t st = 0; st < S; ++st) sp[st] = pos[st * tokens + t];
-        for (std::size_t h = 0; h < H; ++h) {
-          const std::size_t base = (t * H + h) * Du, at = (u * H + h) * Du;
-          const std::span<double> x(w.x.data() + at, Du), y(w.y.data() + at, Du);
-          const std::span<T> rn(w.rn.data() + at, Du);
-          for (std::size_t j = 0; j < Du; ++j) {
-            x[j] = scalar_traits<T>::to_double(element<T>(*q.in, base + j));
-          }
-          if (map.empty()) {
-            ref.rotate<T>(sp[0], x, rn, y);
-          } else {
-            ref.rotate_streams<T>(sp, x, rn, y);
-          }
-        }
+      if (refs_on_workers) {
+        interruption_point();  // here: the workers do not call it (pev/core/interrupt.h)
+      } else {
+        fill(w, ref);
       }
     }
   };
   // The workers' part of one chunk: the comparison into its own figures and mismatches.
   const auto compare_chunk = [&](chunk_work& w) {
+    if (refs_on_workers) {
+      fill(w, refs.at(static_cast<std::size_t>(tbb::this_task_arena::current_thread_index())));
+    }
     compare::figures::options o = opts;
     w.mismatches.clear();
     o.mismatches = &w.mismatches;
@@ -460,6 +478,7 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
       }
     }
   }
+  for (const compare::rope_reference& r : refs) k.count(r.stats());
   k.cert.checks.push_back(make_check(name, q.source, dtype_of<T>(), f, k.o));
 }
 

@@ -93,6 +93,8 @@ class rope_reference {
   /// spec::mrope_streams of the spec (empty for plain RoPE).
   const std::vector<std::int64_t>& stream_of_pair() const { return stream_of_pair_; }
   const ref::fast_stats& stats() const { return stats_; }
+  /// Zeroes stats() (e.g. of a copy that will count its own evaluations).
+  void clear_stats() { stats_ = {}; }
 
  private:
   std::vector<std::int64_t> stream_of_pair_;
