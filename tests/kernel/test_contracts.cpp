@@ -482,6 +482,19 @@ std::vector<strategy> angle_strategies(const spec::rope& s) {
 
 // The scalar definition of angle_errors(p): ggml_model::angles' bounds, hf_angle_error of the hf
 // model's frequencies, or zeros (accurate).
+/// A case's spec, exact attention factor and the hf and ggml models the scalar definitions use.
+struct case_models {
+  explicit case_models(const rope_case& c)
+      : s(test::parse_as<spec::rope>(c.spec)),
+        m(to_d(ref::rope_reference(s, ref::exact_recipe(), c.seq_len).attention_factor())),
+        hm(hf_model(s, c.seq_len, m)),
+        gm(make_ggml_model(s, c.seq_len)) {}
+  spec::rope s;
+  double m;
+  rope_model hm;
+  ggml_model gm;
+};
+
 std::vector<double> scalar_angle_errors(strategy st, const rope_model& hm, const ggml_model& gm,
                                         std::int64_t p) {
   std::vector<double> want(hm.freq.size(), 0.0);
@@ -503,11 +516,11 @@ TEST(KernelContracts, AngleErrorsEqualTheScalarDefinitions) {
   const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
   for (const rope_case& c : angle_cases()) {
     SCOPED_TRACE(c.spec);
-    const auto s = test::parse_as<spec::rope>(c.spec);
-    const double m =
-        to_d(ref::rope_reference(s, ref::exact_recipe(), c.seq_len).attention_factor());
-    const rope_model hm = hf_model(s, c.seq_len, m);
-    const ggml_model gm = make_ggml_model(s, c.seq_len);
+    const case_models cm(c);
+    const spec::rope& s = cm.s;
+    const double m = cm.m;
+    const rope_model& hm = cm.hm;
+    const ggml_model& gm = cm.gm;
     std::vector<double> got;
     for (strategy st : angle_strategies(s)) {
       const impl::rope_contract contract(s, st, c.seq_len, m);
@@ -556,11 +569,11 @@ TEST(KernelContracts, AngleErrorsRowsEqualTheScalarDefinitions) {
   std::size_t mixed_blocks = 0;
   for (const rope_case& c : angle_cases()) {
     SCOPED_TRACE(c.spec);
-    const auto s = test::parse_as<spec::rope>(c.spec);
-    const double m =
-        to_d(ref::rope_reference(s, ref::exact_recipe(), c.seq_len).attention_factor());
-    const rope_model hm = hf_model(s, c.seq_len, m);
-    const ggml_model gm = make_ggml_model(s, c.seq_len);
+    const case_models cm(c);
+    const spec::rope& s = cm.s;
+    const double m = cm.m;
+    const rope_model& hm = cm.hm;
+    const ggml_model& gm = cm.gm;
     const auto n = static_cast<std::size_t>(s.pairs());
     // Blocks of 1, 3, 64 and 65 rows in turn.
     std::vector<std::vector<std::int64_t>> blocks;

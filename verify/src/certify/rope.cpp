@@ -37,6 +37,70 @@ constexpr std::size_t kChunkValues = 131072;
 /// which gates the claim on the measure.
 constexpr std::size_t kFitRows = 8192;
 
+/// One copy of the reference per arena slot, for chunks whose reference values come from the
+/// worker that compares them: on the fast path of a 1-D RoPE (on() false for MRoPE streams and the
+/// MPFR path, which stay on the calling thread). The copies are made on the calling thread (the
+/// fast reference's MPFR fallbacks take a process-wide lock, pev/ref/fast.h) and count their own
+/// evaluations from zero.
+class worker_references {
+ public:
+  worker_references(const compare::rope_reference& ref, int slots)
+      : on_(ref.stream_of_pair().empty() && ref.path() == compare::reference_path::fast) {
+    if (on_) {
+      refs_.assign(static_cast<std::size_t>(slots), ref);
+      for (compare::rope_reference& r : refs_) r.clear_stats();
+    }
+  }
+  bool on() const { return on_; }
+  /// The copy of the calling worker's arena slot.
+  compare::rope_reference& here() {
+    return refs_.at(static_cast<std::size_t>(tbb::this_task_arena::current_thread_index()));
+  }
+  /// Their evaluations, into the certificate's provenance.
+  void count(context& k) const {
+    for (const compare::rope_reference& r : refs_) k.count(r.stats());
+  }
+
+ private:
+  bool on_;
+  std::vector<compare::rope_reference> refs_;
+};
+
+/// A check's chunks 0 … chunks − 1 in groups of `group` (Work: one chunk's data), two groups in
+/// flight: prepare(c, w) of the next group's chunks on this thread while the arena's workers run
+/// compare_chunk(w) on the current group's, then merge(w) of each chunk in chunk order — so what
+/// merges does not depend on the number of threads.
+template <class Work, class Prepare, class Compare, class Merge>
+void in_groups(tbb::task_arena& arena, std::size_t chunks, std::size_t group, Prepare&& prepare,
+               Compare&& compare_chunk, Merge&& merge) {
+  std::vector<Work> work[2] = {std::vector<Work>(group), std::vector<Work>(group)};
+  const auto size_of = [&](std::size_t c0) { return std::min(group, chunks - c0); };
+  const auto prepare_group = [&](std::vector<Work>& w, std::size_t c0) {
+    for (std::size_t c = 0; c < size_of(c0); ++c) prepare(c0 + c, w[c]);
+  };
+  if (chunks > 0) prepare_group(work[0], 0);
+  for (std::size_t c0 = 0, b = 0; c0 < chunks; c0 += group, b ^= 1) {
+    std::vector<Work>& cur = work[b];
+    std::vector<Work>& next = work[b ^ 1];
+    const std::size_t g = size_of(c0);
+    arena.execute([&] {
+      tbb::task_group tg;
+      tg.run([&] {
+        tbb::parallel_for(std::size_t{0}, g, [&](std::size_t c) { compare_chunk(cur[c]); });
+      });
+      try {
+        if (c0 + group < chunks) prepare_group(next, c0 + group);  // meanwhile, on this thread
+      } catch (...) {
+        tg.cancel();
+        tg.wait();
+        throw;
+      }
+      tg.wait();
+    });
+    for (std::size_t c = 0; c < g; ++c) merge(cur[c]);
+  }
+}
+
 /// The recipes' bounds of a RoPE value, in bound_names(true)'s order, for the library class the
 /// claim assumes. transformers rotates q/k in the model dtype (each product and the sum rounded
 /// there, the table cast to it first); vLLM (its cache in the model dtype) and ggml rotate in
@@ -138,7 +202,7 @@ void table_library(context& k, compare::rope_reference& ref, const table_source&
 
 /// A dump's table values for compare::compare_table: row q of a chunk starting at row r0.
 template <class T>
-struct table_values {
+struct dump_rows {
   const table_source& t;
   std::size_t r0;
   T operator()(std::size_t q, std::size_t j, bool is_sin) const {
@@ -188,96 +252,54 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   // others' at the group's end, which a group of many short chunks keeps short.
   const auto group = static_cast<std::size_t>(8 * arena.max_concurrency());
   tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
-  const bool refs_on_workers = map.empty() && ref.path() == compare::reference_path::fast;
-  const auto slots = static_cast<std::size_t>(arena.max_concurrency());
-  std::vector<ref::fast_rope_reference> fast_refs;
-  if (refs_on_workers) fast_refs.assign(slots, ref.fast());  // copied here, not on the workers
-  std::vector<ref::fast_stats> fast_stats(slots);
+  worker_references refs(ref, arena.max_concurrency());
   // --shard: this shard's rows (named variables: lambdas below capture them, which clang 14
   // refuses for structured bindings).
   const std::pair<std::size_t, std::size_t> shard = shard_rows(rows, k.o);
   const std::size_t first_row = shard.first, end_row = shard.second;
   const std::size_t chunks = (end_row - first_row + kChunkRows - 1) / kChunkRows;
-  // The reference values of a group of chunks (this thread: the fast reference is
-  // single-threaded); returns the group's size.
-  auto prepare = [&](std::vector<chunk_work>& work, std::size_t c0) {
-    const std::size_t g = std::min(group, chunks - c0);
-    for (std::size_t c = 0; c < g; ++c) {
-      chunk_work& w = work[c];
-      w.r0 = first_row + (c0 + c) * kChunkRows;
-      const std::size_t n = std::min(kChunkRows, end_row - w.r0);
-      w.positions.clear();
-      for (std::size_t st = 0; st < S; ++st) {
-        const auto from = pos.begin() + static_cast<std::ptrdiff_t>(st * rows + w.r0);
-        w.positions.insert(w.positions.end(), from, from + static_cast<std::ptrdiff_t>(n));
-      }
-      if (refs_on_workers) {
-        interruption_point();  // here: the workers do not call it (pev/core/interrupt.h)
-        continue;              // the reference values on the worker (compare_group)
-      } else if (map.empty()) {
-        ref.table<T>(w.positions, w.rc, w.rs, /*rounded_doubles=*/false);
-      } else {
-        ref.table_streams<T>(w.positions, w.rc, w.rs, /*rounded_doubles=*/false);
-      }
+  // A chunk's rows and, unless the worker computes them, its reference values (this thread).
+  const auto prepare = [&](std::size_t c, chunk_work& w) {
+    w.r0 = first_row + c * kChunkRows;
+    const std::size_t n = std::min(kChunkRows, end_row - w.r0);
+    w.positions.clear();
+    for (std::size_t st = 0; st < S; ++st) {
+      const auto from = pos.begin() + static_cast<std::ptrdiff_t>(st * rows + w.r0);
+      w.positions.insert(w.positions.end(), from, from + static_cast<std::ptrdiff_t>(n));
     }
-    return g;
+    if (refs.on()) {
+      interruption_point();  // here: the workers do not call it (pev/core/interrupt.h)
+    } else if (map.empty()) {
+      ref.table<T>(w.positions, w.rc, w.rs, /*rounded_doubles=*/false);
+    } else {
+      ref.table_streams<T>(w.positions, w.rc, w.rs, /*rounded_doubles=*/false);
+    }
   };
-  // Its comparison (the arena's workers), each chunk into figures of its own.
-  auto compare_group = [&](std::vector<chunk_work>& work, std::size_t g) {
-    tbb::parallel_for(std::size_t{0}, g, [&](std::size_t c) {
-      chunk_work& w = work[c];
-      if (refs_on_workers) {
-        // rope_reference::table's fast path, on this worker's copy.
-        const auto slot = static_cast<std::size_t>(tbb::this_task_arena::current_thread_index());
-        const std::size_t nv = w.positions.size() * static_cast<std::size_t>(ref.pairs());
-        for (auto* v : {&w.rc, &w.rs}) {
-          v->rn.resize(nv);
-          v->exact.resize(nv);
-        }
-        fast_refs.at(slot).table_values<T>(w.positions, w.rc.rn, w.rs.rn, w.rc.exact, w.rs.exact,
-                                           &fast_stats.at(slot));
-      }
-      compare::figures::options o = opts;
-      w.mismatches.clear();
-      o.mismatches = &w.mismatches;
-      w.cos.emplace(o);
-      w.sin.emplace(o);
-      // Screened with the figures of every group before (merged, unchanged while this group
-      // runs): a chunk does not evaluate the ρ of every value of its first rows.
-      w.cos->screen_with(&cos);
-      w.sin->screen_with(&sin);
-      const compare::table_rows<T> rows_ref{w.rc.rn, w.rs.rn, w.rc.exact, w.rs.exact, ref.pairs()};
-      compare::compare_table<T>(
-          w.positions, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref,
-          t.pair, table_values<T>{t, w.r0}, local_bounds.local(), *w.cos, *w.sin);
-    });
+  // Its comparison (the arena's workers) into figures of its own.
+  const auto compare_chunk = [&](chunk_work& w) {
+    if (refs.on()) refs.here().table_on_worker<T>(w.positions, w.rc, w.rs, false);
+    compare::figures::options o = opts;
+    w.mismatches.clear();
+    o.mismatches = &w.mismatches;
+    w.cos.emplace(o);
+    w.sin.emplace(o);
+    // Screened with the figures of every group before (merged, unchanged while this group
+    // runs): a chunk does not evaluate the ρ of every value of its first rows.
+    w.cos->screen_with(&cos);
+    w.sin->screen_with(&sin);
+    const compare::table_rows<T> rows_ref{w.rc.rn, w.rs.rn, w.rc.exact, w.rs.exact, ref.pairs()};
+    compare::compare_table<T>(
+        w.positions, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref,
+        t.pair, dump_rows<T>{t, w.r0}, local_bounds.local(), *w.cos, *w.sin);
   };
-  // Two groups in flight: while the workers compare one, this thread computes the next one's
-  // reference values, then joins them; the groups merge in order.
-  std::vector<chunk_work> work[2] = {std::vector<chunk_work>(group),
-                                     std::vector<chunk_work>(group)};
-  std::size_t g = chunks > 0 ? prepare(work[0], 0) : 0;
-  for (std::size_t c0 = 0, b = 0; c0 < chunks; c0 += group, b ^= 1) {
-    tbb::task_group tg;
-    arena.execute([&] { tg.run([&, b, g] { compare_group(work[b], g); }); });
-    std::size_t next = 0;
-    try {
-      if (c0 + group < chunks) next = prepare(work[b ^ 1], c0 + group);
-    } catch (...) {
-      arena.execute([&] { tg.wait(); });
-      throw;
+  in_groups<chunk_work>(arena, chunks, group, prepare, compare_chunk, [&](chunk_work& w) {
+    cos.merge(*w.cos);
+    sin.merge(*w.sin);
+    for (const report::mismatch& m : w.mismatches) {
+      if (k.mismatches.size() < opts.max_mismatches) k.mismatches.push_back(m);
     }
-    arena.execute([&] { tg.wait(); });
-    for (std::size_t c = 0; c < g; ++c) {
-      cos.merge(*work[b][c].cos);
-      sin.merge(*work[b][c].sin);
-      for (const report::mismatch& m : work[b][c].mismatches) {
-        if (k.mismatches.size() < opts.max_mismatches) k.mismatches.push_back(m);
-      }
-    }
-    g = next;
-  }
-  for (const ref::fast_stats& s : fast_stats) k.count(s);
+  });
+  refs.count(k);
   // The worst values' exact values from MPFR, so that the certificate's worst case does not
   // depend on the reference path (the fast path's doubles are within 2^−49·m; counts, ρ and
   // grades never depended on it).
@@ -353,25 +375,14 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   const int cores = tbb::this_task_arena::max_concurrency();
   tbb::task_arena arena(k.o.threads > 0 ? std::min(k.o.threads, cores) : cores);
   const auto group = static_cast<std::size_t>(2 * arena.max_concurrency());
-  std::vector<chunk_work> work[2] = {std::vector<chunk_work>(group),
-                                     std::vector<chunk_work>(group)};
   tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
+  worker_references refs(ref, arena.max_concurrency());
   // --shard: this shard's tokens (named variables, captured below: see table_checks).
   const std::pair<std::size_t, std::size_t> shard = shard_rows(tokens, k.o);
   const std::size_t first_token = shard.first, end_token = shard.second;
   const std::size_t chunks = (end_token - first_token + chunk_tokens - 1) / chunk_tokens;
-  const std::size_t groups = (chunks + group - 1) / group;
-  const auto size_of = [&](std::size_t gi) { return std::min(group, chunks - gi * group); };
-  // A chunk's positions, inputs and reference rotations, from reference `r`: on the worker that
-  // compares it (a copy of the reference per arena slot; the fast reference's MPFR fallbacks take
-  // a process-wide lock, pev/ref/fast.h), or, for MRoPE streams and the MPFR path, on this
-  // thread for the next group while the workers compare the current one.
-  const bool refs_on_workers = map.empty() && ref.path() == compare::reference_path::fast;
-  std::vector<compare::rope_reference> refs;
-  if (refs_on_workers) {
-    refs.assign(static_cast<std::size_t>(arena.max_concurrency()), ref);  // copied here
-    for (compare::rope_reference& r : refs) r.clear_stats();
-  }
+  // A chunk's positions, inputs and reference rotations, from reference `r`: the worker's copy
+  // (worker_references), or, for MRoPE streams and the MPFR path, `ref` on this thread.
   const auto fill = [&](chunk_work& w, compare::rope_reference& r) {
     w.sp.resize(w.n * S);
     w.x.resize(w.n * H * Du);
@@ -396,24 +407,19 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
       }
     }
   };
-  // The calling thread's part of group gi.
-  const auto prepare = [&](std::size_t gi) {
-    for (std::size_t c = 0; c < size_of(gi); ++c) {
-      chunk_work& w = work[gi % 2][c];
-      w.t0 = first_token + (gi * group + c) * chunk_tokens;
-      w.n = std::min(chunk_tokens, end_token - w.t0);
-      if (refs_on_workers) {
-        interruption_point();  // here: the workers do not call it (pev/core/interrupt.h)
-      } else {
-        fill(w, ref);
-      }
+  // The calling thread's part of a chunk.
+  const auto prepare = [&](std::size_t c, chunk_work& w) {
+    w.t0 = first_token + c * chunk_tokens;
+    w.n = std::min(chunk_tokens, end_token - w.t0);
+    if (refs.on()) {
+      interruption_point();  // here: the workers do not call it (pev/core/interrupt.h)
+    } else {
+      fill(w, ref);
     }
   };
   // The workers' part of one chunk: the comparison into its own figures and mismatches.
   const auto compare_chunk = [&](chunk_work& w) {
-    if (refs_on_workers) {
-      fill(w, refs.at(static_cast<std::size_t>(tbb::this_task_arena::current_thread_index())));
-    }
+    if (refs.on()) fill(w, refs.here());
     compare::figures::options o = opts;
     w.mismatches.clear();
     o.mismatches = &w.mismatches;
@@ -453,32 +459,13 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
       }
     }
   };
-  if (groups > 0) prepare(0);
-  for (std::size_t gi = 0; gi < groups; ++gi) {
-    std::vector<chunk_work>& cur = work[gi % 2];
-    arena.execute([&] {
-      tbb::task_group tg;
-      tg.run([&] {
-        tbb::parallel_for(std::size_t{0}, size_of(gi),
-                          [&](std::size_t c) { compare_chunk(cur[c]); });
-      });
-      try {
-        if (gi + 1 < groups) prepare(gi + 1);  // meanwhile, on this thread
-      } catch (...) {
-        tg.cancel();
-        tg.wait();
-        throw;
-      }
-      tg.wait();
-    });
-    for (std::size_t c = 0; c < size_of(gi); ++c) {
-      f.merge(*cur[c].f);
-      for (const report::mismatch& m : cur[c].mismatches) {
-        if (k.mismatches.size() < opts.max_mismatches) k.mismatches.push_back(m);
-      }
+  in_groups<chunk_work>(arena, chunks, group, prepare, compare_chunk, [&](chunk_work& w) {
+    f.merge(*w.f);
+    for (const report::mismatch& m : w.mismatches) {
+      if (k.mismatches.size() < opts.max_mismatches) k.mismatches.push_back(m);
     }
-  }
-  for (const compare::rope_reference& r : refs) k.count(r.stats());
+  });
+  refs.count(k);
   k.cert.checks.push_back(make_check(name, q.source, dtype_of<T>(), f, k.o));
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "pev/core/error.h"
 #include "pev/core/hex.h"
@@ -453,38 +454,23 @@ template <std::size_t NB>
 /// mark_bounds_n for 1 ≤ nb ≤ kFusedBounds bounds (always-inline templates, so that each
 /// target clone compiles them for its own target); false (nothing done) for more.
 constexpr std::size_t kFusedBounds = 8;
+template <std::size_t... I>
+[[gnu::always_inline]] inline bool mark_bounds_upto(std::index_sequence<I...>, const double* err,
+                                                    const double* B, std::size_t stride,
+                                                    std::size_t nb, bool ladder,
+                                                    const double* t_own, const double* t_rung,
+                                                    std::uint32_t* cand, std::int64_t* mx,
+                                                    std::size_t n) {
+  return ((nb == I + 1 &&
+           (mark_bounds_nb<I + 1>(err, B, stride, ladder, t_own, t_rung, cand, mx, n), true)) ||
+          ...);
+}
 PEV_VECTOR_LOOPS bool mark_bounds(const double* err, const double* B, std::size_t stride,
                                   std::size_t nb, bool ladder, const double* t_own,
                                   const double* t_rung, std::uint32_t* cand, std::int64_t* mx,
                                   std::size_t n) {
-  switch (nb) {
-    case 1:
-      mark_bounds_nb<1>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
-      return true;
-    case 2:
-      mark_bounds_nb<2>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
-      return true;
-    case 3:
-      mark_bounds_nb<3>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
-      return true;
-    case 4:
-      mark_bounds_nb<4>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
-      return true;
-    case 5:
-      mark_bounds_nb<5>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
-      return true;
-    case 6:
-      mark_bounds_nb<6>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
-      return true;
-    case 7:
-      mark_bounds_nb<7>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
-      return true;
-    case 8:
-      mark_bounds_nb<8>(err, B, stride, ladder, t_own, t_rung, cand, mx, n);
-      return true;
-    default:
-      return false;
-  }
+  return mark_bounds_upto(std::make_index_sequence<kFusedBounds>(), err, B, stride, nb, ladder,
+                          t_own, t_rung, cand, mx, n);
 }
 
 /// options::zero_floor: bounds of an exact value of ±0 raised to at least `floor` (selects on

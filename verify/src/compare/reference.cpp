@@ -61,6 +61,12 @@ template <class T>
 void rope_reference::table(std::span<const std::int64_t> positions, typed_values<T>& cos,
                            typed_values<T>& sin, bool rounded_doubles) {
   interruption_point();  // between chunks of rows (pev/core/interrupt.h)
+  table_on_worker<T>(positions, cos, sin, rounded_doubles);
+}
+
+template <class T>
+void rope_reference::table_on_worker(std::span<const std::int64_t> positions, typed_values<T>& cos,
+                                     typed_values<T>& sin, bool rounded_doubles) {
   const std::size_t P = static_cast<std::size_t>(pairs());
   const std::size_t n = positions.size() * P;
   cos.rn.resize(n);
@@ -222,6 +228,8 @@ real alibi_reference::bias(std::int64_t h, std::int64_t q, std::int64_t k) const
 #define PEV_COMPARE_INSTANTIATE(T)                                                                \
   template void rope_reference::table<T>(std::span<const std::int64_t>, typed_values<T>&,         \
                                          typed_values<T>&, bool);                                 \
+  template void rope_reference::table_on_worker<T>(std::span<const std::int64_t>,                 \
+                                                   typed_values<T>&, typed_values<T>&, bool);     \
   template void rope_reference::rotate<T>(std::int64_t, std::span<const double>, std::span<T>,    \
                                           std::span<double>);                                     \
   template void rope_reference::table_streams<T>(std::span<const std::int64_t>, typed_values<T>&, \

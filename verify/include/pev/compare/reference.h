@@ -71,6 +71,11 @@ class rope_reference {
   template <class T>
   void table(std::span<const std::int64_t> positions, typed_values<T>& cos, typed_values<T>& sin,
              bool rounded_doubles);
+  /// table() without its interruption point, for a worker thread's copy of the reference: the
+  /// embedder's check (pev/core/interrupt.h) is the calling thread's to call.
+  template <class T>
+  void table_on_worker(std::span<const std::int64_t> positions, typed_values<T>& cos,
+                       typed_values<T>& sin, bool rounded_doubles);
   /// MRoPE (docs/encodings.md §4.6): cos and sin [n, pairs] of n tokens whose stream positions
   /// are `positions` [S, n]; pair i of token t is the 1-D value at positions[s(i)·n + t].
   template <class T>
