@@ -3,6 +3,7 @@
 // hang, die, flood or lie — each reported, none able to hang or crash pev.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -151,7 +152,10 @@ TEST(CertifyLive, IsolatedPluginThatCrashesOrHangsIsAFailedCheck) {
     std::cout << m.name << ": reported in " << s << " s: " << notes.substr(0, 200) << "\n";
   }
   unsetenv("PEV_PLUGIN_MISBEHAVE");
-  EXPECT_NE(std::system("pgrep -f 'serve --plugi[n]' > /dev/null"), 0) << "a child survived";
+  // This process's children only (another test may have its own running).
+  const std::string own_children =
+      "pgrep -P " + std::to_string(getpid()) + " -f 'serve --plugi[n]' > /dev/null";
+  EXPECT_NE(std::system(own_children.c_str()), 0) << "a child survived";
   // A library that cannot be loaded: the child refuses the greeting, which is bad input.
   EXPECT_THROW(impl::load_plugin("/nonexistent/plugin.so", e, kernel::strategy::hf, isolated()),
                error);

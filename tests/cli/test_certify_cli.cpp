@@ -265,13 +265,18 @@ TEST(CliCertify, LiveImplementations) {
   EXPECT_EQ(crash.exit_code, 1) << crash.out << crash.err;
   EXPECT_NE(crash.out.find("killed by signal 11"), std::string::npos) << crash.out;
   EXPECT_TRUE(std::filesystem::exists(dir + "/crash/certificate.json"));
-  // pev killed (SIGKILL) while its isolated plugin hangs: the child dies with it.
+  // pev killed (SIGKILL) while its isolated plugin hangs: the child dies with it. The plugin is
+  // a copy of its own, so that the search finds this child, not another test's.
+  const std::string hang_plugin = dir + "/hang_plugin.so";
+  std::filesystem::copy_file(PEV_BUILTIN_PLUGIN, hang_plugin,
+                             std::filesystem::copy_options::overwrite_existing);
   setenv("PEV_PLUGIN_MISBEHAVE", "hang", 1);
-  const int pid = test::spawn_pev({"certify", "--spec", kSpec, "--plugin", PEV_BUILTIN_PLUGIN,
-                                   "--isolate", "--out", dir + "/killed"});
+  const int pid = test::spawn_pev(
+      {"certify", "--spec", kSpec, "--plugin", hang_plugin, "--isolate", "--out", dir + "/killed"});
   unsetenv("PEV_PLUGIN_MISBEHAVE");
-  const auto child_running = [] {
-    return std::system("pgrep -f 'serve --plugi[n]' > /dev/null") == 0;
+  const auto child_running = [&] {
+    return std::system(("pgrep -f 'serve --plugi[n] " + hang_plugin + "' > /dev/null").c_str()) ==
+           0;
   };
   for (int k = 0; k < 200 && !child_running(); ++k) usleep(10000);
   EXPECT_TRUE(child_running()) << "the isolated child did not start";
