@@ -210,14 +210,13 @@ struct dump_rows {
     return element<T>(*pl.a,
                       pl.at(static_cast<std::int64_t>(r0 + q), static_cast<std::int64_t>(j)));
   }
-  /// The whole row at once where its columns are contiguous (element()'s decoding is a copy of
-  /// the encoding).
-  bool row(std::size_t q, bool is_sin, T* out) const {
+  /// Row q's encodings in the dump where its columns are contiguous (element()'s decoding is a
+  /// copy of the encoding), read in place; nullptr otherwise.
+  const std::byte* row_bytes(std::size_t q, bool is_sin) const {
     const plane& pl = is_sin ? t.sin : t.cos;
-    if (pl.col_stride != 1) return false;
+    if (pl.col_stride != 1) return nullptr;
     const std::size_t at = pl.at(static_cast<std::int64_t>(r0 + q), 0);
-    std::memcpy(out, pl.a->data.data() + at * sizeof(T), t.pair.size() * sizeof(T));
-    return true;
+    return pl.a->data.data() + at * sizeof(T);
   }
 };
 

@@ -1,6 +1,7 @@
 #include "pev/compare/row_inputs.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "pev/core/simd.h"
@@ -33,30 +34,40 @@ template <class T>
 }
 
 template <class T>
-[[gnu::always_inline]] inline void inputs(const T* got, const T* rn, const double* exact,
-                                          const std::int64_t* column, std::size_t n,
-                                          std::size_t offset, double* got_d, double* exact_d,
-                                          double* abs_d, std::uint64_t* dist) {
+[[gnu::always_inline]] inline void inputs(const std::byte* __restrict got, const T* __restrict rn,
+                                          const double* __restrict exact,
+                                          const std::int64_t* __restrict column, std::size_t n,
+                                          std::size_t offset, double* __restrict got_d,
+                                          double* __restrict exact_d, double* __restrict abs_d,
+                                          std::uint64_t* __restrict dist) {
+  // got's encodings are loaded with memcpy (any alignment; an unaligned vector load).
+  const auto load = [got](std::size_t j) {
+    T g;
+    std::memcpy(&g, got + j * sizeof(T), sizeof(T));
+    return g;
+  };
   if (column == nullptr) {
     for (std::size_t j = 0; j < n; ++j) {
-      got_d[j] = scalar_traits<T>::to_double(got[j]);
+      const T g = load(j);
+      got_d[j] = scalar_traits<T>::to_double(g);
       exact_d[j] = exact[offset + j];
       abs_d[j] = std::fabs(exact[offset + j]);
-      dist[j] = distance(got[j], rn[offset + j]);
+      dist[j] = distance(g, rn[offset + j]);
     }
   } else {
     for (std::size_t j = 0; j < n; ++j) {
       const std::size_t e = offset + static_cast<std::size_t>(column[j]);
-      got_d[j] = scalar_traits<T>::to_double(got[j]);
+      const T g = load(j);
+      got_d[j] = scalar_traits<T>::to_double(g);
       exact_d[j] = exact[e];
       abs_d[j] = std::fabs(exact[e]);
-      dist[j] = distance(got[j], rn[e]);
+      dist[j] = distance(g, rn[e]);
     }
   }
 }
 
 #define PEV_ROW_INPUTS(T, NAME)                                                                    \
-  PEV_VECTOR_LOOPS void NAME(const T* got, const T* rn, const double* exact,                       \
+  PEV_VECTOR_LOOPS void NAME(const std::byte* got, const T* rn, const double* exact,               \
                              const std::int64_t* column, std::size_t n, std::size_t offset,        \
                              double* got_d, double* exact_d, double* abs_d, std::uint64_t* dist) { \
     inputs<T>(got, rn, exact, column, n, offset, got_d, exact_d, abs_d, dist);                     \
@@ -70,31 +81,31 @@ PEV_ROW_INPUTS(bfloat16, inputs_bf16)
 }  // namespace
 
 template <class T>
-void row_inputs(std::span<const T> got, const T* rn, const double* exact,
+void row_inputs(const std::byte* got, std::size_t n, const T* rn, const double* exact,
                 std::span<const std::int64_t> column, std::size_t offset, double* got_d,
                 double* exact_d, double* abs_d, std::uint64_t* dist) {
   const std::int64_t* col = column.empty() ? nullptr : column.data();
   if constexpr (std::is_same_v<T, float>) {
-    inputs_f32(got.data(), rn, exact, col, got.size(), offset, got_d, exact_d, abs_d, dist);
+    inputs_f32(got, rn, exact, col, n, offset, got_d, exact_d, abs_d, dist);
   } else if constexpr (std::is_same_v<T, double>) {
-    inputs_f64(got.data(), rn, exact, col, got.size(), offset, got_d, exact_d, abs_d, dist);
+    inputs_f64(got, rn, exact, col, n, offset, got_d, exact_d, abs_d, dist);
   } else if constexpr (std::is_same_v<T, half>) {
-    inputs_f16(got.data(), rn, exact, col, got.size(), offset, got_d, exact_d, abs_d, dist);
+    inputs_f16(got, rn, exact, col, n, offset, got_d, exact_d, abs_d, dist);
   } else {
-    inputs_bf16(got.data(), rn, exact, col, got.size(), offset, got_d, exact_d, abs_d, dist);
+    inputs_bf16(got, rn, exact, col, n, offset, got_d, exact_d, abs_d, dist);
   }
 }
 
-template void row_inputs<float>(std::span<const float>, const float*, const double*,
+template void row_inputs<float>(const std::byte*, std::size_t, const float*, const double*,
                                 std::span<const std::int64_t>, std::size_t, double*, double*,
                                 double*, std::uint64_t*);
-template void row_inputs<double>(std::span<const double>, const double*, const double*,
+template void row_inputs<double>(const std::byte*, std::size_t, const double*, const double*,
                                  std::span<const std::int64_t>, std::size_t, double*, double*,
                                  double*, std::uint64_t*);
-template void row_inputs<half>(std::span<const half>, const half*, const double*,
+template void row_inputs<half>(const std::byte*, std::size_t, const half*, const double*,
                                std::span<const std::int64_t>, std::size_t, double*, double*,
                                double*, std::uint64_t*);
-template void row_inputs<bfloat16>(std::span<const bfloat16>, const bfloat16*, const double*,
+template void row_inputs<bfloat16>(const std::byte*, std::size_t, const bfloat16*, const double*,
                                    std::span<const std::int64_t>, std::size_t, double*, double*,
                                    double*, std::uint64_t*);
 

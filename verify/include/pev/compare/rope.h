@@ -34,8 +34,8 @@ struct table_rows {
 /// Compares table rows: row q of the implementation's values is at position positions[q] and its
 /// reference values are row ref_row(q) of `ref`; column j holds pair column_pair[j], and
 /// got(q, j, is_sin) returns the implementation's value (type T); a `got` with a member
-/// row(q, is_sin, T* out) may copy row q's values into out at once (returning true; false: value
-/// by value). Values are indexed by column in
+/// row_bytes(q, is_sin) may return where row q's encodings lie contiguous in memory (columns in
+/// order, any alignment; nullptr: value by value), read in place. Values are indexed by column in
 /// the figures. cos and sin may be the same figures (one check for both; positions are then
 /// counted once).
 ///
@@ -78,20 +78,20 @@ void compare_table(std::span<const std::int64_t> positions,
         sin.add_position(rows_pos[q]);
         const std::size_t k = ref_row(q0 + q);
         for (int w = 0; w < 2; ++w) {
-          // A `got` that can copy a whole row (got.row(q, is_sin, out), true when it did) saves
-          // a call per value.
-          bool whole_row = false;
-          if constexpr (requires { got.row(q0, true, got_t.data()); }) {
-            whole_row = got.row(q0 + q, w == 1, got_t.data());
-          }
-          if (!whole_row) {
+          // A `got` whose rows lie contiguous in memory (got.row_bytes) is read in place, without
+          // a call or a copy per value.
+          const std::byte* row = nullptr;
+          if constexpr (requires { got.row_bytes(q0, true); }) row = got.row_bytes(q0 + q, w == 1);
+          if (row == nullptr) {
             for (std::size_t j = 0; j < n; ++j) got_t[j] = got(q0 + q, j, w == 1);
+            row = reinterpret_cast<const std::byte*>(got_t.data());
           }
           const std::size_t at = static_cast<std::size_t>(w) * N + q * n;
-          row_inputs<T>(
-              got_t, (w == 0 ? ref.rn_cos : ref.rn_sin).data(), (w == 0 ? ref.cos : ref.sin).data(),
-              in_order ? std::span<const std::int64_t>() : column_pair, k * P, got_v.data() + at,
-              exact_v.data() + at, abs_v.data() + at, dist_v.data() + at);
+          row_inputs<T>(row, n, (w == 0 ? ref.rn_cos : ref.rn_sin).data(),
+                        (w == 0 ? ref.cos : ref.sin).data(),
+                        in_order ? std::span<const std::int64_t>() : column_pair, k * P,
+                        got_v.data() + at, exact_v.data() + at, abs_v.data() + at,
+                        dist_v.data() + at);
         }
       }
       // Bounds of both planes in one pass (the rows' angle errors once): [bound][cos | sin].
