@@ -36,7 +36,7 @@ const io::array* find_any(const dump& d, std::initializer_list<const char*> name
 
 bool covers_every_position(const std::vector<std::int64_t>& pos, bool required) {
   std::vector<std::int64_t> sorted(pos);
-  std::sort(sorted.begin(), sorted.end());
+  if (!std::is_sorted(sorted.begin(), sorted.end())) std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   for (std::size_t k = 0; k < sorted.size(); ++k) {
     if (sorted[k] != static_cast<std::int64_t>(k)) {
