@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -36,6 +37,23 @@ TEST(Cli, VersionHelpAndList) {
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_NE(v.out.find("pev 0.1.0"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("MPFR"), std::string::npos);
+  // The revision the binary was built from (cmake/git_revision.cmake, at every build), not the
+  // one CMake was configured at: HEAD of the source tree, "-dirty" when tracked files differ.
+  std::string head;
+  if (FILE* git = popen(
+          ("git -C '" + std::string(PEV_SOURCE_DIR) + "' rev-parse --short=12 HEAD 2>/dev/null")
+              .c_str(),
+          "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, git)) head = buf;
+    pclose(git);
+  }
+  while (!head.empty() && (head.back() == '\n' || head.back() == ' ')) head.pop_back();
+  if (head.size() == 12) {
+    EXPECT_TRUE(v.out.find("(git " + head + ")") != std::string::npos ||
+                v.out.find("(git " + head + "-dirty)") != std::string::npos)
+        << "HEAD is " << head << ": " << v.out;
+  }
   auto h = run_pev({"--help"});
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_NE(h.out.find("reference"), std::string::npos);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "pev/build_info.h"
+#include "pev/git_revision.h"
 
 namespace pev {
 
