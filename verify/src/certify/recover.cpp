@@ -52,8 +52,10 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
     if (pos[r] < 0) continue;  // a row the caller leaves out (recover.h)
     rows.push_back({pos[r], static_cast<std::int64_t>(r)});
   }
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const row_at& a, const row_at& b) { return a.p < b.p; });
+  const auto by_position = [](const row_at& a, const row_at& b) { return a.p < b.p; };
+  if (!std::is_sorted(rows.begin(), rows.end(), by_position)) {
+    std::stable_sort(rows.begin(), rows.end(), by_position);
+  }
   rows.erase(std::unique(rows.begin(), rows.end(),
                          [](const row_at& a, const row_at& b) { return a.p == b.p; }),
              rows.end());

@@ -124,10 +124,10 @@ std::optional<byte_buffer> map_file_region(int fd, const std::filesystem::path& 
   const std::uint64_t start = offset / page * page;
   const std::size_t lead = static_cast<std::size_t>(offset - start);
   const std::size_t length = lead + n;
-  // MAP_POPULATE: the page tables are filled now, in one call, rather than by a fault on first
-  // access (the first access is on the calling thread anyway: layout detection reads every row).
-  void* base =
-      ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, static_cast<off_t>(start));
+  // No MAP_POPULATE: the pages are mapped by faults on first access, on the threads that read
+  // them (certify's workers), not all at once on this thread before any work starts (0.1 s of a
+  // 537 MB dump's 2-thread certification, serial; docs/performance.md §4).
+  void* base = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(start));
   if (base == MAP_FAILED) return std::nullopt;
   auto m = std::make_shared<mapping>();
   m->base = base;
