@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <future>
+#include <optional>
 
 #include "detail.h"
 #include "diagnosis.h"
@@ -199,6 +201,11 @@ template <class T>
 void table_library(context& k, compare::rope_reference& ref, const table_source& t,
                    const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq,
                    table_fit& fit);
+template <class T>
+std::optional<table_fit> library_fit(const context& k, const compare::rope_reference& ref,
+                                     const table_source& t, const std::vector<std::int64_t>& pos,
+                                     std::optional<std::int64_t> seq);
+void record_library(context& k, const std::optional<table_fit>& found, table_fit& fit);
 
 /// A dump's table values for compare::compare_table: row q of a chunk starting at row r0.
 template <class T>
@@ -252,6 +259,13 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   const auto group = static_cast<std::size_t>(8 * arena.max_concurrency());
   tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
   worker_references refs(ref, arena.max_concurrency());
+  // The library fit reads the whole table (shard 0's; a failing shard fits for its diagnosis):
+  // with threads to spare, on a thread of its own beside the comparison rather than after it
+  // (a pure function of the dump and the spec: the same fit).
+  std::future<std::optional<table_fit>> fitting;
+  if (whole_checks(k.o) && arena.max_concurrency() > 1) {
+    fitting = std::async(std::launch::async, [&] { return library_fit<T>(k, ref, t, pos, seq); });
+  }
   // --shard: this shard's rows (named variables: lambdas below capture them, which clang 14
   // refuses for structured bindings).
   const std::pair<std::size_t, std::size_t> shard = shard_rows(rows, k.o);
@@ -312,8 +326,11 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     k.cert.checks.push_back(
         make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact));
   }
-  // The library fit reads the whole table: shard 0's (a failing shard fits for its diagnosis).
-  if (whole_checks(k.o)) table_library<T>(k, ref, t, pos, seq, fit);
+  if (fitting.valid()) {
+    record_library(k, fitting.get(), fit);
+  } else if (whole_checks(k.o)) {
+    table_library<T>(k, ref, t, pos, seq, fit);
+  }
 }
 
 /// The math library the table shows (library_figures), from a fit of every row.
@@ -321,11 +338,18 @@ template <class T>
 void table_library(context& k, compare::rope_reference& ref, const table_source& t,
                    const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq,
                    table_fit& fit) {
+  record_library(k, library_fit<T>(k, ref, t, pos, seq), fit);
+}
+
+/// The fit of the table's rows (recover.h: fit_table), measured against the hf recipe's own
+/// angles. It reads 1-D rows: of an MRoPE table, its text tokens (every stream at one position);
+/// none without any. Reads, never writes, k and ref (it may run on a thread of its own).
+template <class T>
+std::optional<table_fit> library_fit(const context& k, const compare::rope_reference& ref,
+                                     const table_source& t, const std::vector<std::int64_t>& pos,
+                                     std::optional<std::int64_t> seq) {
   const std::vector<std::int64_t>& map = ref.stream_of_pair();
   const std::size_t S = streams_of(ref), rows = pos.size() / S;
-  report::library_figures& lib = k.c().library;
-  // The math library the table shows, measured against the hf recipe's own angles. The fit reads
-  // 1-D rows: of an MRoPE table, its text tokens (every stream at one position).
   std::vector<std::int64_t> text(pos.begin(), pos.begin() + static_cast<std::ptrdiff_t>(rows));
   for (std::size_t r = 0; r < rows && !map.empty(); ++r) {
     for (std::size_t st = 1; st < S; ++st) {
@@ -333,10 +357,20 @@ void table_library(context& k, compare::rope_reference& ref, const table_source&
     }
   }
   if (std::all_of(text.begin(), text.end(), [](std::int64_t p) { return p < 0; })) {
+    return std::nullopt;
+  }
+  return fit_table<T>(ref.spec(), seq, t, text, k.o.max_trig_ulp ? 0 : kFitRows);
+}
+
+/// The certificate's library figures from library_fit's result, kept in `fit` (unchanged when
+/// there was nothing to fit).
+void record_library(context& k, const std::optional<table_fit>& found, table_fit& fit) {
+  report::library_figures& lib = k.c().library;
+  if (!found) {
     lib.note = "no text token (every stream at one position) in the MRoPE table to fit";
     return;
   }
-  fit = fit_table<T>(ref.spec(), seq, t, text, k.o.max_trig_ulp ? 0 : kFitRows);
+  fit = *found;
   lib.trig_ulp = fit.trig_ulp;
   lib.trig_abs = fit.trig_abs;
   lib.pow_ulp = fit.pow_ulp;
