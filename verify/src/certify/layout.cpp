@@ -3,8 +3,12 @@
 #include "layout.h"
 
 #include <fmt/format.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -207,74 +211,101 @@ std::vector<axes> readings_of(std::vector<std::int64_t> shape, std::int64_t D,
   return v;
 }
 
+/// Element k of `a` (dtype T) as a double, read where it lies: the layout tests read the dumped
+/// q/k in place rather than a copy of every value as a double.
+template <class T>
+double value(const io::array& a, std::size_t k) {
+  return scalar_traits<T>::to_double(element<T>(a, k));
+}
+
 // Rotations are the same for every head of a token (one table row per position): fitted on the
 // head where pair i is largest, as a scaled rotation (c, s), the pair of every other head of the
 // token must follow it within 1/16 of its magnitude. Read across heads of one token this holds for
 // any RoPE implementation, right or buggy; read across tokens of one head (the other axis order)
 // it fails wherever positions differ by more than 1/16 rad·θ_i⁻¹. Tried with the spec's pairs and
 // the other layout's (a layout mistake pairs dims the other way) — the better of the two counts.
-agreement head_invariance(const axes& r, const std::vector<double>& in,
-                          const std::vector<double>& out, const std::vector<std::int64_t>& perm,
-                          const spec::rope& s) {
-  agreement best;
-  bool first = true;
-  for (const bool other : {false, true}) {
-    agreement a;
-    for (std::int64_t b = 0; b < r.batch && r.heads > 1; ++b) {
-      for (std::int64_t t = 0; t < r.tokens; ++t) {
-        for (std::int64_t i = 0; i < s.pairs(); ++i) {
-          const auto [d0, d1] = dims_of(s, i, other);
-          auto x = [&](std::int64_t h, std::int64_t d) {
-            return in[static_cast<std::size_t>(r.row(b, t, h) * r.dim + d)];
-          };
-          auto y = [&](std::int64_t h, std::int64_t d) {
-            return out[static_cast<std::size_t>(r.row(b, t, h) * r.dim +
-                                                perm[static_cast<std::size_t>(d)])];
-          };
-          std::int64_t ref = 0;
-          double ref_norm = -1;
-          for (std::int64_t h = 0; h < r.heads; ++h) {
-            const double n2 = x(h, d0) * x(h, d0) + x(h, d1) * x(h, d1);
-            if (n2 > ref_norm) ref_norm = n2, ref = h;
-          }
-          if (!(ref_norm > 0) || !std::isfinite(ref_norm)) continue;
-          const double c = (x(ref, d0) * y(ref, d0) + x(ref, d1) * y(ref, d1)) / ref_norm;
-          const double sn = (x(ref, d0) * y(ref, d1) - x(ref, d1) * y(ref, d0)) / ref_norm;
-          for (std::int64_t h = 0; h < r.heads; ++h) {
-            if (h == ref) continue;
-            const double x0 = x(h, d0), x1 = x(h, d1);
-            const double e0 = y(h, d0) - (c * x0 - sn * x1), e1 = y(h, d1) - (sn * x0 + c * x1);
-            const double scale2 =
-                (c * c + sn * sn) * (x0 * x0 + x1 * x1) + y(h, d0) * y(h, d0) + y(h, d1) * y(h, d1);
-            if (!(scale2 > 0)) continue;
-            ++a.samples;
-            if (!(e0 * e0 + e1 * e1 <= scale2 / 256)) ++a.off;
-          }
-        }
+// Both pairings are counted in one pass over the tokens, split across the calling arena's threads
+// (sums of counts: the same for any split).
+template <class T>
+agreement head_invariance(const axes& r, const io::array& in, const io::array& out,
+                          const std::vector<std::int64_t>& perm, const spec::rope& s) {
+  using counts = std::array<agreement, 2>;  // the spec's pairing, the other layout's
+  // Pair i of token t of sequence b, in both pairings.
+  const auto pair = [&](std::int64_t b, std::int64_t t, std::int64_t i, counts& n) {
+    for (const bool other : {false, true}) {
+      agreement& a = n[other ? 1 : 0];
+      const auto [d0, d1] = dims_of(s, i, other);
+      auto x = [&](std::int64_t h, std::int64_t d) {
+        return value<T>(in, static_cast<std::size_t>(r.row(b, t, h) * r.dim + d));
+      };
+      auto y = [&](std::int64_t h, std::int64_t d) {
+        return value<T>(out, static_cast<std::size_t>(r.row(b, t, h) * r.dim +
+                                                      perm[static_cast<std::size_t>(d)]));
+      };
+      std::int64_t ref = 0;
+      double ref_norm = -1;
+      for (std::int64_t h = 0; h < r.heads; ++h) {
+        const double n2 = x(h, d0) * x(h, d0) + x(h, d1) * x(h, d1);
+        if (n2 > ref_norm) ref_norm = n2, ref = h;
+      }
+      if (!(ref_norm > 0) || !std::isfinite(ref_norm)) continue;
+      const double c = (x(ref, d0) * y(ref, d0) + x(ref, d1) * y(ref, d1)) / ref_norm;
+      const double sn = (x(ref, d0) * y(ref, d1) - x(ref, d1) * y(ref, d0)) / ref_norm;
+      for (std::int64_t h = 0; h < r.heads; ++h) {
+        if (h == ref) continue;
+        const double x0 = x(h, d0), x1 = x(h, d1);
+        const double e0 = y(h, d0) - (c * x0 - sn * x1), e1 = y(h, d1) - (sn * x0 + c * x1);
+        const double scale2 =
+            (c * c + sn * sn) * (x0 * x0 + x1 * x1) + y(h, d0) * y(h, d0) + y(h, d1) * y(h, d1);
+        if (!(scale2 > 0)) continue;
+        ++a.samples;
+        if (!(e0 * e0 + e1 * e1 <= scale2 / 256)) ++a.off;
       }
     }
-    const auto rate = [](const agreement& g) {
-      return g.samples ? static_cast<double>(g.off) / static_cast<double>(g.samples) : 0.0;
-    };
-    if (first || rate(a) < rate(best)) best = a;
-    first = false;
-  }
-  return best;
+  };
+  // Every (token, pair), split across the threads in parts of about 4096 heads (a reading may have
+  // few tokens and many heads).
+  const std::int64_t P = s.pairs(), items = r.heads > 1 ? r.batch * r.tokens * P : 0;
+  const std::int64_t grain = std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, r.heads));
+  const counts n = tbb::parallel_reduce(
+      tbb::blocked_range<std::int64_t>(0, items, static_cast<std::size_t>(grain)), counts{},
+      [&](const tbb::blocked_range<std::int64_t>& range, counts acc) {
+        for (std::int64_t k = range.begin(); k != range.end(); ++k) {
+          const std::int64_t bt = k / P;
+          pair(bt / r.tokens, bt % r.tokens, k % P, acc);
+        }
+        return acc;
+      },
+      [](counts x, const counts& y) {
+        for (std::size_t k = 0; k < x.size(); ++k) {
+          x[k].samples += y[k].samples;
+          x[k].off += y[k].off;
+        }
+        return x;
+      });
+  // The better of the two pairings (the spec's on a tie).
+  const auto rate = [](const agreement& g) {
+    return g.samples ? static_cast<double>(g.off) / static_cast<double>(g.samples) : 0.0;
+  };
+  return rate(n[1]) < rate(n[0]) ? n[1] : n[0];
 }
 
 // The ratios |output pair|² / |input pair|² of every row, the outputs read at `perm`.
-agreement pair_norms(const std::vector<double>& in, const std::vector<double>& out, std::int64_t D,
+template <class T>
+agreement pair_norms(const io::array& in, const io::array& out, std::int64_t D,
                      const std::vector<std::int64_t>& perm, const spec::rope& s) {
   std::vector<double> r;
-  const std::size_t rows = in.size() / static_cast<std::size_t>(D);
+  const std::size_t rows = in.data.size() / sizeof(T) / static_cast<std::size_t>(D);
   for (std::size_t row = 0; row < rows; ++row) {
     const std::size_t base = row * static_cast<std::size_t>(D);
     for (std::int64_t i = 0; i < s.pairs(); ++i) {
       const auto [d0, d1] = spec::pair_dims(s, i);
-      const double x0 = in[base + static_cast<std::size_t>(d0)],
-                   x1 = in[base + static_cast<std::size_t>(d1)];
-      const double y0 = out[base + static_cast<std::size_t>(perm[static_cast<std::size_t>(d0)])],
-                   y1 = out[base + static_cast<std::size_t>(perm[static_cast<std::size_t>(d1)])];
+      const double x0 = value<T>(in, base + static_cast<std::size_t>(d0)),
+                   x1 = value<T>(in, base + static_cast<std::size_t>(d1));
+      const double y0 =
+          value<T>(out, base + static_cast<std::size_t>(perm[static_cast<std::size_t>(d0)]));
+      const double y1 =
+          value<T>(out, base + static_cast<std::size_t>(perm[static_cast<std::size_t>(d1)]));
       const double nx = x0 * x0 + x1 * x1;
       if (!(nx > 0)) continue;  // a zero input pair says nothing about the order
       r.push_back((y0 * y0 + y1 * y1) / nx);
@@ -305,6 +336,21 @@ std::shared_ptr<const io::array> canonical(const io::array& a, const axes& r,
   auto c = std::make_shared<io::array>();
   c->type = a.type;
   c->shape = {r.batch * r.tokens, r.heads, r.dim};
+  // Rows already in (batch, token, head) order with their dims in place: the same bytes (a view
+  // of a mapped dump is shared, not copied).
+  bool in_order = true;
+  for (std::size_t j = 0; j < perm.size() && in_order; ++j) {
+    in_order = perm[j] == static_cast<std::int64_t>(j);
+  }
+  for (std::int64_t b = 0, k = 0; b < r.batch && in_order; ++b) {
+    for (std::int64_t t = 0; t < r.tokens && in_order; ++t) {
+      for (std::int64_t h = 0; h < r.heads && in_order; ++h, ++k) in_order = r.row(b, t, h) == k;
+    }
+  }
+  if (in_order) {
+    c->data = a.data;
+    return c;
+  }
   c->data.resize(a.data.size());
   const std::size_t es = size_of(a.type);
   std::size_t dst = 0;
@@ -611,7 +657,6 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
   struct raw {
     std::string name;
     const io::array *in, *out;
-    std::vector<double> x, y;
   };
   std::vector<raw> found;
   for (const char* n : {"q", "k"}) {
@@ -636,7 +681,7 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
           "[T, H, D] or [T, H·D] (the last axis a multiple of head_dim)",
           in_name, out_name, io::shape_string(in->shape), s.head_dim));
     }
-    found.push_back({n, in, out, {}, {}});
+    found.push_back({n, in, out});
   }
   if (found.empty()) {
     if (o.qk_layout || o.qk_order) {
@@ -672,11 +717,22 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
       order_by = fmt::format("the dump's metadata qk_order = {}", it->second);
     }
   }
-  auto values = [&](raw& r) {
-    if (r.x.empty()) {
-      r.x = r.in->to_doubles();
-      r.y = r.out->to_doubles();
-    }
+  // The layout tests on a tensor pair's own dtype (visit_tensor checked it above).
+  auto norms = [&](const raw& r, qk_order order) {
+    return visit_tensor(*r.in, r.name, [&](auto tag) {
+      return pair_norms<typename decltype(tag)::type>(*r.in, *r.out, s.head_dim,
+                                                      output_perm(s, order), s);
+    });
+  };
+  // head_invariance reads every token: on --threads threads (more than cores would only queue).
+  const int cores = tbb::this_task_arena::max_concurrency();
+  tbb::task_arena arena(o.threads > 0 ? std::min(o.threads, cores) : cores);
+  auto invariance = [&](const raw& r, const axes& a, const std::vector<std::int64_t>& perm) {
+    return arena.execute([&] {
+      return visit_tensor(*r.in, r.name, [&](auto tag) {
+        return head_invariance<typename decltype(tag)::type>(a, *r.in, *r.out, perm, s);
+      });
+    });
   };
 
   // The order of the outputs: it matters only where the two orders differ (an interleaved rotation
@@ -691,9 +747,8 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
   } else if (!order) {
     agreement as_input, as_half;
     for (raw& r : found) {
-      values(r);
-      const agreement a = pair_norms(r.x, r.y, s.head_dim, output_perm(s, qk_order::input), s);
-      const agreement h = pair_norms(r.x, r.y, s.head_dim, output_perm(s, qk_order::half_split), s);
+      const agreement a = norms(r, qk_order::input);
+      const agreement h = norms(r, qk_order::half_split);
       as_input.samples += a.samples, as_input.off += a.off;
       as_half.samples += h.samples, as_half.off += h.off;
     }
@@ -856,8 +911,7 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
     for (const candidate& c : cands) {
       agreement g;
       for (std::size_t i = 0; i < found.size(); ++i) {
-        values(found[i]);
-        const agreement a = head_invariance(c.per[i], found[i].x, found[i].y, perm, s);
+        const agreement a = invariance(found[i], c.per[i], perm);
         g.samples += a.samples;
         g.off += a.off;
       }
