@@ -894,14 +894,15 @@ TEST(Certify, ThreadCountDoesNotChangeTheCertificate) {
 
 // Rotated q/k are compared on worker threads too, in fixed chunks of tokens whose figures merge in
 // order while the calling thread computes the next chunks' reference rotations: the certificate
-// is the same for 1, 2 and 3 threads. 2600 tokens × 4 heads × 64 (6 chunks of 512 tokens, more
+// is the same for 1, 2 and 3 threads. 8200 tokens × 4 heads × 64 (17 chunks of 512 tokens, more
 // than one group of chunks for every thread count) with outputs pushed beyond the bounds in four
-// chunks.
+// chunks. The layout test's [H, T, D] reading has 4 tokens of 8200 heads, which it splits in
+// parts of 4096 (layout.cpp: head_invariance); its counts are in the certificate (decided_by).
 TEST(Certify, ThreadCountDoesNotChangeTheQkCertificate) {
   const spec::encoding e = spec::parse_spec("rope:head_dim=64,rope_theta=10000");
   const auto& r = std::get<spec::rope>(e);
   const auto im = impl::make_builtin(e, kernel::strategy::hf);
-  const std::int64_t T = 2600, H = 4, D = r.head_dim;
+  const std::int64_t T = 8200, H = 4, D = r.head_dim;
   std::vector<std::int64_t> pos(static_cast<std::size_t>(T));
   for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<std::int64_t>(i);
   std::mt19937_64 rng(test::test_seed(777));
@@ -910,7 +911,7 @@ TEST(Certify, ThreadCountDoesNotChangeTheQkCertificate) {
   for (float& v : in) v = normal(rng);
   im->rope_rotate(pos, std::nullopt, kernel::heads_view<const float>{in, T, H, D},
                   kernel::heads_view<float>{out, T, H, D});
-  for (const std::size_t t : {100, 1100, 1800, 2599}) {
+  for (const std::size_t t : {100, 1100, 5800, 8199}) {
     out[(t * static_cast<std::size_t>(H) + t % 4) * static_cast<std::size_t>(D) + t % 64] +=
         0x1p-4f;
   }
@@ -918,7 +919,11 @@ TEST(Certify, ThreadCountDoesNotChangeTheQkCertificate) {
   d.tensors["q_in"] = io::array::from_values<float>({T, H, D}, in);
   d.tensors["q_out"] = io::array::from_values<float>({T, H, D}, out);
   const std::string one = not_certified_json(e, d, 1);
-  EXPECT_NE(one.find("\"position\": 2599"), std::string::npos) << one;
+  EXPECT_NE(one.find("\"position\": 8199"), std::string::npos) << one;
+  // The [H, T, D] reading counted every head of its 4 tokens once: 4 × 32 pairs × 8199 heads
+  // besides each pair's reference head.
+  EXPECT_NE(one.find("bhtd: "), std::string::npos) << one;
+  EXPECT_NE(one.find(" of 1049472 head pairs differ"), std::string::npos) << one;
   EXPECT_EQ(not_certified_json(e, d, 2), one);
   EXPECT_EQ(not_certified_json(e, d, 3), one);
 }

@@ -224,65 +224,122 @@ double value(const io::array& a, std::size_t k) {
 // any RoPE implementation, right or buggy; read across tokens of one head (the other axis order)
 // it fails wherever positions differ by more than 1/16 rad·θ_i⁻¹. Tried with the spec's pairs and
 // the other layout's (a layout mistake pairs dims the other way) — the better of the two counts.
-// Both pairings are counted in one pass over the tokens, split across the calling arena's threads
-// (sums of counts: the same for any split).
+// Computed token by token in two passes over its heads' rows, each row read whole (a reading whose
+// heads are the data's tokens strides across the tensor): the reference heads of every pair in
+// both pairings, then the counts. Split across the calling arena's threads by tokens, and a
+// token's heads by parts when it has many: the first largest head and sums of counts, the same
+// for any split.
 template <class T>
 agreement head_invariance(const axes& r, const io::array& in, const io::array& out,
                           const std::vector<std::int64_t>& perm, const spec::rope& s) {
   using counts = std::array<agreement, 2>;  // the spec's pairing, the other layout's
-  // Pair i of token t of sequence b, in both pairings.
-  const auto pair = [&](std::int64_t b, std::int64_t t, std::int64_t i, counts& n) {
-    for (const bool other : {false, true}) {
-      agreement& a = n[other ? 1 : 0];
-      const auto [d0, d1] = dims_of(s, i, other);
-      auto x = [&](std::int64_t h, std::int64_t d) {
-        return value<T>(in, static_cast<std::size_t>(r.row(b, t, h) * r.dim + d));
-      };
-      auto y = [&](std::int64_t h, std::int64_t d) {
-        return value<T>(out, static_cast<std::size_t>(r.row(b, t, h) * r.dim +
-                                                      perm[static_cast<std::size_t>(d)]));
-      };
-      std::int64_t ref = 0;
-      double ref_norm = -1;
-      for (std::int64_t h = 0; h < r.heads; ++h) {
-        const double n2 = x(h, d0) * x(h, d0) + x(h, d1) * x(h, d1);
-        if (n2 > ref_norm) ref_norm = n2, ref = h;
+  const std::int64_t P = s.pairs(), H = r.heads;
+  if (H <= 1) return {};
+  const auto K = static_cast<std::size_t>(2 * P);  // (pairing, pair) k = other·P + i
+  std::vector<std::int64_t> d0(K), d1(K);
+  for (std::size_t k = 0; k < K; ++k) {
+    const auto [a, c] =
+        dims_of(s, static_cast<std::int64_t>(k) % P, k >= static_cast<std::size_t>(P));
+    d0[k] = a;
+    d1[k] = c;
+  }
+  struct largest {
+    double norm = -1;
+    std::int64_t head = 0;
+  };
+  using largests = std::vector<largest>;
+  // Heads [h0, h1) of token (b, t) folded into `v`: each k's first head whose input pair is
+  // largest.
+  const auto find = [&](std::int64_t b, std::int64_t t, std::int64_t h0, std::int64_t h1,
+                        largests& v) {
+    for (std::int64_t h = h0; h < h1; ++h) {
+      const auto base = static_cast<std::size_t>(r.row(b, t, h) * r.dim);
+      for (std::size_t k = 0; k < K; ++k) {
+        const double x0 = value<T>(in, base + static_cast<std::size_t>(d0[k]));
+        const double x1 = value<T>(in, base + static_cast<std::size_t>(d1[k]));
+        const double n2 = x0 * x0 + x1 * x1;
+        if (n2 > v[k].norm) v[k] = {n2, h};
       }
-      if (!(ref_norm > 0) || !std::isfinite(ref_norm)) continue;
-      const double c = (x(ref, d0) * y(ref, d0) + x(ref, d1) * y(ref, d1)) / ref_norm;
-      const double sn = (x(ref, d0) * y(ref, d1) - x(ref, d1) * y(ref, d0)) / ref_norm;
-      for (std::int64_t h = 0; h < r.heads; ++h) {
-        if (h == ref) continue;
-        const double x0 = x(h, d0), x1 = x(h, d1);
-        const double e0 = y(h, d0) - (c * x0 - sn * x1), e1 = y(h, d1) - (sn * x0 + c * x1);
+    }
+  };
+  // Joins the largest of later heads into the earlier ones' (the first on a tie).
+  const auto join = [](largests x, const largests& y) {
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      if (y[k].norm > x[k].norm) x[k] = y[k];
+    }
+    return x;
+  };
+  // The counts of heads [h0, h1) of token (b, t) against the rotation (c, sn) fitted on head
+  // `ref` of each k (valid[k]: its pair is a usable reference).
+  const auto count = [&](std::int64_t b, std::int64_t t, std::int64_t h0, std::int64_t h1,
+                         const largests& ref, const std::vector<double>& c,
+                         const std::vector<double>& sn, const std::vector<char>& valid, counts& n) {
+    for (std::int64_t h = h0; h < h1; ++h) {
+      const auto base = static_cast<std::size_t>(r.row(b, t, h) * r.dim);
+      for (std::size_t k = 0; k < K; ++k) {
+        if (!valid[k] || h == ref[k].head) continue;
+        const auto u0 = static_cast<std::size_t>(d0[k]), u1 = static_cast<std::size_t>(d1[k]);
+        const double x0 = value<T>(in, base + u0), x1 = value<T>(in, base + u1);
+        const double y0 = value<T>(out, base + static_cast<std::size_t>(perm[u0]));
+        const double y1 = value<T>(out, base + static_cast<std::size_t>(perm[u1]));
+        const double e0 = y0 - (c[k] * x0 - sn[k] * x1), e1 = y1 - (sn[k] * x0 + c[k] * x1);
         const double scale2 =
-            (c * c + sn * sn) * (x0 * x0 + x1 * x1) + y(h, d0) * y(h, d0) + y(h, d1) * y(h, d1);
+            (c[k] * c[k] + sn[k] * sn[k]) * (x0 * x0 + x1 * x1) + y0 * y0 + y1 * y1;
         if (!(scale2 > 0)) continue;
+        agreement& a = n[k < static_cast<std::size_t>(P) ? 0 : 1];
         ++a.samples;
         if (!(e0 * e0 + e1 * e1 <= scale2 / 256)) ++a.off;
       }
     }
   };
-  // Every (token, pair), split across the threads in parts of about 4096 heads (a reading may have
-  // few tokens and many heads).
-  const std::int64_t P = s.pairs(), items = r.heads > 1 ? r.batch * r.tokens * P : 0;
-  const std::int64_t grain = std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, r.heads));
+  const auto add = [](counts x, const counts& y) {
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      x[k].samples += y[k].samples;
+      x[k].off += y[k].off;
+    }
+    return x;
+  };
+  constexpr std::int64_t kPart = 4096;  // heads a task reads at least
+  const std::int64_t parts = std::max<std::int64_t>(1, kPart / H);
   const counts n = tbb::parallel_reduce(
-      tbb::blocked_range<std::int64_t>(0, items, static_cast<std::size_t>(grain)), counts{},
-      [&](const tbb::blocked_range<std::int64_t>& range, counts acc) {
-        for (std::int64_t k = range.begin(); k != range.end(); ++k) {
-          const std::int64_t bt = k / P;
-          pair(bt / r.tokens, bt % r.tokens, k % P, acc);
+      tbb::blocked_range<std::int64_t>(0, r.batch * r.tokens, static_cast<std::size_t>(parts)),
+      counts{},
+      [&](const tbb::blocked_range<std::int64_t>& tokens, counts acc) {
+        for (std::int64_t bt = tokens.begin(); bt != tokens.end(); ++bt) {
+          const std::int64_t b = bt / r.tokens, t = bt % r.tokens;
+          const tbb::blocked_range<std::int64_t> heads(0, H, static_cast<std::size_t>(kPart));
+          const largests ref = tbb::parallel_reduce(
+              heads, largests(K),
+              [&](const tbb::blocked_range<std::int64_t>& hs, largests v) {
+                find(b, t, hs.begin(), hs.end(), v);
+                return v;
+              },
+              join);
+          // The rotation each k's reference head fits, as before (x·y / |x|²).
+          std::vector<double> c(K), sn(K);
+          std::vector<char> valid(K, 0);
+          for (std::size_t k = 0; k < K; ++k) {
+            if (!(ref[k].norm > 0) || !std::isfinite(ref[k].norm)) continue;
+            const auto base = static_cast<std::size_t>(r.row(b, t, ref[k].head) * r.dim);
+            const auto u0 = static_cast<std::size_t>(d0[k]), u1 = static_cast<std::size_t>(d1[k]);
+            const double x0 = value<T>(in, base + u0), x1 = value<T>(in, base + u1);
+            const double y0 = value<T>(out, base + static_cast<std::size_t>(perm[u0]));
+            const double y1 = value<T>(out, base + static_cast<std::size_t>(perm[u1]));
+            c[k] = (x0 * y0 + x1 * y1) / ref[k].norm;
+            sn[k] = (x0 * y1 - x1 * y0) / ref[k].norm;
+            valid[k] = 1;
+          }
+          acc = add(acc, tbb::parallel_reduce(
+                             heads, counts{},
+                             [&](const tbb::blocked_range<std::int64_t>& hs, counts m) {
+                               count(b, t, hs.begin(), hs.end(), ref, c, sn, valid, m);
+                               return m;
+                             },
+                             add));
         }
         return acc;
       },
-      [](counts x, const counts& y) {
-        for (std::size_t k = 0; k < x.size(); ++k) {
-          x[k].samples += y[k].samples;
-          x[k].off += y[k].off;
-        }
-        return x;
-      });
+      add);
   // The better of the two pairings (the spec's on a tie).
   const auto rate = [](const agreement& g) {
     return g.samples ? static_cast<double>(g.off) / static_cast<double>(g.samples) : 0.0;
