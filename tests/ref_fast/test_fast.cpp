@@ -288,17 +288,68 @@ TEST(RefFastRope, RotateMatchesMpfr) {
       for (bool portable : arithmetic_modes()) {
         const portable_scope mode(portable);
         test::for_each_type([&]<class T>() {
-          std::vector<T> out(hd);
+          std::vector<T> out(hd), both(hd);
+          std::vector<double> dbl(hd);
           fast.rotate<T>(p, x, out, &st);
+          fast.rotate_with_double<T>(p, x, both, dbl, &st);
           for (std::size_t j = 0; j < hd; ++j) {
-            t.check(out[j], round_to<T>(exact[j]),
-                    c.spec + " p=" + std::to_string(p) + " j=" + std::to_string(j));
+            const std::string at = c.spec + " p=" + std::to_string(p) + " j=" + std::to_string(j);
+            t.check(out[j], round_to<T>(exact[j]), at);
+            t.check(both[j], round_to<T>(exact[j]), at + " (with double)");
+            t.check(dbl[j], round_to<double>(exact[j]), at + " (the double)");
           }
         });
       }
     }
   }
   test::print_summary("rotate", t, st);
+  EXPECT_EQ(t.mismatches, 0u) << t.report();
+}
+
+// rotate_with_double's T values where the double rotation lands on a tie of T and the exact value
+// does not (docs/numerics.md §4.4): at p = 0 the rotation is x·m, and with YaRN's irrational
+// attention factor m, x = RN_double(M/m) for a midpoint M of T gives RN_double(x·m) = M about
+// half the time while x·m ≠ M — RN_T of that double would then break a tie that the exact value
+// does not have. Every value must still be RN_T of the exact one, and some must have landed.
+TEST(RefFastRope, RotateWithDoubleOnTiesOfT) {
+  const fast_rope_reference fast(
+      test::rope_spec("head_dim=8,rope_type=yarn,factor=4,original_max_position_embeddings=4096"));
+  const real m = fast.reference().attention_factor();
+  std::mt19937_64 rng(test::test_seed(31));
+  tally t;
+  fast_stats st;
+  test::for_each_type([&]<class T>() {
+    if constexpr (!std::is_same_v<T, double>) {
+      using tr = scalar_traits<T>;
+      std::size_t landed = 0;
+      for (int k = 0; k < 500; ++k) {
+        std::vector<double> x(8), mids(8);
+        for (std::size_t j = 0; j < x.size(); ++j) {
+          // A midpoint of two values of T in [1, 2), and x with x·m just off it.
+          const auto b = static_cast<typename tr::bits_type>(
+              tr::to_bits(T(1.0f)) + rng() % (typename tr::bits_type{1} << tr::mantissa_bits));
+          const double a = tr::to_double(tr::from_bits(b));
+          const double next =
+              tr::to_double(tr::from_bits(static_cast<typename tr::bits_type>(b + 1)));
+          mids[j] = a + (next - a) / 2;
+          x[j] = (to_real(mids[j]) / m).template convert_to<double>();
+        }
+        std::vector<T> out(x.size());
+        std::vector<double> dbl(x.size());
+        fast.rotate_with_double<T>(0, x, out, dbl, &st);
+        std::vector<real> xr;
+        for (double v : x) xr.push_back(to_real(v));
+        const auto exact = fast.reference().rotate(0, xr);
+        for (std::size_t j = 0; j < x.size(); ++j) {
+          landed += dbl[j] == mids[j] ? 1 : 0;
+          t.check(out[j], round_to<T>(exact[j]),
+                  std::string(tr::name) + " x=" + std::to_string(x[j]));
+        }
+      }
+      std::cout << tr::name << ": " << landed << " of 4000 double rotations on a tie\n";
+      EXPECT_GT(landed, 100u) << tr::name;
+    }
+  });
   EXPECT_EQ(t.mismatches, 0u) << t.report();
 }
 

@@ -153,12 +153,7 @@ void rope_reference::rotate(std::int64_t p, std::span<const double> x, std::span
     ++stats_.mpfr_rows;
     return;
   }
-  fast_.rotate<T>(p, x, rn, &stats_);
-  if constexpr (std::is_same_v<T, double>) {
-    std::copy(rn.begin(), rn.end(), exact.begin());
-  } else {
-    fast_.rotate<double>(p, x, exact, &stats_);
-  }
+  fast_.rotate_with_double<T>(p, x, rn, exact, &stats_);
 }
 
 // ---- Sinusoidal ---------------------------------------------------------------------------------

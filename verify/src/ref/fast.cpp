@@ -1506,6 +1506,48 @@ void fast_rope_reference::rotate(std::int64_t p, std::span<const double> x, std:
   if (stats) *stats += st;
 }
 
+// Whether the finite double v is a tie of T: a midpoint of two consecutive values of T, or the
+// overflow threshold max + ½ulp(max) — where RN_T of the reals just below v and just above it
+// differ. With q the exponent of T's quantum at v (in the normal range 2^(e − p) for
+// v = m·2^e, m ∈ [½, 1); below it the subnormal quantum; docs/numerics.md §4.1), t = |v|·2^−q is
+// exact and below 2^p, and v is a tie exactly when t's fraction is ½ (t − ⌊t⌋ is exact: Sterbenz,
+// or ⌊t⌋ = 0).
+namespace {
+template <class T>
+bool on_tie(double v) {
+  using tr = scalar_traits<T>;
+  if (v == 0) return false;
+  int e = 0;
+  (void)std::frexp(v, &e);
+  const int q = std::max(e - tr::precision, static_cast<int>(tr::mpfr_emin) - 1);
+  const double t = std::fabs(std::ldexp(v, -q));
+  return t - std::floor(t) == 0.5;
+}
+}  // namespace
+
+// RN_T from the double rotation (docs/numerics.md §4.4): RN_double is monotone and fixes every
+// double, and T's ties are doubles, so an exact value y lies on the same side of every tie M of T
+// as RN_double(y) unless RN_double(y) = M — then RN_T(RN_double(y)) = RN_T(y). Where some value
+// is on a tie (or not finite), the vector is rotated to T directly.
+template <class T>
+void fast_rope_reference::rotate_with_double(std::int64_t p, std::span<const double> x,
+                                             std::span<T> out, std::span<double> exact,
+                                             fast_stats* stats) const {
+  check_size(out.size(), exact.size(), "rotate output");
+  rotate<double>(p, x, exact, stats);
+  if constexpr (std::is_same_v<T, double>) {
+    std::copy(exact.begin(), exact.end(), out.begin());
+  } else {
+    for (std::size_t j = 0; j < exact.size(); ++j) {
+      if (!std::isfinite(exact[j]) || on_tie<T>(exact[j])) {
+        rotate<T>(p, x, out, stats);
+        return;
+      }
+      out[j] = round_nearest<T>(exact[j]);
+    }
+  }
+}
+
 // =============================================================================================
 // Sinusoidal.
 
@@ -1606,6 +1648,8 @@ void fast_sinusoidal_reference::pe(std::span<const std::int64_t> positions, std:
                                                      std::span<double>, fast_stats*) const;       \
   template void fast_rope_reference::rotate<T>(std::int64_t, std::span<const double>,             \
                                                std::span<T>, fast_stats*) const;                  \
+  template void fast_rope_reference::rotate_with_double<T>(                                       \
+      std::int64_t, std::span<const double>, std::span<T>, std::span<double>, fast_stats*) const; \
   template void fast_sinusoidal_reference::pe<T>(std::span<const std::int64_t>, std::span<T>,     \
                                                  fast_stats*) const;
 PEV_FAST_INSTANTIATE(double)

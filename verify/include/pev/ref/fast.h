@@ -163,6 +163,13 @@ class fast_rope_reference {
   template <class T>
   void rotate(std::int64_t p, std::span<const double> x, std::span<T> out,
               fast_stats* stats = nullptr) const;
+  /// rotate<T> and rotate<double> of the same x (T ≠ double) at about the cost of one: `exact` is
+  /// rotate<double>'s, and `out` RN_T of it, the same values as rotate<T> — RN_T(RN_double(y)) =
+  /// RN_T(y) unless RN_double(y) is a tie of T (docs/numerics.md §4.4) — except where some value is
+  /// on a tie (or not finite): then rotate<T>'s.
+  template <class T>
+  void rotate_with_double(std::int64_t p, std::span<const double> x, std::span<T> out,
+                          std::span<double> exact, fast_stats* stats = nullptr) const;
 
  private:
   struct kernels;
@@ -232,6 +239,8 @@ class fast_sinusoidal_reference {
       std::span<double>, fast_stats*) const;                                                       \
   extern template void fast_rope_reference::rotate<T>(std::int64_t, std::span<const double>,       \
                                                       std::span<T>, fast_stats*) const;            \
+  extern template void fast_rope_reference::rotate_with_double<T>(                                 \
+      std::int64_t, std::span<const double>, std::span<T>, std::span<double>, fast_stats*) const;  \
   extern template void fast_sinusoidal_reference::pe<T>(std::span<const std::int64_t>,             \
                                                         std::span<T>, fast_stats*) const;
 PEV_FAST_EXTERN(double)
