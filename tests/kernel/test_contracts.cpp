@@ -516,11 +516,7 @@ TEST(KernelContracts, AngleErrorsEqualTheScalarDefinitions) {
   const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
   for (const rope_case& c : angle_cases()) {
     SCOPED_TRACE(c.spec);
-    const case_models cm(c);
-    const spec::rope& s = cm.s;
-    const double m = cm.m;
-    const rope_model& hm = cm.hm;
-    const ggml_model& gm = cm.gm;
+    const auto& [s, m, hm, gm] = case_models(c);
     std::vector<double> got;
     for (strategy st : angle_strategies(s)) {
       const impl::rope_contract contract(s, st, c.seq_len, m);
@@ -569,11 +565,7 @@ TEST(KernelContracts, AngleErrorsRowsEqualTheScalarDefinitions) {
   std::size_t mixed_blocks = 0;
   for (const rope_case& c : angle_cases()) {
     SCOPED_TRACE(c.spec);
-    const case_models cm(c);
-    const spec::rope& s = cm.s;
-    const double m = cm.m;
-    const rope_model& hm = cm.hm;
-    const ggml_model& gm = cm.gm;
+    const auto& [s, m, hm, gm] = case_models(c);
     const auto n = static_cast<std::size_t>(s.pairs());
     // Blocks of 1, 3, 64 and 65 rows in turn.
     std::vector<std::vector<std::int64_t>> blocks;

@@ -53,6 +53,12 @@ T element(const io::array& a, std::size_t k) {
   return tr::from_bits(b);
 }
 
+/// Element k of `a` (whose dtype is T's) as a double, exactly.
+template <class T>
+double element_value(const io::array& a, std::size_t k) {
+  return scalar_traits<T>::to_double(element<T>(a, k));
+}
+
 /// Calls f(std::type_identity<T>{}) with the element type of a float tensor; pev::error naming the
 /// tensor (`what`) and its safetensors dtype otherwise.
 template <class F>
@@ -88,6 +94,9 @@ std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::
 /// The rows [first, second) of a row-wise check of `rows` rows that the shard of `o` compares:
 /// [⌊I·R/N⌋, ⌊(I+1)·R/N⌋) (every row without --shard; docs/design.md §9.3).
 std::pair<std::size_t, std::size_t> shard_rows(std::size_t rows, const options& o);
+/// The threads of certify's oneTBB arenas: --threads, at most the cores (more would only queue,
+/// and oneTBB warns about it); 0: every core.
+int arena_threads(const options& o);
 /// Whether checks without rows (and the library fit) run in this shard: shard 0.
 inline bool whole_checks(const options& o) { return o.shard_index == 0; }
 /// Records what the certificate covers: count, range, whether every position 0 … max is there.

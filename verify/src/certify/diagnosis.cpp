@@ -225,7 +225,7 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
               const auto [a, c] = spec::pair_dims(rs, i);
               const double x0 = pair[j] >= 0 ? x[static_cast<std::size_t>(a)] : 0;
               const double x1 = pair[j] >= 0 ? x[static_cast<std::size_t>(c)] : 0;
-              const double g = scalar_traits<T>::to_double(element<T>(*q.out, b0 + j));
+              const double g = element_value<T>(*q.out, b0 + j);
               const double mv = scalar_traits<T>::to_double(got[b0 + j]);
               // Pairs the judging pipeline does not rotate pass through: no angle error.
               const auto ui = static_cast<std::size_t>(i);
@@ -261,7 +261,7 @@ void sinusoidal_as(context& k, const spec::sinusoidal& s, const io::array& a,
                    [&](const impl::implementation& m, evidence& x) {
                      m.sinusoidal_pe(pos, std::span<T>(mv));
                      for (std::size_t e = 0; e < mv.size(); ++e) {
-                       const double g = scalar_traits<T>::to_double(element<T>(a, e));
+                       const double g = element_value<T>(a, e);
                        const double v = scalar_traits<T>::to_double(mv[e]);
                        const auto col = static_cast<std::int64_t>(e % dm);
                        const double b =
@@ -286,7 +286,7 @@ void alibi_as(context& k, const spec::alibi& s, const io::array* slopes, const i
                        m.alibi_slopes(std::span<T>(mv));
                        for (std::int64_t h = 0; h < H; ++h) {
                          const auto u = static_cast<std::size_t>(h);
-                         const double g = scalar_traits<T>::to_double(element<T>(*slopes, u));
+                         const double g = element_value<T>(*slopes, u);
                          const double v = scalar_traits<T>::to_double(mv[u]);
                          x.add(rho_against(g, v, hf.slope_bound(h, mag(g, v), out)));
                        }
@@ -301,7 +301,7 @@ void alibi_as(context& k, const spec::alibi& s, const io::array* slopes, const i
                        for (std::int64_t h = 0; h < H; ++h) {
                          for (std::int64_t qi : qs) {
                            for (std::int64_t kj : ks) {
-                             const double g = scalar_traits<T>::to_double(element<T>(*bias, e));
+                             const double g = element_value<T>(*bias, e);
                              const double v = scalar_traits<T>::to_double(mv[e++]);
                              x.add(rho_against(g, v, hf.bias_bound(h, kj - qi, mag(g, v), out)));
                            }

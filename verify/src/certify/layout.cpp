@@ -85,6 +85,11 @@ bool batches_equal(const io::array& a, std::int64_t batch) {
 struct agreement {
   std::uint64_t samples = 0, off = 0;
   bool fits() const { return off * 1000 <= samples; }
+  agreement& operator+=(const agreement& o) {
+    samples += o.samples;
+    off += o.off;
+    return *this;
+  }
 };
 
 // The norms of rotated pairs: a rotation by an angle and a common factor m keeps |pair|² / |input
@@ -211,13 +216,6 @@ std::vector<axes> readings_of(std::vector<std::int64_t> shape, std::int64_t D,
   return v;
 }
 
-/// Element k of `a` (dtype T) as a double, read where it lies: the layout tests read the dumped
-/// q/k in place rather than a copy of every value as a double.
-template <class T>
-double value(const io::array& a, std::size_t k) {
-  return scalar_traits<T>::to_double(element<T>(a, k));
-}
-
 // Rotations are the same for every head of a token (one table row per position): fitted on the
 // head where pair i is largest, as a scaled rotation (c, s), the pair of every other head of the
 // token must follow it within 1/16 of its magnitude. Read across heads of one token this holds for
@@ -255,8 +253,8 @@ agreement head_invariance(const axes& r, const io::array& in, const io::array& o
     for (std::int64_t h = h0; h < h1; ++h) {
       const auto base = static_cast<std::size_t>(r.row(b, t, h) * r.dim);
       for (std::size_t k = 0; k < K; ++k) {
-        const double x0 = value<T>(in, base + static_cast<std::size_t>(d0[k]));
-        const double x1 = value<T>(in, base + static_cast<std::size_t>(d1[k]));
+        const double x0 = element_value<T>(in, base + static_cast<std::size_t>(d0[k]));
+        const double x1 = element_value<T>(in, base + static_cast<std::size_t>(d1[k]));
         const double n2 = x0 * x0 + x1 * x1;
         if (n2 > v[k].norm) v[k] = {n2, h};
       }
@@ -279,9 +277,9 @@ agreement head_invariance(const axes& r, const io::array& in, const io::array& o
       for (std::size_t k = 0; k < K; ++k) {
         if (!valid[k] || h == ref[k].head) continue;
         const auto u0 = static_cast<std::size_t>(d0[k]), u1 = static_cast<std::size_t>(d1[k]);
-        const double x0 = value<T>(in, base + u0), x1 = value<T>(in, base + u1);
-        const double y0 = value<T>(out, base + static_cast<std::size_t>(perm[u0]));
-        const double y1 = value<T>(out, base + static_cast<std::size_t>(perm[u1]));
+        const double x0 = element_value<T>(in, base + u0), x1 = element_value<T>(in, base + u1);
+        const double y0 = element_value<T>(out, base + static_cast<std::size_t>(perm[u0]));
+        const double y1 = element_value<T>(out, base + static_cast<std::size_t>(perm[u1]));
         const double e0 = y0 - (c[k] * x0 - sn[k] * x1), e1 = y1 - (sn[k] * x0 + c[k] * x1);
         const double scale2 =
             (c[k] * c[k] + sn[k] * sn[k]) * (x0 * x0 + x1 * x1) + y0 * y0 + y1 * y1;
@@ -293,10 +291,7 @@ agreement head_invariance(const axes& r, const io::array& in, const io::array& o
     }
   };
   const auto add = [](counts x, const counts& y) {
-    for (std::size_t k = 0; k < x.size(); ++k) {
-      x[k].samples += y[k].samples;
-      x[k].off += y[k].off;
-    }
+    for (std::size_t k = 0; k < x.size(); ++k) x[k] += y[k];
     return x;
   };
   constexpr std::int64_t kPart = 4096;  // heads a task reads at least
@@ -322,9 +317,9 @@ agreement head_invariance(const axes& r, const io::array& in, const io::array& o
             if (!(ref[k].norm > 0) || !std::isfinite(ref[k].norm)) continue;
             const auto base = static_cast<std::size_t>(r.row(b, t, ref[k].head) * r.dim);
             const auto u0 = static_cast<std::size_t>(d0[k]), u1 = static_cast<std::size_t>(d1[k]);
-            const double x0 = value<T>(in, base + u0), x1 = value<T>(in, base + u1);
-            const double y0 = value<T>(out, base + static_cast<std::size_t>(perm[u0]));
-            const double y1 = value<T>(out, base + static_cast<std::size_t>(perm[u1]));
+            const double x0 = element_value<T>(in, base + u0), x1 = element_value<T>(in, base + u1);
+            const double y0 = element_value<T>(out, base + static_cast<std::size_t>(perm[u0]));
+            const double y1 = element_value<T>(out, base + static_cast<std::size_t>(perm[u1]));
             c[k] = (x0 * y0 + x1 * y1) / ref[k].norm;
             sn[k] = (x0 * y1 - x1 * y0) / ref[k].norm;
             valid[k] = 1;
@@ -357,12 +352,12 @@ agreement pair_norms(const io::array& in, const io::array& out, std::int64_t D,
     const std::size_t base = row * static_cast<std::size_t>(D);
     for (std::int64_t i = 0; i < s.pairs(); ++i) {
       const auto [d0, d1] = spec::pair_dims(s, i);
-      const double x0 = value<T>(in, base + static_cast<std::size_t>(d0)),
-                   x1 = value<T>(in, base + static_cast<std::size_t>(d1));
-      const double y0 =
-          value<T>(out, base + static_cast<std::size_t>(perm[static_cast<std::size_t>(d0)]));
-      const double y1 =
-          value<T>(out, base + static_cast<std::size_t>(perm[static_cast<std::size_t>(d1)]));
+      const double x0 = element_value<T>(in, base + static_cast<std::size_t>(d0)),
+                   x1 = element_value<T>(in, base + static_cast<std::size_t>(d1));
+      const double y0 = element_value<T>(
+          out, base + static_cast<std::size_t>(perm[static_cast<std::size_t>(d0)]));
+      const double y1 = element_value<T>(
+          out, base + static_cast<std::size_t>(perm[static_cast<std::size_t>(d1)]));
       const double nx = x0 * x0 + x1 * x1;
       if (!(nx > 0)) continue;  // a zero input pair says nothing about the order
       r.push_back((y0 * y0 + y1 * y1) / nx);
@@ -781,9 +776,8 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
                                                       output_perm(s, order), s);
     });
   };
-  // head_invariance reads every token: on --threads threads (more than cores would only queue).
-  const int cores = tbb::this_task_arena::max_concurrency();
-  tbb::task_arena arena(o.threads > 0 ? std::min(o.threads, cores) : cores);
+  // head_invariance reads every token: on the --threads arena.
+  tbb::task_arena arena(arena_threads(o));
   auto invariance = [&](const raw& r, const axes& a, const std::vector<std::int64_t>& perm) {
     return arena.execute([&] {
       return visit_tensor(*r.in, r.name, [&](auto tag) {
@@ -803,11 +797,9 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
     order = qk_order::input;
   } else if (!order) {
     agreement as_input, as_half;
-    for (raw& r : found) {
-      const agreement a = norms(r, qk_order::input);
-      const agreement h = norms(r, qk_order::half_split);
-      as_input.samples += a.samples, as_input.off += a.off;
-      as_half.samples += h.samples, as_half.off += h.off;
+    for (const raw& r : found) {
+      as_input += norms(r, qk_order::input);
+      as_half += norms(r, qk_order::half_split);
     }
     if (as_input.fits() && !as_half.fits()) {
       order = qk_order::input;
@@ -968,9 +960,7 @@ qk_set find_qk(const dump& d, const spec::rope& s, const options& o, bool with_t
     for (const candidate& c : cands) {
       agreement g;
       for (std::size_t i = 0; i < found.size(); ++i) {
-        const agreement a = invariance(found[i], c.per[i], perm);
-        g.samples += a.samples;
-        g.off += a.off;
+        g += invariance(found[i], c.per[i], perm);
       }
       figures += fmt::format("{}{}: {} of {} head pairs differ", figures.empty() ? "" : "; ",
                              class_name(c.cls), g.off, g.samples);

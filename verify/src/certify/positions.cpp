@@ -1,6 +1,7 @@
 // The positions of a dump's rows, and the names and shapes messages show.
 
 #include <fmt/format.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 
@@ -134,6 +135,11 @@ std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::
     for (std::int64_t i = 0; i < n; ++i) v.push_back(i);
   }
   return v;
+}
+
+int arena_threads(const options& o) {
+  const int cores = tbb::this_task_arena::max_concurrency();
+  return o.threads > 0 ? std::min(o.threads, cores) : cores;
 }
 
 std::pair<std::size_t, std::size_t> shard_rows(std::size_t rows, const options& o) {

@@ -78,7 +78,7 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
   }
   auto value = [&](std::int64_t r, std::int64_t j, bool sin) {
     const plane& pl = sin ? t.sin : t.cos;
-    return scalar_traits<T>::to_double(element<T>(*pl.a, pl.at(r, j)));
+    return element_value<T>(*pl.a, pl.at(r, j));
   };
   if (P == 0 || rows.empty() || col[0] < 0) {
     fit.note = "no rows or pairs to fit";

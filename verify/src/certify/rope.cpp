@@ -67,6 +67,13 @@ class worker_references {
   std::vector<compare::rope_reference> refs_;
 };
 
+/// Appends a chunk's mismatches to the certificate's while it holds fewer than `max`.
+void append_mismatches(context& k, const std::vector<report::mismatch>& chunk, std::size_t max) {
+  for (const report::mismatch& m : chunk) {
+    if (k.mismatches.size() < max) k.mismatches.push_back(m);
+  }
+}
+
 /// A check's chunks 0 … chunks − 1 in groups of `group` (Work: one chunk's data), two groups in
 /// flight: prepare(c, w) of the next group's chunks on this thread while the arena's workers run
 /// compare_chunk(w) on the current group's, then merge(w) of each chunk in chunk order — so what
@@ -250,9 +257,7 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     std::vector<report::mismatch> mismatches;
     std::optional<compare::figures> cos, sin;
   };
-  // More threads than cores would only queue (and oneTBB warns about it).
-  const int cores = tbb::this_task_arena::max_concurrency();
-  tbb::task_arena arena(k.o.threads > 0 ? std::min(k.o.threads, cores) : cores);
+  tbb::task_arena arena(arena_threads(k.o));
   // Eight chunks per thread in a group: a thread that finishes its last chunk waits for the
   // others' at the group's end, which a group of many short chunks keeps short.
   const auto group = static_cast<std::size_t>(8 * arena.max_concurrency());
@@ -307,9 +312,7 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   in_groups<chunk_work>(arena, chunks, group, prepare, compare_chunk, [&](chunk_work& w) {
     cos.merge(*w.cos);
     sin.merge(*w.sin);
-    for (const report::mismatch& m : w.mismatches) {
-      if (k.mismatches.size() < opts.max_mismatches) k.mismatches.push_back(m);
-    }
+    append_mismatches(k, w.mismatches, opts.max_mismatches);
   });
   refs.count(k);
   // The worst values' exact values from MPFR, so that the certificate's worst case does not
@@ -404,8 +407,7 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   };
   const std::size_t chunk_tokens =
       std::max<std::size_t>(1, kChunkValues / std::max<std::size_t>(1, H * Du));
-  const int cores = tbb::this_task_arena::max_concurrency();
-  tbb::task_arena arena(k.o.threads > 0 ? std::min(k.o.threads, cores) : cores);
+  tbb::task_arena arena(arena_threads(k.o));
   const auto group = static_cast<std::size_t>(2 * arena.max_concurrency());
   tbb::enumerable_thread_specific<compare::rope_bounds> local_bounds(bounds);
   worker_references refs(ref, arena.max_concurrency());
@@ -429,7 +431,7 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
         const std::span<double> x(w.x.data() + at, Du), y(w.y.data() + at, Du);
         const std::span<T> rn(w.rn.data() + at, Du);
         for (std::size_t j = 0; j < Du; ++j) {
-          x[j] = scalar_traits<T>::to_double(element<T>(*q.in, base + j));
+          x[j] = element_value<T>(*q.in, base + j);
         }
         if (map.empty()) {
           r.rotate<T>(sp[0], x, rn, y);
@@ -493,9 +495,7 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   };
   in_groups<chunk_work>(arena, chunks, group, prepare, compare_chunk, [&](chunk_work& w) {
     f.merge(*w.f);
-    for (const report::mismatch& m : w.mismatches) {
-      if (k.mismatches.size() < opts.max_mismatches) k.mismatches.push_back(m);
-    }
+    append_mismatches(k, w.mismatches, opts.max_mismatches);
   });
   refs.count(k);
   k.cert.checks.push_back(make_check(name, q.source, dtype_of<T>(), f, k.o));

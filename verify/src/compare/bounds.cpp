@@ -180,13 +180,9 @@ void rope_bounds::table_rows(std::span<const std::int64_t> positions,
                     std::to_string(pair_of[k]) + ", outside the " + std::to_string(P) + " pairs");
       }
     }
-    // Values in pair order (every pair, the common layouts) are laid out as the rows' angle
-    // errors: computed in place, without a gather.
-    bool in_order = n == P;
-    for (std::size_t k = 0; k < n && in_order; ++k) {
-      in_order = pair_of[k] == static_cast<std::int64_t>(k);
-    }
-    if (in_order) {
+    // Values in pair order are laid out as the rows' angle errors: computed in place, without a
+    // gather.
+    if (pairs_in_order(pair_of, P)) {
       row_dtheta_[j].resize(R * P);
       contracts_[j]->angle_errors_rows(positions, row_dtheta_[j]);
       dt.assign(row_dtheta_[j].end() - static_cast<std::ptrdiff_t>(P), row_dtheta_[j].end());

@@ -355,6 +355,9 @@ PEV_VECTOR_LOOPS double row_max(const double* v, std::size_t n) {
   return std::bit_cast<double>(r);
 }
 
+/// mark_rho's t of a maximum r: r·kSlack·(1 − 2^−48), rounded after each product.
+[[gnu::always_inline]] inline double mark_t(double r) { return r * kSlack * (1 - 0x1p-48); }
+
 /// The mark test of mark_rho: err > fl(t·B), or err > 0 where fl(t·B) is below 2^−1000 or not a
 /// number — in one comparison, err > g with g = fl(t·B) where fl(t·B) ≥ 2^−1000, else +0 (selected
 /// on the encoding, so that the loops stay straight vector code). It also leaves unmarked an error
@@ -370,7 +373,7 @@ PEV_VECTOR_LOOPS double row_max(const double* v, std::size_t n) {
 /// (below 2^−1000, where a subnormal product loses relative precision) or not a number.
 PEV_VECTOR_LOOPS void mark_rho(const double* err, const double* B, double r, std::uint32_t* cand,
                                std::size_t n, std::uint32_t bit) {
-  const double t = r * kSlack * (1 - 0x1p-48);
+  const double t = mark_t(r);
   for (std::size_t k = 0; k < n; ++k) {
     const double tb = t * B[k];
     const bool m = may_raise(err[k], tb);
@@ -395,7 +398,7 @@ PEV_VECTOR_LOOPS void mark_rho_rows(const double* err, const double* B, const do
     const double* b = B + q * n;
     std::uint32_t* c = cand + q * n;
     for (std::size_t k = 0; k < n; ++k) {
-      const double tb = r[k] * kSlack * (1 - 0x1p-48) * b[k];
+      const double tb = mark_t(r[k]) * b[k];
       const bool m = may_raise(e[k], tb);
       c[k] |= -static_cast<std::uint32_t>(m) & kMarkExact;
     }
@@ -486,7 +489,6 @@ PEV_VECTOR_LOOPS void zero_floor(const double* exact, double floor, double* B, s
   }
 }
 
-/// Correctly rounded (distance 0) and faithful (≤ 1) counts and the largest distance.
 /// Whether any of x[0 … n) is ±0 (on the encodings: a reduction that vectorises).
 PEV_VECTOR_LOOPS bool any_zero(const double* x, std::size_t n) {
   std::uint64_t z = 0;
@@ -501,6 +503,7 @@ inline bool none_of_16(const std::uint32_t* c) {
   return (w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7]) == 0;
 }
 
+/// Correctly rounded (distance 0) and faithful (≤ 1) counts and the largest distance.
 PEV_VECTOR_LOOPS void distances(const std::uint64_t* d, std::size_t n, std::uint64_t& cr,
                                 std::uint64_t& faithful, std::uint64_t& max_dist) {
   std::uint64_t c = 0, f = 0, m = 0;
@@ -576,8 +579,8 @@ void figures::add_rows(const row_values& r, const char* component, std::span<dou
     std::array<double, kFusedBounds> t_own{}, t_rung{};
     std::array<std::int64_t, kFusedBounds> mx{};
     for (std::size_t b = 0; b < nb; ++b) {
-      t_own[b] = screened_rho(b) * kSlack * (1 - 0x1p-48);  // mark_rho's t
-      if (identity_ladder) t_rung[b] = screened_rung(b) * kSlack * (1 - 0x1p-48);
+      t_own[b] = mark_t(screened_rho(b));
+      if (identity_ladder) t_rung[b] = mark_t(screened_rung(b));
     }
     fused = mark_bounds(err_.data(), bounds.data(), stride, nb, identity_ladder, t_own.data(),
                         t_rung.data(), cand_.data(), mx.data(), N);

@@ -24,6 +24,16 @@
 
 namespace pev::compare {
 
+/// Whether a row's values are the P pairs 0 … P − 1 in order (`pair_of[k]`: value k's pair) — the
+/// common layouts, whose rows read the reference's and the angle errors' rows as they lie.
+inline bool pairs_in_order(std::span<const std::int64_t> pair_of, std::size_t P) {
+  if (pair_of.size() != P) return false;
+  for (std::size_t k = 0; k < P; ++k) {
+    if (pair_of[k] != static_cast<std::int64_t>(k)) return false;
+  }
+  return true;
+}
+
 /// A named bound of a bound set: a strategy's contract, the drift-free bound, or one ulp of the
 /// output type at the exact value (the exact recipe's faithfulness).
 struct named_bound {

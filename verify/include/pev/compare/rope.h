@@ -67,10 +67,7 @@ void compare_table(std::span<const std::int64_t> positions,
     std::vector<report::mismatch> found[2];
     std::vector<std::size_t> found_rows[2];
     // Columns 0 … P − 1 in pair order (the common layouts) read the reference rows contiguously.
-    bool in_order = n == P;
-    for (std::size_t j = 0; j < n && in_order; ++j) {
-      in_order = column_pair[j] == static_cast<std::int64_t>(j);
-    }
+    const bool in_order = pairs_in_order(column_pair, P);
     for (std::size_t q0 = 0; q0 < positions.size(); q0 += kBlock) {
       const std::size_t R = std::min(kBlock, positions.size() - q0), N = R * n;
       const std::span<const std::int64_t> rows_pos = positions.subspan(q0, R);
