@@ -22,9 +22,11 @@ deps:
 deps-test:
 	@scripts/install-deps.sh --test
 
+CONFIGURE = cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DPEV_WERROR=$(PEV_WERROR) \
+  -DPEV_SANITIZE=$(PEV_SANITIZE) $(CMAKE_FLAGS)
+
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DPEV_WERROR=$(PEV_WERROR) \
-	  -DPEV_SANITIZE=$(PEV_SANITIZE) $(CMAKE_FLAGS)
+	@$(CONFIGURE)
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
@@ -60,14 +62,20 @@ test-sanitize:
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)
 
-# The default suite's report (pev report, docs/design.md §5.1) into REPORT_DIR: builds only the
-# tool, prints where the report is and its table, and exits with pev's status (0: all pass, 1: a
-# check failed).
+# The default suite's report (pev report, docs/design.md §5.1) into REPORT_DIR: configures and
+# builds only the tool with their output in REPORT_LOG (printed only when they fail), then prints
+# pev's own output, the report's table and where the report is, and exits with pev's status (0: all
+# pass, 1: a check failed; 2: the build failed).
 REPORT_DIR ?= pev-report
 REPORT_FLAGS ?=
+REPORT_LOG ?= $(BUILD_DIR)/make-report.log
 
-report: configure
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target pev
+report: deps
+	@mkdir -p $(BUILD_DIR); \
+	if ! { $(CONFIGURE) && cmake --build $(BUILD_DIR) -j $(JOBS) --target pev; } \
+	    >$(REPORT_LOG) 2>&1; then \
+	  cat $(REPORT_LOG); echo "pev: building pev failed (the log above: $(REPORT_LOG))" >&2; exit 2; \
+	fi
 	@echo "pev: running the default suite (pev report --out $(REPORT_DIR) $(REPORT_FLAGS))"
 	@start=$$(date +%s); \
 	$(BUILD_DIR)/verify/pev report --out $(REPORT_DIR) $(REPORT_FLAGS); status=$$?; \
