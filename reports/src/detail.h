@@ -1,9 +1,11 @@
 #pragma once
-// Internals shared by the writers of reports (write.cpp) and certificates (certificate.cpp):
-// number and text formatting, escaping, file names, plot styles.
+// Internals shared by the writers of reports (write.cpp, the page: page.cpp, its answer:
+// answer.cpp) and certificates (certificate.cpp): number and text formatting, escaping, file names,
+// plot styles.
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -82,13 +84,53 @@ inline std::string reference_text(const provenance& p) {
                      p.reference, p.mpfr_precision_bits, p.reference_fallbacks, p.reference_values);
 }
 
-// Colours distinguish dtypes in every plot (dash types distinguish strategies: write.cpp).
+// Colours distinguish dtypes in every plot (dash types and points distinguish strategies, below).
 inline const char* dtype_colour(const std::string& d) {
   if (d == "fp32") return "#1f77b4";
   if (d == "fp16") return "#2ca02c";
   if (d == "bf16") return "#d62728";
   return "#7f7f7f";
 }
+inline std::size_t failures(const results& r) {
+  return static_cast<std::size_t>(
+      std::count_if(r.checks.begin(), r.checks.end(), [](const check& c) { return !c.pass; }));
+}
+
+/// The positions of a sweep (docs/design.md §8.1); the largest position is included.
+inline std::string sampling_text(const provenance& p) {
+  if (p.exhaustive || p.max_position < p.dense_below) {
+    return fmt::format("every position 0 … {}", p.max_position);
+  }
+  return fmt::format(
+      "every position 0 … {}, then {} deterministic samples per octave (and its ends) up to {} "
+      "(included), local worst-case search ±{} around each octave's max ρ",
+      p.dense_below - 1, p.samples_per_octave, p.max_position, p.search_radius);
+}
+
+// Colours distinguish dtypes in every plot (dtype_colour); dash types and points strategies.
+inline int strategy_dash(const std::string& s) {
+  if (s == "hf") return 1;
+  if (s == "ggml") return 2;
+  if (s == "table-fp16") return 3;
+  if (s == "table-bf16") return 4;
+  return 5;
+}
+inline const char* strategy_point(const std::string& s) {
+  if (s == "hf") return "7";
+  if (s == "ggml") return "5";
+  if (s == "table-fp16") return "9";
+  if (s == "table-bf16") return "11";
+  return "13";
+}
+
+inline std::vector<std::string> unique_in_order(const std::vector<std::string>& v) {
+  std::vector<std::string> o;
+  for (const auto& s : v) {
+    if (std::find(o.begin(), o.end(), s) == o.end()) o.push_back(s);
+  }
+  return o;
+}
+
 inline const char* const kTerminal =
     "set terminal svg size 760,460 font 'Helvetica,12' background '#ffffff'\n"
     "set datafile separator ','\n"
@@ -112,6 +154,18 @@ inline bool any_positive(const std::vector<double>& v) {
   }
   return false;
 }
+
+/// The known facts of docs/numerics.md §15.1, §15.2 as the run measured them, one line per RoPE
+/// spec (write.cpp; summary.md and the page).
+std::vector<std::string> headline(const results& r);
+
+/// The report's answer (answer.cpp): per spec, strategy and dtype, the largest absolute error over
+/// the positions up to each of a few context lengths, as the page's first table and as the
+/// overview plot's gnuplot script (empty when no check has a float dtype).
+/// Its CSS shows the rows of the strategy chosen (no script).
+std::string answer_html(const results& r, const std::map<std::string, std::string>& svgs);
+std::string answer_css(const results& r);
+std::string overview_script(const results& r);
 
 /// gnuplot script of a check's ρ heatmap over position octave × index, reading `dd`'s CSVs.
 std::string heatmap_script(const check& c, const std::string& dd);

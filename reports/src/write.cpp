@@ -24,46 +24,6 @@ using namespace detail;  // NOLINT(google-build-using-namespace): the shared hel
 
 namespace {
 
-std::size_t failures(const results& r) {
-  return static_cast<std::size_t>(
-      std::count_if(r.checks.begin(), r.checks.end(), [](const check& c) { return !c.pass; }));
-}
-
-/// The positions of a sweep (docs/design.md §8.1); the largest position is included.
-std::string sampling_text(const provenance& p) {
-  if (p.exhaustive || p.max_position < p.dense_below) {
-    return fmt::format("every position 0 … {}", p.max_position);
-  }
-  return fmt::format(
-      "every position 0 … {}, then {} deterministic samples per octave (and its ends) up to {} "
-      "(included), local worst-case search ±{} around each octave's max ρ",
-      p.dense_below - 1, p.samples_per_octave, p.max_position, p.search_radius);
-}
-
-// Colours distinguish dtypes in every plot; dash types distinguish strategies.
-int strategy_dash(const std::string& s) {
-  if (s == "hf") return 1;
-  if (s == "ggml") return 2;
-  if (s == "table-fp16") return 3;
-  if (s == "table-bf16") return 4;
-  return 5;
-}
-const char* strategy_point(const std::string& s) {
-  if (s == "hf") return "7";
-  if (s == "ggml") return "5";
-  if (s == "table-fp16") return "9";
-  if (s == "table-bf16") return "11";
-  return "13";
-}
-
-std::vector<std::string> unique_in_order(const std::vector<std::string>& v) {
-  std::vector<std::string> o;
-  for (const auto& s : v) {
-    if (std::find(o.begin(), o.end(), s) == o.end()) o.push_back(s);
-  }
-  return o;
-}
-
 bool wants_heatmap(const results& r, const check& c) {
   if (c.octaves.empty() || c.octaves.front().rho_by_index.empty()) return false;
   if (r.certification) return c.property.empty();  // every value check of a certificate
@@ -86,10 +46,12 @@ double max_below(const check& c, std::int64_t below) {
   return m;
 }
 
+}  // namespace
+
 /// The known facts of docs/numerics.md §15.1, §15.2 as this run measured them, one line per RoPE
 /// spec: hf fp32 drift against p·2^−24 and its growth per octave, the table-bf16 floor against 2^−9
 /// and where the phase error overtakes it, accurate's max ulp error.
-std::vector<std::string> headline(const results& r) {
+std::vector<std::string> detail::headline(const results& r) {
   std::vector<std::string> out;
   std::vector<std::string> specs;
   for (const auto& c : r.checks) {
@@ -125,8 +87,6 @@ std::vector<std::string> headline(const results& r) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string summary_markdown(const results& r) {
   if (r.certification) return certificate_markdown(r);
@@ -520,121 +480,9 @@ std::map<std::string, std::string> plot_scripts(const results& r, const std::str
           "rgb '#9467bd' title 'this spec'\n";
     out["wavelength_" + slug(w.spec_name) + ".svg"] = os.str();
   }
+  // The overview: the answer's error against context length (answer.cpp), its data inline.
+  if (std::string s = overview_script(r); !s.empty()) out["overview.svg"] = std::move(s);
   return out;
-}
-
-std::string index_html(const results& r, const std::map<std::string, std::string>& svgs) {
-  if (r.certification) return certificate_html(r, svgs);
-  std::ostringstream os;
-  const provenance& p = r.prov;
-  const std::size_t fail = failures(r);
-  os << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-     << "<title>pev report</title>\n<style>\n"
-     << "body{font-family:Helvetica,Arial,sans-serif;margin:2em;max-width:1200px;color:#222}\n"
-     << "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px "
-        "6px;text-align:left}\n.pass{color:#1a7f37}.fail{color:#cf222e;font-weight:bold}\n"
-     << "figure{display:inline-block;margin:0.5em}code{font-size:12px}\n</style>\n</head>\n"
-     << "<body>\n<h1>pev precision-drift report</h1>\n";
-  os << "<p class=\"" << (fail ? "fail" : "pass") << "\">" << r.checks.size() << " checks, " << fail
-     << " failed.</p>\n<table>\n";
-  auto row = [&](const std::string& k, const std::string& v) {
-    os << "<tr><th>" << xml_escape(k) << "</th><td>" << xml_escape(v) << "</td></tr>\n";
-  };
-  row("pev", p.pev_version + " (git " + p.git_revision + ")");
-  row("compiler", p.compiler);
-  row("floating-point flags", p.fp_flags);
-  row("build flags", p.build_flags);
-  row("libc", p.libc);
-  row("host", p.host);
-  row("cpu", p.cpu);
-  row("reference", reference_text(p));
-  row("positions", sampling_text(p));
-  row("seed", std::to_string(p.seed));
-  row("suite", p.suite);
-  row("shard", std::to_string(p.shard_index) + "/" + std::to_string(p.shard_count));
-  row("generated at", p.generated_at);
-  os << "</table>\n";
-  for (const auto& n : r.notes) os << "<p>Note: " << xml_escape(n) << "</p>\n";
-  os << "<p>Contents: <a href=\"#specs\">specs</a> · <a href=\"#headline\">headline</a> · "
-        "<a href=\"#checks\">checks</a> · "
-        "<a href=\"#plot-a\">(a) drift</a> · <a href=\"#plot-b\">(b) heatmaps</a> · "
-        "<a href=\"#plot-c\">(c) ulp histograms</a> · <a href=\"#plot-d\">(d) invariance</a> · "
-        "<a href=\"#plot-e\">(e) wavelengths</a></p>\n";
-  // The specs checked, each with its plots: (a) per strategy, (b) per heatmap, (d), (e) for RoPE.
-  os << "<h2 id=\"specs\">Specs</h2>\n<table>\n<tr><th>name</th><th>family</th><th>SPEC "
-        "(canonical)</th><th>from</th><th>plots</th></tr>\n";
-  for (const suite_spec& sp : r.specs) {
-    os << "<tr><td>" << xml_escape(sp.name) << "</td><td>" << xml_escape(sp.family)
-       << "</td><td><code>" << xml_escape(sp.spec) << "</code></td><td>" << xml_escape(sp.source)
-       << "</td><td>";
-    const std::string k = slug(sp.name);
-    bool any = false;
-    for (const auto& [name, svg] : svgs) {
-      // (a) drift_<spec>--<strategy>, (b) heatmap_<spec>--<strategy>--<dtype>, (d), (e).
-      std::string label;
-      for (const auto& [prefix, tag] :
-           {std::pair<std::string, const char*>{"drift_", "(a) "}, {"heatmap_", "(b) "}}) {
-        const std::string head = prefix + k + "--";
-        if (name.rfind(head, 0) == 0) {
-          label = tag + name.substr(head.size(), name.size() - head.size() - 4);
-        }
-      }
-      if (name == "invariance_" + k + ".svg") label = "(d) invariance";
-      if (name == "wavelength_" + k + ".svg") label = "(e) wavelengths";
-      if (label.empty()) continue;
-      os << (any ? " · " : "") << "<a href=\"#" << xml_escape(name) << "\">" << xml_escape(label)
-         << "</a>";
-      any = true;
-    }
-    if (!any) os << "none";
-    os << "</td></tr>\n";
-  }
-  os << "</table>\n<h2 id=\"headline\">Headline</h2>\n<ul>\n";
-  for (const auto& h : headline(r)) os << "<li>" << xml_escape(h) << "</li>\n";
-  os << "</ul>\n";
-  os << "<h2 id=\"checks\">Checks</h2>\n<p>Pass: max ρ ≤ 1, ρ = |computed − exact| / B, B the "
-        "strategy's analytic bound (accurate: 1 ulp of the output type). Abs errors in the "
-        "value's units; ulps of the output dtype.</p>\n<table>\n<tr><th>check</th><th>result"
-        "</th><th>bound</th><th>max ρ</th><th>max abs error</th><th>max ulp err</th><th>% CR"
-        "</th><th>% faithful</th><th>worst case</th></tr>\n";
-  for (const check& c : r.checks) {
-    os << "<tr><td>" << xml_escape(c.id) << "</td><td class=\"" << (c.pass ? "pass" : "fail")
-       << "\">" << (c.pass ? "pass" : "FAIL") << "</td><td>" << xml_escape(c.bound_name)
-       << "</td><td>" << g(c.max_rho) << "</td><td>" << g(c.max_abs) << "</td><td>"
-       << g(c.max_ulp_error) << "</td><td>" << fmt::format("{:.2f}", c.pct_correctly_rounded)
-       << "</td><td>" << fmt::format("{:.2f}", c.pct_faithful)
-       << "</td><td><code>p=" << c.worst.position << " " << xml_escape(c.worst.component) << "["
-       << c.worst.index << "] " << xml_escape(c.worst.got_hex) << " vs "
-       << xml_escape(c.worst.exact_hex);
-    for (const auto& st : c.worst.intermediates) {
-      os << "<br>" << xml_escape(st.name) << ": " << xml_escape(st.got_hex) << " vs "
-         << xml_escape(st.exact_hex);
-    }
-    os << "</code></td></tr>\n";
-  }
-  os << "</table>\n";
-  const std::array<std::array<const char*, 3>, 5> sections = {
-      {{"drift_", "plot-a", "(a) Absolute error against position"},
-       {"heatmap_", "plot-b", "(b) Error/bound heatmaps"},
-       {"ulp_histogram_", "plot-c", "(c) Ulp histograms"},
-       {"invariance_", "plot-d", "(d) Relative-position invariance drift"},
-       {"wavelength_", "plot-e", "(e) Effective wavelengths of scaled RoPE"}}};
-  for (const auto& [prefix, anchor, title] : sections) {
-    os << "<h2 id=\"" << anchor << "\">" << title << "</h2>\n";
-    bool any = false;
-    for (const auto& [name, svg] : svgs) {
-      if (name.rfind(prefix, 0) != 0) continue;
-      any = true;
-      // Inline: the SVG element without its XML prolog and doctype.
-      const auto start = svg.find("<svg");
-      os << "<figure id=\"" << xml_escape(name) << "\">\n"
-         << (start == std::string::npos ? std::string() : svg.substr(start)) << "\n<figcaption>"
-         << xml_escape(name) << "</figcaption></figure>\n";
-    }
-    if (!any) os << "<p>No data in this report.</p>\n";
-  }
-  os << "</body>\n</html>\n";
-  return os.str();
 }
 
 namespace {

@@ -1,7 +1,9 @@
 // index.html rendered by headless Chromium: no console errors, and every plot is in the DOM with
-// drawn data; for a certificate's page also a screenshot, decoded and checked (the verdict banner
-// in its colour at the top, the plotted data's colour on the page). Skipped (with a message) when
-// no chromium binary is installed; scripts/install-deps.sh --test installs it.
+// drawn data; the default report's page at 1280 × 1000 answers on its first screen (the answer
+// table and the overview plot) and is no wider than the window; for a certificate's page also a
+// screenshot, decoded and checked (the verdict banner in its colour at the top, the plotted data's
+// colour on the page). Skipped (with a message) when no chromium binary is installed;
+// scripts/install-deps.sh --test installs it.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -107,6 +110,80 @@ std::string headless(const std::string& chromium, const std::filesystem::path& d
          " --disable-component-update --disable-sync --no-first-run --hide-scrollbars"
          " --enable-logging=stderr --v=0 --user-data-dir='" +
          (dir / "profile").string() + "'";
+}
+
+/// Where a page's answer table and overview plot end, and how wide it is, at 1280 × 1000.
+struct page_layout {
+  double answer_bottom = -1, overview_bottom = -1;
+  int scroll_width = 0, inner_width = 0, inner_height = 0;
+};
+std::ostream& operator<<(std::ostream& os, const page_layout& m) {
+  return os << "answer table bottom " << m.answer_bottom << " px, overview plot bottom "
+            << m.overview_bottom << " px, scrollWidth " << m.scroll_width << " of innerWidth "
+            << m.inner_width << " × innerHeight " << m.inner_height;
+}
+
+page_layout measure_page(const std::string& chromium, const std::filesystem::path& dir,
+                         const std::filesystem::path& page) {
+  std::string html = io::read_file(page);
+  const auto end = html.rfind("</body>");
+  if (end == std::string::npos) throw std::runtime_error("no </body> in " + page.string());
+  html.insert(end, R"(<script>
+(function () {
+  const bottom = id => { const e = document.getElementById(id);
+                         return e ? e.getBoundingClientRect().bottom : -1; };
+  const m = document.createElement('pre');
+  m.id = 'pev-measure';
+  m.textContent = 'measure ' + bottom('answer-table') + ' ' + bottom('overview') + ' ' +
+      document.documentElement.scrollWidth + ' ' + innerWidth + ' ' + innerHeight + ' end';
+  document.body.appendChild(m);
+})();
+</script>
+)");
+  const auto copy = page.parent_path() / "measure.html";
+  io::write_file_atomic(copy, html);
+  const captured dom = run_shell(headless(chromium, dir) +
+                                 " --force-device-scale-factor=1 --window-size=1280,1000"
+                                 " --dump-dom 'file://" +
+                                 copy.string() + "' 2>/dev/null");
+  std::filesystem::remove(copy);
+  std::smatch v;
+  const std::regex re("measure (-?[0-9.]+) (-?[0-9.]+) ([0-9]+) ([0-9]+) ([0-9]+) end");
+  if (dom.status != 0 || !std::regex_search(dom.out, v, re)) {
+    throw std::runtime_error("chromium gave no measurements: " + dom.out.substr(0, 500));
+  }
+  return {std::stod(v[1]), std::stod(v[2]), std::stoi(v[3]), std::stoi(v[4]), std::stoi(v[5])};
+}
+
+/// The default report's page at 1280 × 1000 (docs/cli.md §3.2): the answer table and the overview
+/// plot end within the first screen, and nothing is wider than the window. A copy of the page
+/// carries a script that writes the measurements into the DOM, which Chromium dumps.
+TEST(ReportRender, DefaultReportAnswersOnTheFirstScreen) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the default suite's sweep is left to the normal build (sanitizers)";
+#endif
+  const std::string chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh adds it)";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("pev_test_default_page_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const captured run = run_shell(std::string("'") + PEV_BINARY + "' report --out '" +
+                                 (dir / "report").string() + "' 2>&1");
+  ASSERT_EQ(run.status, 0) << run.out;
+  const page_layout m = measure_page(chromium, dir, dir / "report" / "index.html");
+  std::cout << "measured: " << m << "\n";
+  // Chromium's 1000-pixel window leaves a viewport of 857 pixels (measured: innerHeight), as a
+  // browser's window does: both bounds hold.
+  EXPECT_EQ(m.inner_width, 1280);
+  EXPECT_GT(m.answer_bottom, 0) << "no answer table (id answer-table)";
+  EXPECT_GT(m.overview_bottom, 0) << "no overview plot (id overview)";
+  for (const double bottom : {m.answer_bottom, m.overview_bottom}) {
+    EXPECT_LE(bottom, 1000);
+    EXPECT_LE(bottom, m.inner_height);
+  }
+  EXPECT_LE(m.scroll_width, m.inner_width) << "a horizontal scrollbar";
+  std::filesystem::remove_all(dir);
 }
 
 #ifdef PEV_HAVE_ZLIB

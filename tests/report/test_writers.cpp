@@ -140,6 +140,33 @@ TEST(ReportMerge, OrdersByIndexAndRefusesForeignShards) {
   EXPECT_THROW(report::merge({}), error);
 }
 
+TEST(ReportWrite, AnswerIsTheLargestErrorBelowEachContextLength) {
+  // spec<a>/hf/fp32 swept to 32767: octave [lo, hi) has max abs 2^-24·hi, and the last one breaks
+  // its bound. Its row: 2^-12 below 4K, 2^-9 below 32K (red: ρ 1.5), not swept to 128K or 1M.
+  auto r = test::synthetic_results();
+  auto& c = r.checks[0];
+  while (c.octaves.back().hi < 32768) {
+    report::octave o = c.octaves.back();
+    o.lo = o.hi;
+    o.hi *= 2;
+    o.max_abs = 0x1p-24 * static_cast<double>(o.hi);
+    o.max_rho = o.hi == 32768 ? 1.5 : 0.5;
+    c.octaves.push_back(o);
+  }
+  const std::string html = report::index_html(r, {});
+  EXPECT_NE(html.find("<tr class=\"st-hf\"><th class=\"wrap\">spec&lt;a&gt;</th><td title=\""
+                      "spec&lt;a&gt;/hf/fp32 over positions below 4096: max ρ 0.5\">0.000244</td>"
+                      "<td class=\"fail\" title=\"spec&lt;a&gt;/hf/fp32 over positions below "
+                      "32768: max ρ 1.5\">0.00195</td><td class=\"na\""),
+            std::string::npos)
+      << html;
+  // The overview plots it against context length, the worst RoPE spec per strategy × dtype.
+  const std::string gp = report::plot_scripts(r, "data").at("overview.svg");
+  EXPECT_NE(gp.find("4096,0.000244140625\n"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("title 'hf fp32'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("the worst of 1 RoPE spec'"), std::string::npos) << gp;
+}
+
 TEST(ReportWrite, EveryFileWrittenAndPlotsRendered) {
   const auto r = test::synthetic_results();
   const auto dir = std::filesystem::temp_directory_path() /
@@ -159,8 +186,8 @@ TEST(ReportWrite, EveryFileWrittenAndPlotsRendered) {
     EXPECT_NE(svg.find("<path"), std::string::npos) << e.path();  // drawn data
   }
   // a: one per spec × strategy except t5; b: heatmap of the fp32 hf check; c: per strategy;
-  // d, e: one each.
-  EXPECT_EQ(svgs, 1u + 1u + 2u + 1u + 1u);
+  // d, e: one each; the overview.
+  EXPECT_EQ(svgs, 1u + 1u + 2u + 1u + 1u + 1u);
   // One gnuplot renders them all (plots/render.gp); each SVG is what its own script gives alone.
   EXPECT_TRUE(std::filesystem::is_regular_file(dir / "plots" / "render.gp"));
   for (const auto& e : std::filesystem::directory_iterator(dir / "plots")) {
@@ -188,11 +215,21 @@ TEST(ReportWrite, EveryFileWrittenAndPlotsRendered) {
   EXPECT_NE(html.find("angle: 0x1p+0 vs 0x1.8p+0"), std::string::npos);  // worst-case steps
   // The specs, escaped, each with links to its plots (t5 has none).
   EXPECT_NE(html.find("<td>spec&lt;a&gt;</td><td>rope</td><td><code>rope:head_dim=8</code></td>"
-                      "<td>--config a&lt;b&gt;/config.json</td>"),
+                      "<td class=\"wrap\">--config a&lt;b&gt;/config.json</td>"),
             std::string::npos);
   EXPECT_NE(html.find("<a href=\"#drift_spec_a_--hf.svg\">(a) hf</a>"), std::string::npos);
   EXPECT_NE(html.find("<a href=\"#invariance_spec_a_.svg\">(d) invariance</a>"), std::string::npos);
-  EXPECT_NE(html.find("<td>built-in suite</td><td>none</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"wrap\">built-in suite</td><td>none</td>"), std::string::npos);
+  // The answer first: per spec and strategy, the error up to each context length (the synthetic
+  // sweep ends at 63: not swept to 4K), then the overview plot; the checks after it.
+  EXPECT_NE(html.find("<table id=\"answer-table\""), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"st-hf\"><th class=\"wrap\">spec&lt;a&gt;</th><td class=\"na\""),
+            std::string::npos);
+  EXPECT_NE(html.find("<td class=\"other\" colspan=\"8\">int64: 4K — 32K — 128K — 1M —</td>"),
+            std::string::npos);
+  EXPECT_LT(html.find("id=\"answer-table\""), html.find("id=\"overview\""));
+  EXPECT_LT(html.find("id=\"overview\""), html.find("id=\"checks\""));
+  EXPECT_LT(html.find("id=\"checks\""), html.find("id=\"provenance\""));
   EXPECT_NE(io::read_file(dir / "summary.md").find("| spec<a> | rope | `rope:head_dim=8` |"),
             std::string::npos);
   EXPECT_EQ(report::from_json(io::read_file(dir / "report.json"), "report.json").checks.size(),

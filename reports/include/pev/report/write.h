@@ -33,12 +33,14 @@ std::string junit_xml(const results& r);
 /// heatmap_<check>.csv, invariance.csv, wavelengths.csv, ulp_histogram.csv.
 std::map<std::string, std::string> csv_files(const results& r);
 
-/// gnuplot scripts by SVG name (relative to plots/), reading the CSVs from `data_dir`. A
-/// certificate's: error_<check>.svg and heatmap_<check>.svg per value check.
+/// gnuplot scripts by SVG name (relative to plots/), reading the CSVs from `data_dir` (a report's
+/// overview.svg carries its data inline). A certificate's: error_<check>.svg and
+/// heatmap_<check>.svg per value check.
 std::map<std::string, std::string> plot_scripts(const results& r, const std::string& data_dir);
 
-/// index.html with the given SVG documents (name → text) inline: a report's page, or a
-/// certificate's.
+/// index.html with the given SVG documents (name → text) inline: a report's page (the answer
+/// first: the error up to each context length and the overview plot; then the headline, the plots
+/// by spec, the checks per spec, the provenance and the specs), or a certificate's.
 std::string index_html(const results& r, const std::map<std::string, std::string>& svgs);
 
 /// The form a spec name or check id takes in file names (data/*.csv, plots/*.svg): letters,
