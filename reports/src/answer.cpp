@@ -23,6 +23,20 @@ namespace {
 constexpr std::array<std::pair<std::int64_t, const char*>, 4> kLengths = {
     {{4096, "4K"}, {32768, "32K"}, {131072, "128K"}, {1048576, "1M"}}};
 
+/// The table's columns: the lengths the sweep reached, and its own end when that is none of them
+/// (a model of 512 positions: "≤ 511").
+std::vector<std::pair<std::int64_t, std::string>> lengths_of(const results& r) {
+  std::vector<std::pair<std::int64_t, std::string>> v;
+  const std::int64_t end = r.prov.max_position + 1;
+  for (const auto& [length, label] : kLengths) {
+    if (length <= end) v.emplace_back(length, label);
+  }
+  if (v.empty() || v.back().first != end) {
+    v.emplace_back(end, fmt::format("≤ {}", r.prov.max_position));
+  }
+  return v;
+}
+
 /// The dtypes the table has columns for; a check of another dtype (T5's int64 buckets) is listed in
 /// its row's one cell.
 constexpr std::array<const char*, 3> kFloatDtypes = {"fp32", "fp16", "bf16"};
@@ -153,7 +167,8 @@ std::string detail::answer_html(const results& r, const std::map<std::string, st
   std::ostringstream os;
   os << "<section id=\"answer\">\n<h2>The answer: the error up to each context length</h2>\n"
      << "<p class=\"lead\">Largest |computed − exact| over the positions below each context "
-        "length, per spec and output dtype, for the strategy chosen; red: beyond the strategy's "
+        "length (up to the sweep's end), per spec and output dtype, for the strategy chosen; red: "
+        "beyond the strategy's "
         "bound (ρ &gt; 1); —: not swept that far.</p>\n"
      << "<div class=\"tabs\">\nstrategy:\n";
   const auto sts = strategies_of(r);
@@ -169,11 +184,12 @@ std::string detail::answer_html(const results& r, const std::map<std::string, st
                     [&](const check& c) { return c.dtype == dt; }))
       dts.push_back(dt);
   }
+  const auto lengths = lengths_of(r);
   os << "<table id=\"answer-table\" class=\"answer\">\n<thead><tr><th rowspan=\"2\">spec</th>";
-  for (const auto& dt : dts) os << "<th colspan=\"" << kLengths.size() << "\">" << dt << "</th>";
+  for (const auto& dt : dts) os << "<th colspan=\"" << lengths.size() << "\">" << dt << "</th>";
   os << "</tr>\n<tr>";
   for (std::size_t d = 0; d < dts.size(); ++d) {
-    for (const auto& [length, label] : kLengths) os << "<th>" << label << "</th>";
+    for (const auto& [length, label] : lengths) os << "<th>" << label << "</th>";
   }
   os << "</tr></thead>\n<tbody>\n";
   std::vector<std::string> specs;
@@ -191,7 +207,7 @@ std::string detail::answer_html(const results& r, const std::map<std::string, st
       for (const check* c : row) {
         if (is_float(c->dtype)) continue;
         others += (others.empty() ? "" : "; ") + xml_escape(c->dtype) + ":";
-        for (const auto& [length, label] : kLengths) {
+        for (const auto& [length, label] : lengths) {
           const up_to u = figures_up_to(*c, length);
           others += fmt::format(" {} {}", label, u.covered ? short_g(u.max_abs) : "—");
         }
@@ -199,13 +215,13 @@ std::string detail::answer_html(const results& r, const std::map<std::string, st
       const bool any_float =
           std::any_of(row.begin(), row.end(), [](const check* c) { return is_float(c->dtype); });
       if (!any_float) {
-        os << "<td class=\"other\" colspan=\"" << dts.size() * kLengths.size() << "\">" << others
+        os << "<td class=\"other\" colspan=\"" << dts.size() * lengths.size() << "\">" << others
            << "</td>";
       } else {
         for (const auto& dt : dts) {
           const auto c =
               std::find_if(row.begin(), row.end(), [&](const check* k) { return k->dtype == dt; });
-          for (const auto& [length, label] : kLengths) {
+          for (const auto& [length, label] : lengths) {
             os << (c == row.end() ? "<td class=\"na\">—</td>" : cell(**c, length));
           }
         }
