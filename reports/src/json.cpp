@@ -11,6 +11,7 @@
 #include "pev/core/error.h"
 #include "pev/core/hex.h"
 #include "pev/core/json_check.h"
+#include "pev/core/names.h"
 
 namespace pev::report {
 namespace {
@@ -281,10 +282,8 @@ double from_hex(const std::string& text, const std::string& source) {
 }
 
 grade grade_from(const std::string& name, const std::string& source) {
-  for (int g = 0; g <= static_cast<int>(grade::not_certified); ++g) {
-    if (name == to_string(static_cast<grade>(g))) return static_cast<grade>(g);
-  }
-  throw error(source + ": not a pev certificate: unknown grade '" + name + "'");
+  if (const auto g = parse_grade(name)) return *g;
+  throw error(source + ": not a pev certificate: unknown grade " + quoted_text(name));
 }
 
 std::optional<double> opt_num(const nlohmann::json& j) {

@@ -2,30 +2,28 @@
 
 #include <cmath>
 
+#include "pev/core/names.h"
 #include "pev/core/real.h"
 #include "pev/core/version.h"
 
 namespace pev::report {
 
-const char* to_string(grade g) {
-  switch (g) {
-    case grade::correctly_rounded:
-      return "correctly-rounded";
-    case grade::faithful:
-      return "faithful";
-    case grade::drift_free:
-      return "drift-free";
-    case grade::recipe_hf:
-      return "recipe:hf";
-    case grade::recipe_vllm:
-      return "recipe:vllm";
-    case grade::recipe_ggml:
-      return "recipe:ggml";
-    case grade::not_certified:
-      return "not certified";
-  }
-  return "?";
-}
+namespace {
+
+// The names of grade (docs/design.md §11.11), best first.
+constexpr name_table<grade, 7> kGrades({{{grade::correctly_rounded, "correctly-rounded"},
+                                         {grade::faithful, "faithful"},
+                                         {grade::drift_free, "drift-free"},
+                                         {grade::recipe_hf, "recipe:hf"},
+                                         {grade::recipe_ggml, "recipe:ggml"},
+                                         {grade::recipe_vllm, "recipe:vllm"},
+                                         {grade::not_certified, "not certified"}}});
+
+}  // namespace
+
+const char* to_string(grade g) { return kGrades.name(g); }
+
+std::optional<grade> parse_grade(std::string_view name) { return kGrades.find(name); }
 
 provenance this_build() {
   provenance p;

@@ -12,6 +12,7 @@
 #include "detail.h"
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
+#include "pev/core/names.h"
 #include "pev/io/npy.h"
 #include "pev/io/npz.h"
 #include "pev/io/safetensors.h"
@@ -159,66 +160,49 @@ dump read_dump(const std::vector<std::filesystem::path>& files, bool hash) {
   return d;
 }
 
-const char* to_string(table_layout l) {
-  switch (l) {
-    case table_layout::separate:
-      return "separate";
-    case table_layout::halves:
-      return "halves";
-    case table_layout::repeated:
-      return "repeated";
-    case table_layout::vllm:
-      return "vllm";
-    case table_layout::pairs:
-      return "pairs";
-  }
-  return "?";
-}
+namespace {
+
+// The names of the table layouts, q/k layouts and q/k output orders (docs/design.md §11.11), as
+// --layout, --qk-layout and --qk-order take them.
+constexpr name_table<table_layout, 5> kTableLayouts({{{table_layout::separate, "separate"},
+                                                      {table_layout::halves, "halves"},
+                                                      {table_layout::repeated, "repeated"},
+                                                      {table_layout::vllm, "vllm"},
+                                                      {table_layout::pairs, "pairs"}}});
+constexpr name_table<qk_layout, 4> kQkLayouts({{{qk_layout::bhtd, "bhtd", "[B, H, T, D]"},
+                                                {qk_layout::bthd, "bthd", "[B, T, H, D]"},
+                                                {qk_layout::thd, "thd", "[T, H, D]"},
+                                                {qk_layout::t_hd, "t(hd)", "[T, H·D]"}}});
+constexpr name_table<qk_order, 2> kQkOrders({{{qk_order::input, "input",
+                                               "(each rotated pair where its input pair was)"},
+                                              {qk_order::half_split, "half-split",
+                                               "(pair i at (i, i + rot/2), as DeepSeek-V3's "
+                                               "apply_rotary_pos_emb_interleave writes them)"}}});
+
+}  // namespace
+
+const char* to_string(table_layout l) { return kTableLayouts.name(l); }
 
 table_layout parse_table_layout(std::string_view name) {
-  for (auto l : {table_layout::separate, table_layout::halves, table_layout::repeated,
-                 table_layout::vllm, table_layout::pairs}) {
-    if (name == to_string(l)) return l;
-  }
-  throw error(fmt::format(
-      "--layout: '{}' is not a table layout (expected separate, halves, repeated, vllm or pairs)",
-      name));
+  if (const auto l = kTableLayouts.find(name)) return *l;
+  throw error(fmt::format("--layout: {} is not a table layout (expected {})", quoted_text(name),
+                          kTableLayouts.list(", ", " or ")));
 }
 
-const char* to_string(qk_layout l) {
-  switch (l) {
-    case qk_layout::bhtd:
-      return "bhtd";
-    case qk_layout::bthd:
-      return "bthd";
-    case qk_layout::thd:
-      return "thd";
-    case qk_layout::t_hd:
-      return "t(hd)";
-  }
-  return "?";
-}
+const char* to_string(qk_layout l) { return kQkLayouts.name(l); }
 
 qk_layout parse_qk_layout(std::string_view name) {
-  for (auto l : {qk_layout::bhtd, qk_layout::bthd, qk_layout::thd, qk_layout::t_hd}) {
-    if (name == to_string(l)) return l;
-  }
-  throw error(fmt::format(
-      "--qk-layout: '{}' is not a q/k layout (expected bhtd [B, H, T, D], bthd [B, T, H, D], thd "
-      "[T, H, D] or t(hd) [T, H·D])",
-      name));
+  if (const auto l = kQkLayouts.find(name)) return *l;
+  throw error(fmt::format("--qk-layout: {} is not a q/k layout (expected {})", quoted_text(name),
+                          kQkLayouts.list(", ", " or ")));
 }
 
-const char* to_string(qk_order o) { return o == qk_order::input ? "input" : "half-split"; }
+const char* to_string(qk_order o) { return kQkOrders.name(o); }
 
 qk_order parse_qk_order(std::string_view name) {
-  if (name == "input") return qk_order::input;
-  if (name == "half-split") return qk_order::half_split;
-  throw error(fmt::format(
-      "--qk-order: '{}' is not an output order (expected input: each rotated pair where its "
-      "input pair was; half-split: pair i at (i, i + rot/2), as DeepSeek-V3's "
-      "apply_rotary_pos_emb_interleave writes them)",
-      name));
+  if (const auto o = kQkOrders.find(name)) return *o;
+  throw error(fmt::format("--qk-order: {} is not an output order (expected {})", quoted_text(name),
+                          kQkOrders.list(", ", " or ")));
 }
 
 }  // namespace pev::certify

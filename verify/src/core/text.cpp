@@ -1,5 +1,7 @@
 #include "pev/core/text.h"
 
+#include "pev/core/names.h"
+
 namespace pev {
 
 namespace {
@@ -77,6 +79,10 @@ std::string escaped(std::string_view s, const escape_options& o) {
     }
   }
   return out;
+}
+
+std::string quoted_text(std::string_view text, std::size_t max) {
+  return "'" + escaped(text, {.max = max, .ascii_only = true}) + "'";
 }
 
 }  // namespace pev

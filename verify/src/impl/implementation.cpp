@@ -10,33 +10,28 @@
 #include <variant>
 
 #include "pev/core/error.h"
+#include "pev/core/names.h"
 #include "pev/kernel/absolute.h"
 #include "pev/kernel/relative.h"
 #include "pev/kernel/rope.h"
 
 namespace pev::impl {
 
-const char* to_string(output o) {
-  switch (o) {
-    case output::inv_freq:
-      return "inv_freq";
-    case output::attention_factor:
-      return "attention_factor";
-    case output::rope_table:
-      return "rope_table";
-    case output::rope_rotate:
-      return "rope_rotate";
-    case output::sinusoidal_pe:
-      return "sinusoidal_pe";
-    case output::alibi_slopes:
-      return "alibi_slopes";
-    case output::alibi_bias:
-      return "alibi_bias";
-    case output::t5_buckets:
-      return "t5_buckets";
-  }
-  return "?";
-}
+namespace {
+
+// The names of output (docs/design.md §11.11).
+constexpr name_table<output, 8> kOutputs({{{output::inv_freq, "inv_freq"},
+                                           {output::attention_factor, "attention_factor"},
+                                           {output::rope_table, "rope_table"},
+                                           {output::rope_rotate, "rope_rotate"},
+                                           {output::sinusoidal_pe, "sinusoidal_pe"},
+                                           {output::alibi_slopes, "alibi_slopes"},
+                                           {output::alibi_bias, "alibi_bias"},
+                                           {output::t5_buckets, "t5_buckets"}}});
+
+}  // namespace
+
+const char* to_string(output o) { return kOutputs.name(o); }
 
 void implementation::unsupported(output what) const {
   throw error(name() + ": " + to_string(what) + " is not supported");

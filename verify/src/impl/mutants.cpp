@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pev/core/error.h"
+#include "pev/core/names.h"
 #include "pev/core/real.h"
 #include "pev/kernel/apply.h"
 #include "pev/kernel/rope.h"
@@ -912,7 +913,7 @@ const mutant_info& find_mutant(std::string_view id) {
     if (m.id == id) return m;
     ids += std::string(ids.empty() ? "" : ", ") + m.id;
   }
-  throw error("unknown mutant '" + std::string(id) + "' (known: " + ids + ")");
+  throw error("unknown mutant " + quoted_text(id) + " (known: " + ids + ")");
 }
 
 bool mutant_replays_on(const mutant_info& m, kernel::strategy base) {

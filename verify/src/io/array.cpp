@@ -9,6 +9,7 @@
 
 #include "detail.h"
 #include "pev/core/error.h"
+#include "pev/core/names.h"
 
 namespace pev::io {
 
@@ -64,30 +65,24 @@ array make(dtype t, std::vector<std::int64_t> shape, std::size_t count, std::str
 
 }  // namespace
 
-std::string_view safetensors_name(dtype t) {
-  switch (t) {
-    case dtype::fp64:
-      return "F64";
-    case dtype::fp32:
-      return "F32";
-    case dtype::fp16:
-      return "F16";
-    case dtype::bf16:
-      return "BF16";
-    case dtype::int32:
-      return "I32";
-    case dtype::int64:
-      return "I64";
-  }
-  return "?";
-}
+namespace {
+
+// safetensors' names of the dtypes pev reads (docs/design.md §11.11).
+constexpr name_table<dtype, 6> kSafetensorsNames({{{dtype::fp64, "F64"},
+                                                   {dtype::fp32, "F32"},
+                                                   {dtype::fp16, "F16"},
+                                                   {dtype::bf16, "BF16"},
+                                                   {dtype::int32, "I32"},
+                                                   {dtype::int64, "I64"}}});
+
+}  // namespace
+
+std::string_view safetensors_name(dtype t) { return kSafetensorsNames.name(t); }
 
 dtype parse_safetensors_dtype(std::string_view name) {
-  for (dtype t : {dtype::fp64, dtype::fp32, dtype::fp16, dtype::bf16, dtype::int32, dtype::int64}) {
-    if (name == safetensors_name(t)) return t;
-  }
-  fail(fmt::format("dtype '{}' is not supported (supported: F64, F32, F16, BF16, I32, I64)",
-                   detail::printable(name)));
+  if (const auto t = kSafetensorsNames.find(name)) return *t;
+  fail(fmt::format("dtype {} is not supported (supported: {})", quoted_text(name),
+                   kSafetensorsNames.list()));
 }
 
 std::string shape_string(const std::vector<std::int64_t>& shape) {

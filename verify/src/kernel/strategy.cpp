@@ -6,39 +6,27 @@
 #include <string>
 
 #include "pev/core/error.h"
+#include "pev/core/names.h"
 
 namespace pev::kernel {
 namespace {
 
-constexpr std::array<strategy, 5> kAll = {strategy::hf, strategy::ggml, strategy::table_fp16,
-                                          strategy::table_bf16, strategy::accurate};
+// The names of strategy (docs/design.md §11.11), in the order all_strategies() lists them.
+constexpr name_table<strategy, 5> kNames({{{strategy::hf, "hf"},
+                                           {strategy::ggml, "ggml"},
+                                           {strategy::table_fp16, "table-fp16"},
+                                           {strategy::table_bf16, "table-bf16"},
+                                           {strategy::accurate, "accurate"}}});
+constexpr std::array<strategy, 5> kAll = kNames.values();
 
 }  // namespace
 
-const char* to_string(strategy s) {
-  switch (s) {
-    case strategy::hf:
-      return "hf";
-    case strategy::ggml:
-      return "ggml";
-    case strategy::table_fp16:
-      return "table-fp16";
-    case strategy::table_bf16:
-      return "table-bf16";
-    case strategy::accurate:
-      return "accurate";
-  }
-  return "?";
-}
+const char* to_string(strategy s) { return kNames.name(s); }
 
 strategy parse_strategy(std::string_view name) {
-  std::string names;
-  for (strategy s : kAll) {
-    if (name == to_string(s)) return s;
-    names += names.empty() ? "" : ", ";
-    names += to_string(s);
-  }
-  throw error(fmt::format("--strategy: unknown strategy '{}' (known: {})", name, names));
+  if (const auto s = kNames.find(name)) return *s;
+  throw error(
+      fmt::format("--strategy: unknown strategy {} (known: {})", quoted_text(name), kNames.list()));
 }
 
 std::span<const strategy> all_strategies() { return kAll; }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "pev/core/error.h"
+#include "pev/core/names.h"
 #include "pev/scalar/round.h"
 
 namespace pev::ref {
@@ -99,7 +100,7 @@ const recipe& find_recipe(std::string_view name) {
     names += names.empty() ? "" : ", ";
     names += r->name;
   }
-  throw error("--recipe: unknown recipe '" + std::string(name) + "' (known: " + names + ")");
+  throw error("--recipe: unknown recipe " + quoted_text(name) + " (known: " + names + ")");
 }
 
 }  // namespace pev::ref

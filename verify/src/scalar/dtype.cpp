@@ -3,35 +3,36 @@
 #include <string>
 
 #include "pev/core/error.h"
+#include "pev/core/names.h"
 
 namespace pev {
 
-const char* to_string(dtype t) {
-  switch (t) {
-    case dtype::fp64:
-      return "fp64";
-    case dtype::fp32:
-      return "fp32";
-    case dtype::fp16:
-      return "fp16";
-    case dtype::bf16:
-      return "bf16";
-    case dtype::int32:
-      return "int32";
-    case dtype::int64:
-      return "int64";
-  }
-  return "?";
-}
+namespace {
+
+// The names of dtype (docs/design.md §11.11); the float dtypes first, as parse_float_dtype lists
+// them.
+constexpr name_table<dtype, 6> kNames({{{dtype::fp64, "fp64"},
+                                        {dtype::fp32, "fp32"},
+                                        {dtype::fp16, "fp16"},
+                                        {dtype::bf16, "bf16"},
+                                        {dtype::int32, "int32"},
+                                        {dtype::int64, "int64"}}});
+constexpr name_table<dtype, 4> kFloatNames(
+    {{{dtype::fp64, "fp64"}, {dtype::fp32, "fp32"}, {dtype::fp16, "fp16"}, {dtype::bf16, "bf16"}}});
+constexpr name_table<dtype, 3> kNarrowNames(
+    {{{dtype::fp32, "fp32"}, {dtype::fp16, "fp16"}, {dtype::bf16, "bf16"}}});
+
+}  // namespace
+
+const char* to_string(dtype t) { return kNames.name(t); }
 
 dtype parse_float_dtype(std::string_view s, bool allow_fp64) {
-  for (dtype t : {dtype::fp64, dtype::fp32, dtype::fp16, dtype::bf16}) {
-    if (t == dtype::fp64 && !allow_fp64) continue;
-    if (s == to_string(t)) return t;
-  }
+  const auto t = allow_fp64 ? kFloatNames.find(s) : kNarrowNames.find(s);
+  if (t) return *t;
   constexpr std::size_t n = 40;  // the name is user input: quoted, clipped
-  throw error("unknown dtype '" + std::string(s.substr(0, n)) + (s.size() > n ? "…" : "") +
-              (allow_fp64 ? "' (fp64, fp32, fp16 or bf16)" : "' (fp32, fp16 or bf16)"));
+  throw error("unknown dtype " + quoted_text(s, n) + " (" +
+              (allow_fp64 ? kFloatNames.list(", ", " or ") : kNarrowNames.list(", ", " or ")) +
+              ")");
 }
 
 std::size_t size_of(dtype t) {

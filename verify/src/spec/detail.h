@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "pev/core/names.h"
 #include "pev/spec/spec.h"
 
 namespace pev::spec::detail {
@@ -33,6 +34,23 @@ inline std::string clip_message(std::string m) {
 }
 inline constexpr std::int64_t max_t5_buckets = std::int64_t{1} << 20;
 inline constexpr std::int64_t max_shaw = std::int64_t{1} << 31;
+
+/// The names of rope_type (transformers' rope_type values, then the ggml form's own), rope_layout
+/// and sinusoidal_layout (docs/design.md §11.11).
+inline constexpr name_table<rope_type, 9> rope_type_names({{{rope_type::default_, "default"},
+                                                            {rope_type::linear, "linear"},
+                                                            {rope_type::ntk, "ntk"},
+                                                            {rope_type::dynamic, "dynamic"},
+                                                            {rope_type::yarn, "yarn"},
+                                                            {rope_type::llama3, "llama3"},
+                                                            {rope_type::longrope, "longrope"},
+                                                            {rope_type::proportional,
+                                                             "proportional"},
+                                                            {rope_type::ggml, "ggml"}}});
+inline constexpr name_table<rope_layout, 2> rope_layout_names(
+    {{{rope_layout::neox, "neox"}, {rope_layout::interleaved, "interleaved"}}});
+inline constexpr name_table<sinusoidal_layout, 2> sinusoidal_layout_names(
+    {{{sinusoidal_layout::interleaved, "interleaved"}, {sinusoidal_layout::blocked, "blocked"}}});
 
 /// True when the rope key `key` (a SPEC key, which is also the HF key) has a meaning for rope_type
 /// `t`. Keys shared by every rope_type (head_dim, rope_theta, …) return true for all of them.

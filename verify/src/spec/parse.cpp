@@ -250,13 +250,13 @@ sinusoidal parse_sinusoidal(const items& in) {
   s.d_model = *in.integer("d_model");
   s.base = in.number("base").value_or(s.base);
   if (auto layout = in.text("layout")) {
-    if (*layout == "interleaved") {
-      s.layout = sinusoidal_layout::interleaved;
-    } else if (*layout == "blocked") {
-      s.layout = sinusoidal_layout::blocked;
-    } else {
-      in.fail(fmt::format("layout must be interleaved or blocked, got '{}'", *layout));
+    const auto l = detail::sinusoidal_layout_names.find(*layout);
+    if (!l) {
+      in.fail(fmt::format("layout must be {}, got {}",
+                          detail::sinusoidal_layout_names.list(", ", " or "),
+                          quoted_text(*layout)));
     }
+    s.layout = *l;
   }
   if (in.has("freq_shift") && s.layout != sinusoidal_layout::blocked) {
     in.fail("freq_shift applies to layout=blocked only");
@@ -419,13 +419,12 @@ rope parse_rope(const items& in, const warning_sink& warn) {
 
   r.rope_theta = in.number("rope_theta").value_or(r.rope_theta);
   if (auto layout = in.text("layout")) {
-    if (*layout == "neox") {
-      r.layout = rope_layout::neox;
-    } else if (*layout == "interleaved") {
-      r.layout = rope_layout::interleaved;
-    } else {
-      in.fail(fmt::format("layout must be neox or interleaved, got '{}'", *layout));
+    const auto l = detail::rope_layout_names.find(*layout);
+    if (!l) {
+      in.fail(fmt::format("layout must be {}, got {}", detail::rope_layout_names.list(", ", " or "),
+                          quoted_text(*layout)));
     }
+    r.layout = *l;
   }
   r.freq_scale = in.number("freq_scale").value_or(r.freq_scale);
   r.max_position_embeddings = in.integer("max_position_embeddings").value_or(0);

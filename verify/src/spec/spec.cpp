@@ -152,37 +152,11 @@ std::vector<std::int64_t> dim_pairs(const rope& s) {
   return v;
 }
 
-const char* to_string(rope_type t) {
-  switch (t) {
-    case rope_type::default_:
-      return "default";
-    case rope_type::linear:
-      return "linear";
-    case rope_type::ntk:
-      return "ntk";
-    case rope_type::dynamic:
-      return "dynamic";
-    case rope_type::yarn:
-      return "yarn";
-    case rope_type::llama3:
-      return "llama3";
-    case rope_type::longrope:
-      return "longrope";
-    case rope_type::proportional:
-      return "proportional";
-    case rope_type::ggml:
-      return "ggml";
-  }
-  return "?";
-}
+const char* to_string(rope_type t) { return detail::rope_type_names.name(t); }
 
-const char* to_string(rope_layout l) {
-  return l == rope_layout::interleaved ? "interleaved" : "neox";
-}
+const char* to_string(rope_layout l) { return detail::rope_layout_names.name(l); }
 
-const char* to_string(sinusoidal_layout l) {
-  return l == sinusoidal_layout::blocked ? "blocked" : "interleaved";
-}
+const char* to_string(sinusoidal_layout l) { return detail::sinusoidal_layout_names.name(l); }
 
 rope_type parse_rope_type(std::string_view name, std::string_view key) {
   if (name == "ggml") {
@@ -191,13 +165,10 @@ rope_type parse_rope_type(std::string_view name, std::string_view key) {
         "SPEC form, ggml:head_dim=…,mode=…,freq_base=…",
         key));
   }
-  for (rope_type t : detail::kAllTypes) {
-    if (name == to_string(t)) return t;
-  }
-  throw error(fmt::format(
-      "{} = '{}' is not a known rope_type (expected default, linear, ntk, dynamic, yarn, llama3, "
-      "longrope or proportional)",
-      key, name));
+  if (const auto t = detail::rope_type_names.find(name)) return *t;
+  throw error(fmt::format("{} = {} is not a known rope_type (expected {})", key, quoted_text(name),
+                          detail::rope_type_names.list_if(
+                              [](rope_type t) { return t != rope_type::ggml; }, ", ", " or ")));
 }
 
 // ---------------------------------------------------------------------------------------------

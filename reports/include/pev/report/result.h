@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -121,6 +122,8 @@ enum class grade {
   not_certified
 };
 const char* to_string(grade g);
+/// The grade named `name` as to_string writes it, or nothing.
+std::optional<grade> parse_grade(std::string_view name);
 
 /// One check: a spec × strategy × dtype (a report) or one tensor role of an implementation (a
 /// certificate) against the exact reference, gated by ρ ≤ 1.
