@@ -897,7 +897,8 @@ TEST(Certify, ThreadCountDoesNotChangeTheCertificate) {
 // is the same for 1, 2 and 3 threads. 8200 tokens × 4 heads × 64 (17 chunks of 512 tokens, more
 // than one group of chunks for every thread count) with outputs pushed beyond the bounds in four
 // chunks. The layout test's [H, T, D] reading has 4 tokens of 8200 heads, which it splits in
-// parts of 4096 (layout.cpp: head_invariance); its counts are in the certificate (decided_by).
+// parts of 4096 (layout_qk_reading.cpp: head_invariance); its counts are in the certificate
+// (decided_by).
 TEST(Certify, ThreadCountDoesNotChangeTheQkCertificate) {
   const spec::encoding e = spec::parse_spec("rope:head_dim=64,rope_theta=10000");
   const auto& r = std::get<spec::rope>(e);

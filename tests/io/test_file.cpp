@@ -18,6 +18,7 @@
 #include "io_test_util.h"
 #include "pev/io/file.h"
 #include "pev/io/npy.h"
+#include "pev/io/positions.h"
 #include "pev/io/safetensors.h"
 
 namespace pev::io {

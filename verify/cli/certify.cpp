@@ -24,6 +24,7 @@
 #include "pev/core/version.h"
 #include "pev/impl/live.h"
 #include "pev/io/file.h"
+#include "pev/io/positions.h"
 #include "pev/kernel/strategy.h"
 #include "pev/report/result.h"
 #include "pev/report/write.h"

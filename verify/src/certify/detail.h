@@ -2,7 +2,7 @@
 // Internals shared by the certify sources, one concern per file:
 // clang-format off
 //   dump.cpp        reading dumps, hashing inputs, layout names
-//   layout.cpp      finding a RoPE table and rotated q/k in a dump, and how they are laid out
+//   layout_*.cpp    finding a RoPE table and rotated q/k in a dump, and how they are laid out
 //   positions.cpp   the positions of a dump's rows
 //   checks.cpp      the check rows of a certificate: bounds, figures options, grading, the claim
 //   diagnosis.cpp   which known mistake explains data that is not certified

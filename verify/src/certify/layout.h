@@ -3,7 +3,9 @@
 // table_layout, qk_layout and qk_order; docs/encodings.md §4.4, docs/certify.md §4): from the
 // options, the dump's metadata, the tensors' names and shapes, the positions and, where those
 // leave two readings, the data. A reading is never guessed: where two still fit, pev::error names
-// the option that settles it.
+// the option that settles it. Tables: layout_table.cpp; q/k: layout_qk.cpp (the stages) on
+// layout_qk_reading.h (the readings and the tests of the data); what both share:
+// layout_evidence.h.
 
 #include <cstdint>
 #include <memory>

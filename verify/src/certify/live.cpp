@@ -5,11 +5,11 @@
 
 #include <chrono>
 #include <cstring>
-#include <random>
 
 #include "detail.h"
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
+#include "pev/core/normal.h"
 #include "pev/core/sampling.h"
 #include "pev/scalar/traits.h"
 
@@ -53,14 +53,16 @@ void collect(const spec::encoding& e, const impl::live_implementation& im,
       const std::size_t step = std::max<std::size_t>(1, pos.size() / 512);
       for (std::size_t k = 0; k < pos.size(); k += step) qp.push_back(pos[k]);
       const auto T_ = static_cast<std::int64_t>(qp.size());
-      std::mt19937_64 rng(lo.seed + 1);
-      std::normal_distribution<float> normal(0.0f, 1.0f);
+      // Drawn from splitmix64 (pev/core/normal.h: the same inputs on every platform), rounded to
+      // float and then to T.
+      normal_draws normal(lo.seed + 1);
       std::vector<T> in(static_cast<std::size_t>(T_ * 2 * r->head_dim)), out(in.size());
       for (T& v : in) {
+        const auto x = static_cast<float>(normal.next());
         if constexpr (std::is_same_v<T, float>) {
-          v = normal(rng);
+          v = x;
         } else {
-          v = T(normal(rng));
+          v = T(x);
         }
       }
       im.rope_rotate(qp, seq, kernel::heads_view<const T>{in, T_, 2, r->head_dim},

@@ -54,6 +54,12 @@ std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b);
 /// Product of non-negative dimensions, or nothing on overflow of 64 bits (dims must be ≥ 0).
 std::optional<std::uint64_t> checked_product(const std::vector<std::int64_t>& shape);
 
+/// "cannot read 'FILE': REASON".
+inline std::string cannot(std::string_view verb, const std::filesystem::path& file,
+                          std::string_view reason) {
+  return fmt::format("cannot {} '{}': {}", verb, file.string(), reason);
+}
+
 using pev::utf8_error;
 
 /// `s` quoted in a message: printable ASCII kept, everything else as \xNN, cut after `max`

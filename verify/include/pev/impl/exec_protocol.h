@@ -1,9 +1,9 @@
 #pragma once
 // The messages of pev's subprocess protocol (`pev certify --exec`, docs/exec-protocol.md,
-// version 1), apart from any I/O: the client (live.cpp), the reference server (`pev serve`) and
-// the fuzz target (tests/fuzz/fuzz_exec.cpp) share this one parser. A message is one JSON header
-// line followed by `payload_bytes` bytes. Nothing here trusts a declared size: every count is
-// checked against the limits below (before anything is allocated) and against the payload the
+// version 1), apart from any I/O: the client (live_exec.cpp), the reference server (`pev serve`)
+// and the fuzz target (tests/fuzz/fuzz_exec.cpp) share this one parser. A message is one JSON
+// header line followed by `payload_bytes` bytes. Nothing here trusts a declared size: every count
+// is checked against the limits below (before anything is allocated) and against the payload the
 // request needs. Every function throws pev::error for a message that breaks the protocol, naming
 // the field.
 

@@ -1,9 +1,10 @@
 #pragma once
 // The backend of a live implementation (pev/impl/live.h): what answers pev's requests. pev has
-// two, a dlopen'ed plugin and a subprocess speaking the exec protocol (both in live.cpp); a program
-// that embeds pev supplies its own — pev's Python module answers with a Python callable
-// (docs/python.md §4) — and wraps it in an impl::live_implementation (its public constructor), so
-// that certify_live, the property suites and shrinking treat it as they treat a plugin.
+// two, a dlopen'ed plugin (live_plugin.cpp) and a subprocess speaking the exec protocol
+// (live_exec.cpp); a program that embeds pev supplies its own — pev's Python module answers with
+// a Python callable (docs/python.md §4) — and wraps it in an impl::live_implementation (its public
+// constructor), so that certify_live, the property suites and shrinking treat it as they treat a
+// plugin.
 //
 // Requests carry the canonical SPEC string of the encoding asked for (a rebound implementation
 // asks for generated specs), the output dtype, the sequence length of stateful rope types (−1:

@@ -1,5 +1,6 @@
 #pragma once
-// File helpers shared by every writer and reader.
+// File helpers shared by every writer and reader: bounded reading (file.cpp), atomic files
+// (atomic.cpp) and output directories (directory.cpp). Positions files: positions.h.
 
 #include <chrono>
 #include <cstddef>
@@ -59,20 +60,5 @@ std::chrono::milliseconds input_timeout();
 /// read, is larger, or (not a regular file) does not end within input_timeout().
 std::string read_file(const std::filesystem::path& file,
                       std::uint64_t max_bytes = max_stream_bytes);
-
-/// The largest positions file read: 2^24 positions (the most a request takes) of up to 20
-/// characters and a newline, with room for comments.
-inline constexpr std::uint64_t max_positions_file_bytes = std::uint64_t{512} << 20;
-
-/// Integer positions from a file (at most max_positions_file_bytes): text (one integer per line;
-/// blank lines and '#' comments skipped), .npy (int32/int64, any shape, flattened) or .safetensors
-/// (tensor "positions", or the only tensor; I32/I64). Throws pev::error naming the file and line or
-/// field.
-std::vector<std::int64_t> read_positions_file(const std::filesystem::path& file);
-
-/// The positions of a positions file already read (`bytes`; `file` names it and, by its
-/// extension, its format), as read_positions_file: for a caller that also hashes the bytes.
-std::vector<std::int64_t> parse_positions(std::string_view bytes,
-                                          const std::filesystem::path& file);
 
 }  // namespace pev::io
