@@ -48,12 +48,7 @@ template <int N>
                                                 typename lanes<N>::d& c_out) {
   using vd = typename lanes<N>::d;
   using vi = typename lanes<N>::i;
-  constexpr double s1 = -1.0 / 6.0, s2 = 1.0 / 120.0, s3 = -1.0 / 5040.0, s4 = 1.0 / 362880.0,
-                   s5 = -1.0 / 39916800.0, s6 = 1.0 / 6227020800.0, s7 = -1.0 / 1307674368000.0,
-                   s8 = 1.0 / 355687428096000.0;
-  constexpr double c2 = 1.0 / 24.0, c3 = -1.0 / 720.0, c4 = 1.0 / 40320.0, c5 = -1.0 / 3628800.0,
-                   c6 = 1.0 / 479001600.0, c7 = -1.0 / 87178291200.0, c8 = 1.0 / 20922789888000.0,
-                   c9 = -1.0 / 6402373705728000.0;
+  using namespace sincos_taylor;  // the coefficients of sincos_reduced (turns.h)
   const vd z = r * r;
   const vd ps = s1 + z * (s2 + z * (s3 + z * (s4 + z * (s5 + z * (s6 + z * (s7 + z * s8))))));
   const vd sn = r + (r * z) * ps;

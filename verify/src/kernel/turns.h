@@ -83,15 +83,21 @@ struct sin_cos {
   double sin = 0, cos = 1;
 };
 
+/// The Taylor coefficients of sincos_reduced: 1/(2k+1)! (s_k, sin) and 1/(2k)! (c_k, cos) with
+/// alternating signs, each the double nearest the quotient. The one definition: the vector lanes of
+/// accurate_row.cpp evaluate the same polynomials with them, so every ISA gives the same bits.
+namespace sincos_taylor {
+inline constexpr double s1 = -1.0 / 6.0, s2 = 1.0 / 120.0, s3 = -1.0 / 5040.0, s4 = 1.0 / 362880.0,
+                        s5 = -1.0 / 39916800.0, s6 = 1.0 / 6227020800.0,
+                        s7 = -1.0 / 1307674368000.0, s8 = 1.0 / 355687428096000.0;
+inline constexpr double c2 = 1.0 / 24.0, c3 = -1.0 / 720.0, c4 = 1.0 / 40320.0,
+                        c5 = -1.0 / 3628800.0, c6 = 1.0 / 479001600.0, c7 = -1.0 / 87178291200.0,
+                        c8 = 1.0 / 20922789888000.0, c9 = -1.0 / 6402373705728000.0;
+}  // namespace sincos_taylor
+
 /// sin and cos of a reduced angle r ∈ [−π/4, π/4] in double (see the header comment).
 inline sin_cos sincos_reduced(double r) {
-  // 1/(2k+1)! and 1/(2k)! with alternating signs.
-  constexpr double s1 = -1.0 / 6.0, s2 = 1.0 / 120.0, s3 = -1.0 / 5040.0, s4 = 1.0 / 362880.0,
-                   s5 = -1.0 / 39916800.0, s6 = 1.0 / 6227020800.0, s7 = -1.0 / 1307674368000.0,
-                   s8 = 1.0 / 355687428096000.0;
-  constexpr double c2 = 1.0 / 24.0, c3 = -1.0 / 720.0, c4 = 1.0 / 40320.0, c5 = -1.0 / 3628800.0,
-                   c6 = 1.0 / 479001600.0, c7 = -1.0 / 87178291200.0, c8 = 1.0 / 20922789888000.0,
-                   c9 = -1.0 / 6402373705728000.0;
+  using namespace sincos_taylor;
   const double z = r * r;
   const double ps = s1 + z * (s2 + z * (s3 + z * (s4 + z * (s5 + z * (s6 + z * (s7 + z * s8))))));
   sin_cos out;

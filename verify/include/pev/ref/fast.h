@@ -3,7 +3,7 @@
 // ref/rope.h and ref/sinusoidal.h, correctly rounded to fp64, fp32, fp16 or bfloat16, at ~100×+
 // the speed of evaluating them in MPFR, with results identical to the MPFR path.
 //
-// Method (details and the error-bound derivation in src/ref/fast.cpp):
+// Method (details and the error-bound derivation in src/ref/fast_bound.cpp):
 //   1. Once, at construction, the MPFR reference gives θ_i (and m, ω); they are stored as multi-
 //      double expansions: 2θ_i/π ("quarter turns per position") as four doubles and θ_i as three,
 //      each with a bound on its truncation residual computed in MPFR.
@@ -70,7 +70,7 @@ struct fast_stats {
 
 namespace fast_detail {
 
-/// One frequency θ, prepared for the fast evaluation (built in fast.cpp from the MPFR value).
+/// One frequency θ, prepared for the fast evaluation (built in fast_bound.cpp from the MPFR value).
 struct frequency {
   enum class kind : std::uint8_t { regular, zero, mpfr_only };
   kind k = kind::mpfr_only;
@@ -81,8 +81,8 @@ struct frequency {
   double angle_e1 = 0;         // error bound of the angle p·θ per unit |p|
 };
 
-/// The regular frequencies' constants laid out for the vector double stage (fast.cpp): q0, q1 and
-/// value_e1 per pair, and the pairs left to the scalar code, padded to whole vectors.
+/// The regular frequencies' constants laid out for the vector double stage (fast_avx2.cpp): q0, q1
+/// and value_e1 per pair, and the pairs left to the scalar code, padded to whole vectors.
 struct vector_freqs {
   std::vector<double> q0, q1, e1;
   std::vector<std::uint8_t> scalar;   // 1: not a regular frequency
@@ -150,9 +150,9 @@ class fast_rope_reference {
 
   /// table() and, in cos_value and sin_value, the evaluated values themselves as doubles, within
   /// the evaluation's error bound of the exact m·cos and m·sin (about 2^−50·|m| plus a position
-  /// term far below it; fast.cpp) and the rounding of hi + lo to double; the MPFR values rounded to
-  /// double where that path was used. For error metrics (|ŷ − y|, ulp error): one pass instead of
-  /// a second, fp64-target table().
+  /// term far below it; fast_bound.cpp) and the rounding of hi + lo to double; the MPFR values
+  /// rounded to double where that path was used. For error metrics (|ŷ − y|, ulp error): one pass
+  /// instead of a second, fp64-target table().
   template <class T>
   void table_values(std::span<const std::int64_t> positions, std::span<T> cos, std::span<T> sin,
                     std::span<double> cos_value, std::span<double> sin_value,
@@ -185,7 +185,7 @@ class fast_rope_reference {
   bool m_ok_ = true;            // m usable by the fast path (else every value falls back)
   double m_abs_ = 1;            // |m| rounded up
   // E0, the position-independent part of a value's error bound, per stage (double, double-double)
-  // and reduction (short, general); see fast.cpp.
+  // and reduction (short, general); see fast_bound.cpp.
   double e0_[2][2] = {{0, 0}, {0, 0}};
   std::tuple<std::vector<double>, std::vector<float>, std::vector<half>, std::vector<bfloat16>>
       inv_freq_;
