@@ -160,8 +160,9 @@ struct evidence {
 };
 using evidence_map = std::map<std::string, evidence>;
 
-/// ρ of a data value g against a mistaken value mv with bound b (non-finite: 0 when both are the
-/// same non-finite value, else infinite; b = 0: 0 when equal, else infinite).
+/// ρ of a data value g against a mistaken value mv with bound b: compare::rho_of(|g − mv|, b)
+/// (with its slack; b = 0: 0 when equal, else infinite); non-finite values: 0 when both are the
+/// same non-finite value, else infinite.
 double rho_against(double g, double mv, double b);
 /// The explanations of `ev`, into the certificate's diagnosis.
 void add_explanations(const evidence_map& ev, certificate& cert);
