@@ -4,13 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "detail.h"
 #include "pev/core/error.h"
-#include "pev/impl/contract.h"
-#include "pev/metric/error_model.h"
 
 namespace pev::certify::detail {
 
