@@ -8,10 +8,12 @@
 
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "pev/compare/bounds.h"
 #include "pev/compare/reference.h"
+#include "pev/core/error.h"
 #include "pev/metric/error_model.h"
 #include "pev/spec/parse.h"
 
@@ -94,6 +96,48 @@ TEST(RopeBounds, TableRowsEqualsTable) {
       }
     }
   }
+}
+
+// A bound set fills its bounds by name, in the order of its names, whatever the order of the
+// entries; a name without an entry, an entry of an unknown name and a name given twice are
+// pev::error at construction (a rung added to certify's ladder cannot go to another's bound).
+TEST(BoundSet, FillsByNameAndRejectsMissingOrUnknownNames) {
+  const std::vector<std::string> known = {"exact", "drift-free", "hf", "ggml", "vllm-fp16"};
+  using set = compare::bound_set<double>;
+  const set b({"exact", "drift-free", "hf"}, known,
+              {{"hf", [](double y) { return 3 * y; }},
+               {"ggml", [](double) -> double { throw error("not asked for"); }},
+               {"exact", [](double y) { return y; }},
+               {"drift-free", [](double y) { return 2 * y; }}},
+              "test");
+  EXPECT_EQ(b.names(), (std::vector<std::string>{"exact", "drift-free", "hf"}));
+  std::vector<double> v(b.size());
+  b.fill(v, 1.5);
+  EXPECT_EQ(v, (std::vector<double>{1.5, 3.0, 4.5}));
+  const auto message = [&](std::vector<std::string> names, set::entries e) -> std::string {
+    try {
+      const set s(std::move(names), known, std::move(e), "family x");
+      (void)s;
+    } catch (const error& err) {
+      return err.what();
+    }
+    return "";
+  };
+  const auto one = [](double) { return 1.0; };
+  // A name without an entry (a new rung the family does not fill).
+  EXPECT_EQ(message({"exact", "vllm-fp16"}, {{"exact", one}}), "family x: no bound 'vllm-fp16'");
+  // An entry no bound is called.
+  EXPECT_EQ(message({"exact"}, {{"exact", one}, {"vllm", one}}),
+            "family x: no bound is called 'vllm'");
+  EXPECT_EQ(message({"exact"}, {{"exact", one}, {"exact", one}}),
+            "family x: bound 'exact' given twice");
+  EXPECT_EQ(message({"exact"}, {{"exact", one}}), "");
+  // by_name (certify's RoPE bound set) orders and checks the same way.
+  EXPECT_EQ(compare::by_name<int>(std::vector<std::string>{"hf", "exact"}, known,
+                                  {{"exact", 0}, {"hf", 2}}, "t"),
+            (std::vector<int>{2, 0}));
+  EXPECT_THROW(compare::by_name<int>(std::vector<std::string>{"hf"}, known, {{"exact", 0}}, "t"),
+               error);
 }
 
 }  // namespace

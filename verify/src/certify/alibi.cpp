@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "detail.h"
 #include "diagnosis.h"
@@ -17,41 +18,45 @@ namespace pev::certify::detail {
 
 namespace {
 
-/// The bounds of an ALiBi value in bound_names(false)'s order: 1 ulp, drift-free (2 ulps of the
-/// value itself), then the recipes that have an ALiBi pipeline (hf, and hf with a 16-bit store).
-struct alibi_bounds {
-  impl::alibi_contract hf, v16, vbf;
-  alibi_bounds(const spec::alibi& s, const metric::libm& lib)
-      : hf(s, kernel::strategy::hf, lib),
-        v16(s, kernel::strategy::table_fp16, lib),
-        vbf(s, kernel::strategy::table_bf16, lib) {}
-  template <class Bound>
-  void fill(Bound&& bound, double y, format out, std::span<double> b) const {
-    b[0] = metric::ulp_at(std::fabs(y), out);
-    b[1] = 2 * metric::ulp_at(std::fabs(y), out);
-    b[2] = bound(hf);
-    b[3] = bound(v16);
-    b[4] = bound(vbf);
-  }
-};
+/// An ALiBi value's bounds by name, of its head h, its key − query distance (none: a slope) and
+/// its exact value y: one ulp and drift-free (2 ulps of the value itself), then the recipes that
+/// have an ALiBi pipeline (hf, and hf with a 16-bit store: impl::alibi_contract).
+using alibi_bounds = compare::bound_set<std::int64_t, std::optional<std::int64_t>, double>;
+
+template <class T>
+alibi_bounds alibi_bounds_of(const impl::alibi_contract& hf, const impl::alibi_contract& v16,
+                             const impl::alibi_contract& vbf) {
+  const auto recipe = [](const impl::alibi_contract& c) {
+    return [&c](std::int64_t h, std::optional<std::int64_t> distance, double y) {
+      return distance ? c.bias_bound(h, *distance, y, format_of<T>())
+                      : c.slope_bound(h, y, format_of<T>());
+    };
+  };
+  return ladder_bounds<std::int64_t, std::optional<std::int64_t>, double>(
+      false, true,
+      {{"exact", [](std::int64_t, std::optional<std::int64_t>,
+                    double y) { return metric::ulp_at(std::fabs(y), format_of<T>()); }},
+       {"drift-free", [](std::int64_t, std::optional<std::int64_t>,
+                         double y) { return 2 * metric::ulp_at(std::fabs(y), format_of<T>()); }},
+       {"hf", recipe(hf)},
+       {"vllm-fp16", recipe(v16)},
+       {"vllm-bf16", recipe(vbf)}},
+      "alibi");
+}
 
 template <class T>
 void alibi_checks(const spec::alibi& s, context& k, const io::array* slopes_t,
                   const io::array* bias_t, const std::vector<std::int64_t>& qs,
                   const std::vector<std::int64_t>& ks) {
-  constexpr format out = format_of<T>();
   const compare::alibi_reference ref(s);
-  const alibi_bounds bounds(s, *k.o.libm);
+  const metric::libm& lib = *k.o.libm;
+  const impl::alibi_contract hf(s, kernel::strategy::hf, lib),
+      v16(s, kernel::strategy::table_fp16, lib), vbf(s, kernel::strategy::table_bf16, lib);
+  const alibi_bounds bounds = alibi_bounds_of<T>(hf, v16, vbf);
   const std::int64_t H = s.num_heads;
-  std::vector<double> b(bound_names(false).size());
+  std::vector<double> b(bounds.size());
   auto value = [&](std::int64_t p, std::int64_t i, T got, const real& exact) {
-    const double y = exact.convert_to<double>();
-    return compare::value{p,
-                          i,
-                          scalar_traits<T>::to_double(got),
-                          y,
-                          metric::ulp_distance(got, round_to<T>(exact)),
-                          metric::ulp_at(std::fabs(y), out)};
+    return compare::value_of<T>(p, i, got, round_to<T>(exact), exact.convert_to<double>());
   };
   if (slopes_t) {
     compare::figures f(figure_options(k.o, 2, H, false, &k.mismatches));
@@ -59,8 +64,7 @@ void alibi_checks(const spec::alibi& s, context& k, const io::array* slopes_t,
       const real& exact = ref.slopes()[static_cast<std::size_t>(h)];
       const compare::value v =
           value(0, h, element<T>(*slopes_t, static_cast<std::size_t>(h)), exact);
-      bounds.fill([&](const impl::alibi_contract& c) { return c.slope_bound(h, v.exact, out); },
-                  v.exact, out, b);
+      bounds.fill(b, h, std::nullopt, v.exact);
       f.add(v, "slopes", b);
     }
     k.cert.checks.push_back(make_check("slopes", "tensor 'slopes'", dtype_of<T>(), f, k.o));
@@ -74,9 +78,7 @@ void alibi_checks(const spec::alibi& s, context& k, const io::array* slopes_t,
       for (std::int64_t qi : qs) {
         for (std::int64_t kj : ks) {
           const compare::value v = value(qi, h, element<T>(*bias_t, e++), ref.bias(h, qi, kj));
-          bounds.fill(
-              [&](const impl::alibi_contract& c) { return c.bias_bound(h, kj - qi, v.exact, out); },
-              v.exact, out, b);
+          bounds.fill(b, h, kj - qi, v.exact);
           f.add(v, "bias", b);
         }
       }

@@ -4,13 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "detail.h"
 #include "pev/core/error.h"
-#include "pev/impl/contract.h"
-#include "pev/metric/error_model.h"
 
 namespace pev::certify::detail {
 
@@ -96,16 +92,6 @@ compare::figures::options figure_options(const options& o, std::int64_t max_posi
   f.mismatches = mismatches;
   f.max_mismatches = kFirstMismatches;
   return f;
-}
-
-void recipe_bounds(double e, double y, format out, double drift, std::span<double> b) {
-  y = std::fabs(y);
-  std::size_t k = 0;
-  b[k++] = metric::ulp_at(y, out);
-  b[k++] = drift;
-  b[k++] = impl::path_bound(e, y, std::nullopt, out, metric::kF32);
-  b[k++] = impl::path_bound(e, y, dtype::fp16, out, metric::kF32);
-  b[k++] = impl::path_bound(e, y, dtype::bf16, out, metric::kF32);
 }
 
 check make_check(const std::string& name, const std::string& source, dtype t,

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "pev/certify/certify.h"
+#include "pev/compare/bounds.h"
 #include "pev/compare/figures.h"
 #include "pev/compare/reference.h"
 #include "pev/core/error.h"
@@ -112,6 +113,25 @@ inline constexpr std::size_t kFirstMismatches = 8;
 /// vllm-bf16). They are the rungs of the grade ladder. `hf` false: no transformers pipeline (the
 /// ggml form), so neither hf nor vllm.
 std::vector<std::string> bound_names(bool ggml, bool hf = true);
+/// A family's entries in bound_names(ggml, hf)'s order (compare::by_name): each entry is the
+/// family's own for the bound of its name; pev::error naming `family` for a rung without an entry
+/// or an entry no rung is called. So a rung added to the ladder needs an entry only in the
+/// families that have it (bound_names leaves it out of the others).
+template <class V>
+std::vector<V> on_ladder(bool ggml, bool hf, std::vector<std::pair<std::string, V>> entries,
+                         std::string_view family) {
+  return compare::by_name(bound_names(ggml, hf), bound_names(true, true), std::move(entries),
+                          family);
+}
+/// The bound set of a family's values on the ladder: bound_names(ggml, hf), each bound filled by
+/// the family's entry of that name (on_ladder's errors).
+template <class... Args>
+compare::bound_set<Args...> ladder_bounds(bool ggml, bool hf,
+                                          typename compare::bound_set<Args...>::entries entries,
+                                          std::string_view family) {
+  return compare::bound_set<Args...>(bound_names(ggml, hf), bound_names(true, true),
+                                     std::move(entries), family);
+}
 /// The grade a claimed recipe needs (exact: faithful; hf, ggml, vllm: their recipe grades);
 /// pev::error for an unknown recipe.
 grade claim_grade(std::string_view recipe);
@@ -126,22 +146,10 @@ std::string held_bound(const options& o, bool ggml, bool hf = true);
 compare::figures::options figure_options(const options& o, std::int64_t max_position,
                                          std::int64_t indices, bool ggml,
                                          std::vector<report::mismatch>* mismatches, bool hf = true);
-/// The bounds (bound_names(false)) of a value of a family without a ggml pipeline, whose hf
-/// recipe error before its storage and output roundings is e and whose exact magnitude is y, in
-/// output format `out`: 1 ulp, drift-free `drift`, hf, vllm-fp16, vllm-bf16 (the value stored in
-/// the 16-bit cache first: impl::path_bound).
-void recipe_bounds(double e, double y, format out, double drift, std::span<double> b);
 /// The check row of certified figures: its names and source, figures, drift-free bound and grade.
 check make_check(const std::string& name, const std::string& source, dtype t,
                  const compare::figures& f, const options& o,
                  std::optional<double> worst_exact = std::nullopt);
-/// The bounds (as bound_names without ggml) of a value of a family without a ggml pipeline,
-/// whose hf recipe error before its storage and output roundings is e and whose exact magnitude
-/// is y, in output format `out`: hf, vllm-fp16, vllm-bf16 (the value stored in the 16-bit cache
-/// first: impl::path_bound), drift-free `drift`, and 1 ulp for an exact claim.
-void recipe_bounds(double e, double y, format out, double drift, const options& o,
-                   std::span<double> b);
-
 /// Grades a check from its figures (certify.h's grade list).
 grade grade_of(const check& c);
 /// The certificate's grade (the worst over its checks) and whether the claimed recipe holds.
@@ -160,8 +168,9 @@ struct evidence {
 };
 using evidence_map = std::map<std::string, evidence>;
 
-/// ρ of a data value g against a mistaken value mv with bound b (non-finite: 0 when both are the
-/// same non-finite value, else infinite; b = 0: 0 when equal, else infinite).
+/// ρ of a data value g against a mistaken value mv with bound b: compare::rho_of(|g − mv|, b)
+/// (with its slack; b = 0: 0 when equal, else infinite); non-finite values: 0 when both are the
+/// same non-finite value, else infinite.
 double rho_against(double g, double mv, double b);
 /// The explanations of `ev`, into the certificate's diagnosis.
 void add_explanations(const evidence_map& ev, certificate& cert);

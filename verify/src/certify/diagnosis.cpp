@@ -323,8 +323,7 @@ double rho_against(double g, double mv, double b) {
   if (!(std::isfinite(g) && std::isfinite(mv))) {
     return (std::isnan(g) && std::isnan(mv)) || g == mv ? 0.0 : kInf;
   }
-  if (!(b > 0)) return g == mv ? 0.0 : kInf;
-  return std::fabs(g - mv) / b;
+  return compare::rho_of(std::fabs(g - mv), b);
 }
 
 void add_explanations(const evidence_map& ev, certificate& cert) {

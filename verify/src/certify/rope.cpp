@@ -109,39 +109,62 @@ void in_groups(tbb::task_arena& arena, std::size_t chunks, std::size_t group, Pr
   }
 }
 
-/// The recipes' bounds of a RoPE value, in bound_names(true)'s order, for the library class the
-/// claim assumes. transformers rotates q/k in the model dtype (each product and the sum rounded
-/// there, the table cast to it first); vLLM (its cache in the model dtype) and ggml rotate in
-/// fp32 and store once.
+/// The bounds of a RoPE value on the ladder (on_ladder: by name), for the library class the claim
+/// assumes. transformers rotates q/k in the model dtype (each product and the sum rounded there,
+/// the table cast to it first); vLLM (its cache in the model dtype) and ggml rotate in fp32 and
+/// store once.
 std::vector<compare::named_bound> rope_recipes(const options& o, bool hf_pipeline) {
   using compare::named_bound;
   using impl::rotation_arithmetic;
   using kernel::strategy;
   const metric::libm& lib = *o.libm;
-  std::vector<named_bound> v;
-  for (const std::string& name : bound_names(true, hf_pipeline)) {
-    if (name == "hf") {
-      v.push_back(named_bound::of(name, strategy::hf, lib, rotation_arithmetic::output));
-    }
-    if (name == "vllm-fp16") v.push_back(named_bound::of(name, strategy::table_fp16, lib));
-    if (name == "vllm-bf16") v.push_back(named_bound::of(name, strategy::table_bf16, lib));
-    if (name == "ggml") v.push_back(named_bound::of(name, strategy::ggml, lib));
-    if (name == "drift-free") v.push_back(named_bound::drift_free());
-    if (name == "exact") v.push_back(named_bound::one_ulp());
-  }
-  return v;
+  return on_ladder<named_bound>(
+      true, hf_pipeline,
+      {{"exact", named_bound::one_ulp()},
+       {"drift-free", named_bound::drift_free()},
+       {"hf", named_bound::of("hf", strategy::hf, lib, rotation_arithmetic::output)},
+       {"ggml", named_bound::of("ggml", strategy::ggml, lib)},
+       {"vllm-fp16", named_bound::of("vllm-fp16", strategy::table_fp16, lib)},
+       {"vllm-bf16", named_bound::of("vllm-bf16", strategy::table_bf16, lib)}},
+      "rope");
+}
+
+/// The bounds of a scalar RoPE value (inv_freq, the attention factor) by name, of its index and
+/// exact magnitude: one ulp, drift-free `drift`, and a recipe's impl::path_bound of its error
+/// before its storage and output roundings, error(c, i) of its pipeline's contract c (hf and
+/// vllm: `hf`, the value stored in vllm's 16-bit cache first; ggml: `ggml`). A contract is read
+/// only where the ladder has its recipe (on_ladder): `hf` may be null without an hf pipeline.
+template <class T, class Error>
+compare::bound_set<std::int64_t, double> scalar_bounds(bool ggml, bool hf_pipeline, double drift,
+                                                       const impl::rope_contract* hf,
+                                                       const impl::rope_contract* ggml_contract,
+                                                       Error error) {
+  const auto path = [error](const impl::rope_contract* c, std::optional<dtype> store) {
+    return [c, store, error](std::int64_t i, double ay) {
+      return impl::path_bound(error(*c, i), ay, store, format_of<T>(), metric::kF32);
+    };
+  };
+  return ladder_bounds<std::int64_t, double>(
+      ggml, hf_pipeline,
+      {{"exact", [](std::int64_t, double ay) { return metric::ulp_at(ay, format_of<T>()); }},
+       {"drift-free", [drift](std::int64_t, double) { return drift; }},
+       {"hf", path(hf, std::nullopt)},
+       {"ggml", path(ggml_contract, std::nullopt)},
+       {"vllm-fp16", path(hf, dtype::fp16)},
+       {"vllm-bf16", path(hf, dtype::bf16)}},
+      "rope");
 }
 
 std::int64_t max_of(const std::vector<std::int64_t>& v) {
   return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
 }
 
-// inv_freq and the attention factor take the hf contract's bounds (recipe_bounds); the ggml form
+// inv_freq and the attention factor take the hf contract's bounds (scalar_bounds); the ggml form
 // has no transformers pipeline, so its inv_freq has the exact and drift-free bounds only and its
 // attention factor the ggml contract's too (`hf` null, `ggml` its contract).
 template <class T>
 void inv_freq_check(context& k, compare::rope_reference& ref, const impl::rope_contract* hf,
-                    const io::array& a) {
+                    const impl::rope_contract* ggml, const io::array& a) {
   constexpr format out = format_of<T>();
   const auto sh = squeezed(a.shape);
   const std::int64_t pairs = ref.pairs();
@@ -153,19 +176,14 @@ void inv_freq_check(context& k, compare::rope_reference& ref, const impl::rope_c
   const auto& y = ref.fast().inv_freq<double>();
   const double f_max = pairs > 0 ? *std::max_element(y.begin(), y.end()) : 1;
   compare::figures f(figure_options(k.o, 2, pairs, false, &k.mismatches, hf != nullptr));
-  std::vector<double> b(bound_names(false, hf != nullptr).size());
+  const auto bounds = scalar_bounds<T>(
+      false, hf != nullptr, 2 * metric::ulp_at(f_max, out), hf, ggml,
+      [](const impl::rope_contract& c, std::int64_t i) { return *c.inv_freq_bound(i); });
+  std::vector<double> b(bounds.size());
   for (std::int64_t i = 0; i < pairs; ++i) {
     const auto u = static_cast<std::size_t>(i);
-    const T got = element<T>(a, u);
-    if (hf) {
-      recipe_bounds(*hf->inv_freq_bound(i), y[u], out, 2 * metric::ulp_at(f_max, out), b);
-    } else {
-      b[0] = metric::ulp_at(std::fabs(y[u]), out);
-      b[1] = 2 * metric::ulp_at(f_max, out);
-    }
-    f.add({0, i, scalar_traits<T>::to_double(got), y[u], metric::ulp_distance(got, rn[u]),
-           metric::ulp_at(std::fabs(y[u]), out)},
-          "inv_freq", b);
+    bounds.fill(b, i, std::fabs(y[u]));
+    f.add(compare::value_of<T>(0, i, element<T>(a, u), rn[u], y[u]), "inv_freq", b);
   }
   k.cert.checks.push_back(make_check("inv_freq", "tensor 'inv_freq'", dtype_of<T>(), f, k.o));
 }
@@ -182,18 +200,12 @@ void attention_factor_check(context& k, compare::rope_reference& ref, const impl
   const double m = ref.attention_factor();
   const T rn = round_to<T>(ref.fast().reference().attention_factor());
   compare::figures f(figure_options(k.o, 2, 1, hf == nullptr, &k.mismatches, hf != nullptr));
-  std::vector<double> b(bound_names(hf == nullptr, hf != nullptr).size());
-  const T got = element<T>(a, 0);
-  if (hf) {
-    recipe_bounds(hf->attention_factor_bound(), m, out, 2 * metric::ulp_at(m, out), b);
-  } else {
-    b[0] = metric::ulp_at(m, out);
-    b[1] = 2 * metric::ulp_at(m, out);
-    b[2] = impl::path_bound(ggml->attention_factor_bound(), m, std::nullopt, out, metric::kF32);
-  }
-  f.add({0, 0, scalar_traits<T>::to_double(got), m, metric::ulp_distance(got, rn),
-         metric::ulp_at(m, out)},
-        name.c_str(), b);
+  const auto bounds = scalar_bounds<T>(
+      hf == nullptr, hf != nullptr, 2 * metric::ulp_at(m, out), hf, ggml,
+      [](const impl::rope_contract& c, std::int64_t) { return c.attention_factor_bound(); });
+  std::vector<double> b(bounds.size());
+  bounds.fill(b, 0, std::fabs(m));
+  f.add(compare::value_of<T>(0, 0, element<T>(a, 0), rn, m), name.c_str(), b);
   k.cert.checks.push_back(
       make_check(name, fmt::format("tensor '{}'", name), dtype_of<T>(), f, k.o));
 }
@@ -557,8 +569,9 @@ void certify_rope(const spec::rope& s, context& k) {
   // Checks without rows run in shard 0 (docs/design.md §9.3).
   const io::array* f = whole_checks(k.o) ? d.find("inv_freq") : nullptr;
   if (f) {
-    visit_tensor(*f, "tensor 'inv_freq'",
-                 [&](auto tag) { inv_freq_check<typename decltype(tag)::type>(k, ref, hf, *f); });
+    visit_tensor(*f, "tensor 'inv_freq'", [&](auto tag) {
+      inv_freq_check<typename decltype(tag)::type>(k, ref, hf, ggml_contract, *f);
+    });
   }
   std::string an;
   const io::array* a = whole_checks(k.o)

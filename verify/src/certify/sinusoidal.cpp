@@ -31,8 +31,25 @@ void pe_check(const spec::sinusoidal& s, context& k, const io::array& a, const s
       vbf(s, strategy::table_bf16, lib);
   compare::figures f(figure_options(k.o, *std::max_element(pos.begin(), pos.end()) + 1, s.d_model,
                                     false, &k.mismatches));
-  std::vector<double> b(bound_names(false).size());
+  // A value's bounds by name, of its position p, column c and exact magnitude ay: one ulp,
+  // drift-free (2 ulps of 1, the largest magnitude), and the recipes' contracts.
   const double drift = 2 * metric::ulp_at(1.0, out);
+  const auto recipe = [&](const impl::sinusoidal_contract& r) {
+    return [&r](std::int64_t p, std::int64_t c, double ay) {
+      return r.bound(p, c, ay, format_of<T>());
+    };
+  };
+  const auto bounds = ladder_bounds<std::int64_t, std::int64_t, double>(
+      false, true,
+      {{"exact",
+        [](std::int64_t, std::int64_t, double ay) { return metric::ulp_at(ay, format_of<T>()); }},
+       {"drift-free", [drift](std::int64_t, std::int64_t, double) { return drift; }},
+       {"hf", recipe(hf)},
+       {"vllm-fp16", recipe(v16)},
+       {"vllm-bf16", recipe(vbf)}},
+      "sinusoidal");
+  std::vector<double> b(bounds.size());
+  const double scale_ulp = metric::ulp_at(1.0, out);
   compare::typed_values<T> rv;
   const auto [first_row, end_row] = shard_rows(pos.size(), k.o);  // --shard: this shard's rows
   for (std::size_t r0 = first_row; r0 < end_row; r0 += kChunkRows) {
@@ -45,16 +62,10 @@ void pe_check(const spec::sinusoidal& s, context& k, const io::array& a, const s
       for (std::size_t col = 0; col < dm; ++col) {
         const std::size_t e = rr * dm + col;
         const T got = element<T>(a, r0 * dm + e);
-        const double y = rv.exact[e], ay = std::fabs(y);
+        const double y = rv.exact[e];
         const auto c = static_cast<std::int64_t>(col);
-        b[0] = metric::ulp_at(ay, out);
-        b[1] = drift;
-        b[2] = hf.bound(p, c, ay, out);
-        b[3] = v16.bound(p, c, ay, out);
-        b[4] = vbf.bound(p, c, ay, out);
-        f.add({p, c, scalar_traits<T>::to_double(got), y, metric::ulp_distance(got, rv.rn[e]),
-               metric::ulp_at(ay, out), 1.0, metric::ulp_at(1.0, out)},
-              "pe", b);
+        bounds.fill(b, p, c, std::fabs(y));
+        f.add(compare::value_of<T>(p, c, got, rv.rn[e], y, 1.0, scale_ulp), "pe", b);
       }
     }
   }

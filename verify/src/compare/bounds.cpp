@@ -75,6 +75,30 @@ PEV_VECTOR_LOOPS void ulp_loop(format fmt, const double* y, double* out, std::si
 
 }  // namespace
 
+std::vector<std::size_t> order_by_name(std::span<const std::string> names,
+                                       std::span<const std::string> known,
+                                       std::span<const std::string> entries,
+                                       std::string_view what) {
+  const auto has = [](std::span<const std::string> v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    if (!has(known, entries[k])) {
+      throw error(std::string(what) + ": no bound is called '" + entries[k] + "'");
+    }
+    if (has(entries.first(k), entries[k])) {
+      throw error(std::string(what) + ": bound '" + entries[k] + "' given twice");
+    }
+  }
+  std::vector<std::size_t> order;
+  for (const std::string& name : names) {
+    const auto it = std::find(entries.begin(), entries.end(), name);
+    if (it == entries.end()) throw error(std::string(what) + ": no bound '" + name + "'");
+    order.push_back(static_cast<std::size_t>(it - entries.begin()));
+  }
+  return order;
+}
+
 rope_bounds::rope_bounds(const spec::rope& s, std::optional<std::int64_t> seq, double m,
                          std::vector<named_bound> bounds)
     : bounds_(std::move(bounds)), m_(m) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <tuple>
 #include <utility>
 
 #include "pev/scalar/round.h"
@@ -232,6 +233,19 @@ float ggml_attention_factor(const spec::rope& s) {
   return 1.0f;
 }
 
+/// ggml's float arithmetic, for ref::ggml_yarn_corr_dims (logf: std::log of a float).
+struct f32_arith {
+  using value = float;
+  static float num(std::int64_t k) { return static_cast<float>(k); }
+  static float mul(float x, float y) { return x * y; }
+  static float div(float x, float y) { return x / y; }
+  static float log(float x) { return std::log(x); }
+  static float floor(float x) { return std::floor(x); }
+  static float ceil(float x) { return std::ceil(x); }
+  static float max(float lo, float x) { return std::max(lo, x); }
+  static float min(float hi, float x) { return std::min(hi, x); }
+};
+
 detail::ggml_rope_params ggml_plan(const spec::rope& s, std::optional<std::int64_t> seq_len) {
   detail::ggml_rope_params g;
   const std::int64_t n_dims = s.rotary_dim;
@@ -247,15 +261,9 @@ detail::ggml_rope_params ggml_plan(const spec::rope& s, std::optional<std::int64
       attn = f32(s.attn_factor);
       // ggml_rope_yarn_corr_dims: float arithmetic, logf, (float)M_PI; n_ctx_orig 0 gives
       // logf(0) = −∞, hence dims [0, −∞].
-      const float pi_f = f32(std::numbers::pi);
-      const float two_log_b = 2.0f * std::log(f32(b));
-      const float Lo = static_cast<float>(s.original_max_position_embeddings);
-      auto cdim = [&](double beta) {
-        const float rot = (f32(beta) * 2.0f) * pi_f;
-        return (static_cast<float>(n_dims) * std::log(Lo / rot)) / two_log_b;
-      };
-      g.corr_low = std::max(0.0f, std::floor(cdim(s.beta_fast)));
-      g.corr_high = std::min(static_cast<float>(n_dims - 1), std::ceil(cdim(s.beta_slow)));
+      std::tie(g.corr_low, g.corr_high) = ref::ggml_yarn_corr_dims(
+          f32_arith{}, n_dims, static_cast<float>(s.original_max_position_embeddings), f32(b),
+          f32(s.beta_fast), f32(s.beta_slow), f32(std::numbers::pi));
       for (double c : s.freq_factors) g.freq_factors.push_back(f32(c));
       break;
     }
@@ -293,15 +301,9 @@ detail::ggml_rope_params ggml_plan(const spec::rope& s, std::optional<std::int64
       // factor brings the product back to transformers' attention factor.
       attn = ggml_attention_factor(s) / (1.0f + 0.1f * f32(std::log(s.factor)));
       // ggml_rope_yarn_corr_dims: float arithmetic, logf, (float)M_PI; always floor/ceil.
-      const float pi_f = f32(std::numbers::pi);
-      const float two_log_b = 2.0f * std::log(f32(b));
-      const float Lo = f32(static_cast<double>(s.original_max_position_embeddings));
-      auto cdim = [&](double beta) {
-        const float rot = (f32(beta) * 2.0f) * pi_f;
-        return (static_cast<float>(n_dims) * std::log(Lo / rot)) / two_log_b;
-      };
-      g.corr_low = std::max(0.0f, std::floor(cdim(s.beta_fast)));
-      g.corr_high = std::min(static_cast<float>(n_dims - 1), std::ceil(cdim(s.beta_slow)));
+      std::tie(g.corr_low, g.corr_high) = ref::ggml_yarn_corr_dims(
+          f32_arith{}, n_dims, f32(static_cast<double>(s.original_max_position_embeddings)), f32(b),
+          f32(s.beta_fast), f32(s.beta_slow), f32(std::numbers::pi));
       break;
     }
     case rope_type::llama3: {

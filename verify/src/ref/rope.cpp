@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "pev/core/error.h"
 
@@ -25,6 +26,20 @@ struct arith {
   real div(const real& a, const real& b) const { return r(a / b); }
   real pow(const real& a, const real& b) const { return r(boost::multiprecision::pow(a, b)); }
   real log(const real& a) const { return r(boost::multiprecision::log(a)); }
+};
+
+// `arith` as ggml_yarn_corr_dims takes it; max and min as the reference clamps (x < lo: lo).
+struct corr_arith {
+  using value = real;
+  const arith& a;
+  real num(std::int64_t k) const { return I(k); }
+  real mul(const real& x, const real& y) const { return a.mul(x, y); }
+  real div(const real& x, const real& y) const { return a.div(x, y); }
+  real log(const real& x) const { return a.log(x); }
+  real floor(const real& x) const { return boost::multiprecision::floor(x); }
+  real ceil(const real& x) const { return boost::multiprecision::ceil(x); }
+  real max(const real& lo, const real& x) const { return x < lo ? lo : x; }
+  real min(const real& hi, const real& x) const { return x > hi ? hi : x; }
 };
 
 // Rotary dimension that the exponents 2i/d use, and the number of pairs that rotate.
@@ -245,18 +260,8 @@ std::pair<real, real> ggml_corr_dims(const spec::rope& s, rounding arithmetic) {
   if (s.original_max_position_embeddings == 0) {
     return {I(0), real(-std::numeric_limits<double>::infinity())};
   }
-  const real pi_f = a.r(pi());
-  const real two_log_b = a.mul(I(2), a.log(F(s.rope_theta)));
-  auto cdim = [&](double beta) {
-    const real rot = a.mul(a.mul(F(beta), I(2)), pi_f);
-    return a.div(a.mul(I(n), a.log(a.div(a.r(I(s.original_max_position_embeddings)), rot))),
-                 two_log_b);
-  };
-  real low = floor(cdim(s.beta_fast));
-  real high = ceil(cdim(s.beta_slow));
-  if (low < 0) low = 0;
-  if (high > I(n - 1)) high = I(n - 1);
-  return {low, high};
+  return ggml_yarn_corr_dims(corr_arith{a}, n, a.r(I(s.original_max_position_embeddings)),
+                             F(s.rope_theta), F(s.beta_fast), F(s.beta_slow), a.r(pi()));
 }
 
 yarn_range yarn_correction_range(const spec::rope& s, rounding host_fmt) {
@@ -365,18 +370,9 @@ rope_reference::rope_reference(const spec::rope& s, const recipe& r,
       attn = host.div(attention_factor_,
                       host.add(I(1), host.mul(host.r(real("0.1")), host.log(D(s.factor)))));
       // ggml_rope_yarn_corr_dims: float arithmetic, logf, (float)M_PI; always floor/ceil.
-      const real pi_f = fr.r(pi());
-      const real two_log_b = fr.mul(I(2), fr.log(fr.r(b)));
-      auto cdim = [&](double beta) {
-        const real rot = fr.mul(fr.mul(fr.r(D(beta)), I(2)), pi_f);
-        return fr.div(
-            fr.mul(I(n_dims), fr.log(fr.div(fr.r(I(s.original_max_position_embeddings)), rot))),
-            two_log_b);
-      };
-      corr_low_ = floor(cdim(s.beta_fast));
-      corr_high_ = ceil(cdim(s.beta_slow));
-      if (corr_low_ < 0) corr_low_ = 0;
-      if (corr_high_ > I(n_dims - 1)) corr_high_ = I(n_dims - 1);
+      std::tie(corr_low_, corr_high_) =
+          ggml_yarn_corr_dims(corr_arith{fr}, n_dims, fr.r(I(s.original_max_position_embeddings)),
+                              fr.r(b), fr.r(D(s.beta_fast)), fr.r(D(s.beta_slow)), fr.r(pi()));
       break;
     }
     case rope_type::llama3: {
@@ -444,14 +440,7 @@ std::vector<real> rope_reference::angles(std::int64_t p) const {
     const real extrap = freq_factors_.empty() ? theta : fa.div(theta, freq_factors_[i]);
     const real interp = fa.mul(freq_scale_, extrap);
     if (ext_factor_ != 0) {
-      // rope_yarn_ramp: y = (i − low)/max(0.001, high − low); ramp = 1 − clamp(y, 0, 1).
-      real width = fr.sub(corr_high_, corr_low_);
-      const real min_width = fr.r(real("0.001"));
-      if (width < min_width) width = min_width;
-      real y = fr.div(fr.sub(I(i), corr_low_), width);
-      if (y < 0) y = 0;
-      if (y > 1) y = 1;
-      const real mix = fr.mul(fr.sub(I(1), y), ext_factor_);
+      const real mix = fr.mul(ggml_ramp(i, corr_low_, corr_high_, fr), ext_factor_);
       out[i] = fa.add(fa.mul(interp, fa.sub(I(1), mix)), fa.mul(extrap, mix));
     } else {
       out[i] = interp;

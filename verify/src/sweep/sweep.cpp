@@ -62,276 +62,341 @@ std::unique_ptr<figures> cell_figures(const options& o, std::int64_t indices) {
   return std::make_unique<figures>(fo);
 }
 
-/// One value of a non-RoPE cell: got (type T) against RN_T(exact) `cr` and the exact double y.
-template <class T>
-compare::value value_of(std::int64_t p, std::int64_t i, T got, T cr, double y) {
-  return {
-      p, i, to_double(got), y, metric::ulp_distance(got, cr), ulp_at(std::fabs(y), format_of<T>())};
+compare::reference_path path_of(const options& o) {
+  return o.mpfr_reference ? compare::reference_path::mpfr : compare::reference_path::fast;
+}
+
+/// The sequence length of a stateful rope type (dynamic, longrope): max position + 1, as
+/// transformers computes it from the positions it is given (docs/design.md §5.3).
+std::optional<std::int64_t> stateful_seq(const spec::rope& s, const options& o) {
+  return s.stateful() ? std::optional<std::int64_t>(o.max_position + 1) : std::nullopt;
 }
 
 // ---------------------------------------------------------------------------------------------
-// RoPE.
+// A sweep cell of one family F (one strategy × dtype of one spec). F names the family's types —
+// spec_type, reference (exact values), exact (a batch's exact values), state (what a cell
+// evaluates with: kernel, bounds, contract) — and what differs between families: how a batch's
+// exact values are computed (fill), how a cell's kernel is compared on its rows (evaluate, per
+// output type T where `typed`), which cells must run on the calling thread (serial), and what a
+// finished check row adds (finish; count: the reference's evaluations).
 
-/// Exact rows of a batch of RoPE positions: m·cos and m·sin, [pos, pair], in every type.
-struct rope_rows {
+/// Exact rows of a batch of positions.
+template <class F>
+struct exact_rows {
   std::vector<std::int64_t> pos;
-  rounded_values c, s;
+  typename F::exact v;
 };
 
-class rope_reference_source {
+/// The exact rows of batches of positions of one spec, on the calling thread.
+template <class F>
+class reference_source {
  public:
-  rope_reference_source(const spec::rope& s, std::optional<std::int64_t> seq,
-                        compare::reference_path path)
-      : ref_(s, seq, path) {}
-  compare::rope_reference& ref() { return ref_; }
-  rope_rows rows(std::vector<std::int64_t> pos) {
-    rope_rows r;
+  reference_source(const typename F::spec_type& s, const options& o)
+      : ref_(F::make_reference(s, o)) {}
+  exact_rows<F> rows(std::vector<std::int64_t> pos) {
+    exact_rows<F> r;
     r.pos = std::move(pos);
-    ref_.table_all(r.pos, r.c, r.s);
+    F::fill(ref_, r.pos, r.v);
     return r;
   }
-  const ref::fast_stats& stats() const { return ref_.stats(); }
+  typename F::reference& ref() { return ref_; }
 
  private:
-  compare::rope_reference ref_;
+  typename F::reference ref_;
 };
 
-/// One RoPE check: its kernel, its bound (the strategy's contract) and its figures.
-struct rope_cell {
+/// One check of a sweep: its strategy and dtype, what it evaluates with, and its figures.
+template <class F>
+struct cell {
   report::check* out = nullptr;
-  const spec::rope* s = nullptr;
+  const typename F::spec_type* s = nullptr;
   strategy st = strategy::hf;
   dtype dt = dtype::fp32;
-  std::unique_ptr<kernel::rope_kernel> kern;
-  std::unique_ptr<compare::rope_bounds> bounds;
+  typename F::state state;
   std::unique_ptr<figures> acc;
 
-  bool serial() const { return false; }  // planned at construction, on the calling thread
-
-  template <class T>
-  void evaluate_as(const rope_rows& r, const std::vector<std::size_t>& rows) {
-    const auto P = static_cast<std::size_t>(s->pairs());
+  bool serial() const { return F::serial(st); }
+  /// The cell's kernel on rows `rows` of the batch r, compared into acc.
+  void evaluate(const exact_rows<F>& r, const std::vector<std::size_t>& rows) {
     std::vector<std::int64_t> pos;
     for (std::size_t k : rows) pos.push_back(r.pos[k]);
-    std::vector<T> c(pos.size() * P), sn(pos.size() * P);
-    kern->table<T>(pos, c, sn);
-    const compare::table_rows<T> ref{r.c.get<T>(), r.s.get<T>(), r.c.f64, r.s.f64, s->pairs()};
+    if constexpr (F::typed) {
+      visit_output_float(dt, [&](auto tag) {
+        F::template evaluate<typename decltype(tag)::type>(*this, r.v, rows, pos);
+      });
+    } else {
+      F::evaluate(*this, r.v, rows, pos);
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// RoPE tables.
+
+struct rope_family {
+  using spec_type = spec::rope;
+  using reference = compare::rope_reference;
+  /// m·cos and m·sin, [pos, pair], in every type.
+  struct exact {
+    rounded_values c, s;
+  };
+  struct state {
+    std::unique_ptr<kernel::rope_kernel> kern;
+    std::unique_ptr<compare::rope_bounds> bounds;  // the strategy's contract
+  };
+  static constexpr bool typed = true;
+  static std::int64_t indices(const spec_type& s) { return s.pairs(); }
+  static bool serial(strategy) { return false; }  // planned at construction, on the calling thread
+
+  static reference make_reference(const spec_type& s, const options& o) {
+    return reference(s, stateful_seq(s, o), path_of(o));
+  }
+  static void fill(reference& ref, const std::vector<std::int64_t>& pos, exact& v) {
+    ref.table_all(pos, v.c, v.s);
+  }
+  static state make_state(const spec_type& s, strategy st, reference& ref, const options& o) {
+    const std::optional<std::int64_t> seq = stateful_seq(s, o);
+    return {std::make_unique<kernel::rope_kernel>(s, st, seq),
+            std::make_unique<compare::rope_bounds>(
+                s, seq, ref.attention_factor(),
+                std::vector<compare::named_bound>{compare::named_bound::of("bound", st)})};
+  }
+
+  template <class T>
+  static void evaluate(cell<rope_family>& c, const exact& v, const std::vector<std::size_t>& rows,
+                       const std::vector<std::int64_t>& pos) {
+    const auto P = static_cast<std::size_t>(c.s->pairs());
+    std::vector<T> cs(pos.size() * P), sn(pos.size() * P);
+    c.state.kern->table<T>(pos, cs, sn);
+    const compare::table_rows<T> ref{v.c.get<T>(), v.s.get<T>(), v.c.f64, v.s.f64, c.s->pairs()};
     std::vector<std::int64_t> pair(P);
     for (std::size_t i = 0; i < P; ++i) pair[i] = static_cast<std::int64_t>(i);
     compare::compare_table<T>(
         pos, [&](std::size_t q) { return rows[q]; }, ref, pair,
-        [&](std::size_t q, std::size_t i, bool is_sin) { return (is_sin ? sn : c)[q * P + i]; },
-        *bounds, *acc, *acc);
+        [&](std::size_t q, std::size_t i, bool is_sin) { return (is_sin ? sn : cs)[q * P + i]; },
+        *c.state.bounds, *c.acc, *c.acc);
   }
-  void evaluate(const rope_rows& r, const std::vector<std::size_t>& rows) {
-    visit_output_float(dt, [&](auto tag) { evaluate_as<typename decltype(tag)::type>(r, rows); });
+
+  /// The worst case's intermediates (here, on the reference's thread): the frequency and the
+  /// attention factor as the strategy uses them, and for the fp32 pipelines the angle
+  /// fl(fl(p)·f̂), each next to its exact value (rounded to double).
+  static void finish(cell<rope_family>& c, reference& ref, const options& o) {
+    auto& w = c.out->worst;
+    const auto i = static_cast<std::size_t>(w.index);
+    const float f = c.state.kern->inv_freq()[i];
+    w.intermediates.push_back({c.st == strategy::ggml ? "angle at p=1 (recurrence)" : "inv_freq",
+                               hex(f), hex(ref.fast().inv_freq<double>()[i])});
+    if (c.st == strategy::hf || c.st == strategy::table_fp16 || c.st == strategy::table_bf16) {
+      const float angle = static_cast<float>(w.position) * f;
+      w.intermediates.push_back(
+          {"angle", hex(angle), hex(ref.fast().angle<double>(w.position, w.index))});
+    }
+    w.intermediates.push_back(
+        {"attention_factor", hex(c.state.kern->attention_factor()), hex(ref.attention_factor())});
+    if (const std::optional<std::int64_t> seq = stateful_seq(*c.s, o)) {
+      c.out->note = "stateful rope_type: frequencies for sequence length " + std::to_string(*seq);
+    }
+  }
+  static void count(const reference& ref, report::provenance& p) {
+    p.reference_values += ref.stats().values;
+    p.reference_fallbacks += ref.stats().fallbacks;
   }
 };
 
 // ---------------------------------------------------------------------------------------------
 // Sinusoidal PE tables.
 
-/// Exact PE rows of a batch of positions, [pos, column].
-struct pe_rows {
-  std::vector<std::int64_t> pos;
-  rounded_values v;
-};
-
-class pe_reference_source {
- public:
-  pe_reference_source(const spec::sinusoidal& s, compare::reference_path path) : ref_(s, path) {}
-  pe_rows rows(std::vector<std::int64_t> pos) {
-    pe_rows r;
-    r.pos = std::move(pos);
-    ref_.pe_all(r.pos, r.v);
-    return r;
-  }
-  const ref::fast_stats& stats() const { return ref_.stats(); }
-
- private:
-  compare::sinusoidal_reference ref_;
-};
-
-struct pe_cell {
-  report::check* out = nullptr;
-  const spec::sinusoidal* s = nullptr;
-  strategy st = strategy::hf;
-  dtype dt = dtype::fp32;
-  std::unique_ptr<impl::sinusoidal_contract> contract;
-  std::unique_ptr<figures> acc;
-
+struct pe_family {
+  using spec_type = spec::sinusoidal;
+  using reference = compare::sinusoidal_reference;
+  using exact = rounded_values;  // [pos, column]
+  using state = std::unique_ptr<impl::sinusoidal_contract>;
+  static constexpr bool typed = true;
+  static std::int64_t indices(const spec_type& s) { return s.d_model; }
   // sinusoidal_table plans on every call, and the accurate plan reads the MPFR reference
   // (single-threaded).
-  bool serial() const { return st == strategy::accurate; }
+  static bool serial(strategy st) { return st == strategy::accurate; }
+
+  static reference make_reference(const spec_type& s, const options& o) {
+    return reference(s, path_of(o));
+  }
+  static void fill(reference& ref, const std::vector<std::int64_t>& pos, exact& v) {
+    ref.pe_all(pos, v);
+  }
+  static state make_state(const spec_type& s, strategy st, reference&, const options&) {
+    return std::make_unique<impl::sinusoidal_contract>(s, st);
+  }
 
   template <class T>
-  void evaluate_as(const pe_rows& r, const std::vector<std::size_t>& rows) {
-    const auto d = static_cast<std::size_t>(s->d_model);
-    std::vector<std::int64_t> pos;
-    for (std::size_t k : rows) pos.push_back(r.pos[k]);
+  static void evaluate(cell<pe_family>& c, const exact& v, const std::vector<std::size_t>& rows,
+                       const std::vector<std::int64_t>& pos) {
+    const auto d = static_cast<std::size_t>(c.s->d_model);
     std::vector<T> got(pos.size() * d);
-    kernel::sinusoidal_table<T>(*s, st, pos, got);
-    const auto& cr = r.v.get<T>();
+    kernel::sinusoidal_table<T>(*c.s, c.st, pos, got);
+    const auto& cr = v.get<T>();
     constexpr format f = format_of<T>();
     for (std::size_t q = 0; q < pos.size(); ++q) {
-      acc->add_position(pos[q]);
+      c.acc->add_position(pos[q]);
       const std::size_t k = rows[q];
       for (std::size_t j = 0; j < d; ++j) {
-        const double y = r.v.f64[k * d + j];
-        const double B = contract->bound(pos[q], static_cast<std::int64_t>(j), std::fabs(y), f);
-        acc->add(
-            value_of<T>(pos[q], static_cast<std::int64_t>(j), got[q * d + j], cr[k * d + j], y),
-            "pe", {&B, 1});
+        const double y = v.f64[k * d + j];
+        const double B = c.state->bound(pos[q], static_cast<std::int64_t>(j), std::fabs(y), f);
+        c.acc->add(compare::value_of<T>(pos[q], static_cast<std::int64_t>(j), got[q * d + j],
+                                        cr[k * d + j], y),
+                   "pe", {&B, 1});
       }
     }
   }
-  void evaluate(const pe_rows& r, const std::vector<std::size_t>& rows) {
-    visit_output_float(dt, [&](auto tag) { evaluate_as<typename decltype(tag)::type>(r, rows); });
+
+  static void finish(cell<pe_family>&, reference&, const options&) {}
+  static void count(const reference& ref, report::provenance& p) {
+    p.reference_values += ref.stats().values;
+    p.reference_fallbacks += ref.stats().fallbacks;
   }
 };
 
 // ---------------------------------------------------------------------------------------------
 // ALiBi: the bias m_h·(p − 0) of a query at 0 and a key at p, per head.
 
-struct alibi_rows {
-  std::vector<std::int64_t> pos;
-  rounded_values v;  // [pos, head]
-};
+struct alibi_family {
+  using spec_type = spec::alibi;
+  using reference = compare::alibi_reference;
+  using exact = rounded_values;  // [pos, head]
+  struct state {
+    std::unique_ptr<impl::alibi_contract> contract;
+    std::uint64_t out_of_range = 0;
+  };
+  static constexpr bool typed = true;
+  static std::int64_t indices(const spec_type& s) { return s.num_heads; }
+  // alibi_bias plans on every call; the accurate plan reads the MPFR reference.
+  static bool serial(strategy st) { return st == strategy::accurate; }
 
-class alibi_reference_source {
- public:
-  explicit alibi_reference_source(const spec::alibi& s) : ref_(s) {}
-  alibi_rows rows(std::vector<std::int64_t> pos) {
-    alibi_rows r;
-    r.pos = std::move(pos);
-    for (std::int64_t p : r.pos) {
-      for (std::int64_t h = 0; h < ref_.heads(); ++h) {
-        const real b = ref_.bias(h, 0, p);
-        r.v.f64.push_back(round_to<double>(b));
-        r.v.f32.push_back(round_to<float>(b));
-        r.v.f16.push_back(round_to<half>(b));
-        r.v.bf16.push_back(round_to<bfloat16>(b));
+  static reference make_reference(const spec_type& s, const options&) { return reference(s); }
+  static void fill(reference& ref, const std::vector<std::int64_t>& pos, exact& v) {
+    for (std::int64_t p : pos) {
+      for (std::int64_t h = 0; h < ref.heads(); ++h) {
+        const real b = ref.bias(h, 0, p);
+        v.f64.push_back(round_to<double>(b));
+        v.f32.push_back(round_to<float>(b));
+        v.f16.push_back(round_to<half>(b));
+        v.bf16.push_back(round_to<bfloat16>(b));
       }
     }
-    return r;
   }
-  const compare::alibi_reference& ref() const { return ref_; }
-
- private:
-  compare::alibi_reference ref_;
-};
-
-struct alibi_cell {
-  report::check* out = nullptr;
-  const spec::alibi* s = nullptr;
-  strategy st = strategy::hf;
-  dtype dt = dtype::fp32;
-  std::unique_ptr<impl::alibi_contract> contract;
-  std::unique_ptr<figures> acc;
-  std::uint64_t out_of_range = 0;
-
-  // alibi_bias plans on every call; the accurate plan reads the MPFR reference.
-  bool serial() const { return st == strategy::accurate; }
+  static state make_state(const spec_type& s, strategy st, reference&, const options&) {
+    return {std::make_unique<impl::alibi_contract>(s, st)};
+  }
 
   template <class T>
-  void evaluate_as(const alibi_rows& r, const std::vector<std::size_t>& rows) {
-    const auto H = static_cast<std::size_t>(s->num_heads);
-    std::vector<std::int64_t> pos;
-    for (std::size_t k : rows) pos.push_back(r.pos[k]);
+  static void evaluate(cell<alibi_family>& c, const exact& v, const std::vector<std::size_t>& rows,
+                       const std::vector<std::int64_t>& pos) {
+    const auto H = static_cast<std::size_t>(c.s->num_heads);
     const std::int64_t q0[1] = {0};
     std::vector<T> got(H * pos.size());  // [H, 1, keys]
-    kernel::alibi_bias<T>(*s, st, q0, pos, got);
-    const auto& cr = r.v.get<T>();
+    kernel::alibi_bias<T>(*c.s, c.st, q0, pos, got);
+    const auto& cr = v.get<T>();
     constexpr format f = format_of<T>();
-    const auto storage = kernel::storage_of(st);
+    const auto storage = kernel::storage_of(c.st);
     for (std::size_t q = 0; q < pos.size(); ++q) {
-      acc->add_position(pos[q]);
+      c.acc->add_position(pos[q]);
       const std::size_t k = rows[q];
       for (std::size_t h = 0; h < H; ++h) {
         const T gv = got[h * pos.size() + q];
         // The exact bias rounded to the storage type (table-*) must fit the output type.
-        const double stored = storage == dtype::fp16   ? to_double(r.v.f16[k * H + h])
-                              : storage == dtype::bf16 ? to_double(r.v.bf16[k * H + h])
-                                                       : r.v.f64[k * H + h];
+        const double stored = storage == dtype::fp16   ? to_double(v.f16[k * H + h])
+                              : storage == dtype::bf16 ? to_double(v.bf16[k * H + h])
+                                                       : v.f64[k * H + h];
         if (!std::isfinite(to_double(cr[k * H + h])) || !std::isfinite(stored) ||
             !std::isfinite(to_double(T(static_cast<float>(stored))))) {
-          ++out_of_range;
+          ++c.state.out_of_range;
           continue;
         }
-        const double y = r.v.f64[k * H + h];
+        const double y = v.f64[k * H + h];
         // A query at 0 and a key at p: distance p (accurate: the exact bias rounded once).
         const double B =
-            contract->bias_bound(static_cast<std::int64_t>(h), pos[q], std::fabs(y), f);
-        acc->add(value_of<T>(pos[q], static_cast<std::int64_t>(h), gv, cr[k * H + h], y), "bias",
-                 {&B, 1});
+            c.state.contract->bias_bound(static_cast<std::int64_t>(h), pos[q], std::fabs(y), f);
+        c.acc->add(compare::value_of<T>(pos[q], static_cast<std::int64_t>(h), gv, cr[k * H + h], y),
+                   "bias", {&B, 1});
       }
     }
   }
-  void evaluate(const alibi_rows& r, const std::vector<std::size_t>& rows) {
-    visit_output_float(dt, [&](auto tag) { evaluate_as<typename decltype(tag)::type>(r, rows); });
+
+  static void finish(cell<alibi_family>& c, reference& ref, const options&) {
+    // Intermediate of the worst case: the head's slope (fp32 as the strategy computes it).
+    std::vector<float> slopes(static_cast<std::size_t>(c.s->num_heads));
+    kernel::alibi_slopes<float>(*c.s, c.st, slopes);
+    const auto h = static_cast<std::size_t>(c.out->worst.index);
+    c.out->worst.intermediates.push_back(
+        {"slope (as stored, in fp32)", hex(slopes[h]), hex(round_to<double>(ref.slopes()[h]))});
+    c.out->note = "bias of a query at 0 and a key at p, per head";
+    if (c.state.out_of_range) {
+      c.out->note += "; " + std::to_string(c.state.out_of_range) +
+                     " values whose exact bias, rounded to the storage type, overflows "
+                     "the output type, left out (no contract there)";
+    }
   }
+  static void count(const reference&, report::provenance&) {}
 };
 
 // ---------------------------------------------------------------------------------------------
 // T5 buckets of relative distances −p (index 0) and +p (index 1); integers, no dtype.
 
-struct t5_rows {
-  std::vector<std::int64_t> pos;
-  std::vector<std::int64_t> want;        // [pos, 2]
-  std::vector<std::uint8_t> may_differ;  // the fp32 log may be off by one there
-};
+struct t5_family {
+  using spec_type = spec::t5;
+  using reference = spec::t5;  // the exact buckets are computed from the spec
+  struct exact {
+    std::vector<std::int64_t> want;        // [pos, 2]
+    std::vector<std::uint8_t> may_differ;  // the fp32 log may be off by one there
+  };
+  struct state {};
+  static constexpr bool typed = false;
+  static std::int64_t indices(const spec_type&) { return 2; }
+  static bool serial(strategy) { return false; }  // integer plans, no pev::real
 
-class t5_reference_source {
- public:
-  explicit t5_reference_source(const spec::t5& s) : s_(s) {}
-  t5_rows rows(std::vector<std::int64_t> pos) {
-    t5_rows r;
-    r.pos = std::move(pos);
-    for (std::int64_t p : r.pos) {
-      for (std::int64_t v : {-p, p}) {
-        r.want.push_back(impl::t5_exact_bucket(s_, v));
-        r.may_differ.push_back(impl::t5_fp32_may_differ(s_, v) ? 1 : 0);
+  static reference make_reference(const spec_type& s, const options&) { return s; }
+  static void fill(const reference& s, const std::vector<std::int64_t>& pos, exact& v) {
+    for (std::int64_t p : pos) {
+      for (std::int64_t d : {-p, p}) {
+        v.want.push_back(impl::t5_exact_bucket(s, d));
+        v.may_differ.push_back(impl::t5_fp32_may_differ(s, d) ? 1 : 0);
       }
     }
-    return r;
   }
+  static state make_state(const spec_type&, strategy, reference&, const options&) { return {}; }
 
- private:
-  spec::t5 s_;
-};
-
-struct t5_cell {
-  report::check* out = nullptr;
-  const spec::t5* s = nullptr;
-  strategy st = strategy::hf;
-  std::unique_ptr<figures> acc;
-
-  bool serial() const { return false; }  // integer plans, no pev::real
-
-  void evaluate(const t5_rows& r, const std::vector<std::size_t>& rows) {
+  static void evaluate(cell<t5_family>& c, const exact& v, const std::vector<std::size_t>& rows,
+                       const std::vector<std::int64_t>& pos) {
     std::vector<std::int64_t> dist;
-    for (std::size_t k : rows) {
-      dist.push_back(-r.pos[k]);
-      dist.push_back(r.pos[k]);
+    for (std::int64_t p : pos) {
+      dist.push_back(-p);
+      dist.push_back(p);
     }
     std::vector<std::int64_t> got(dist.size());
-    kernel::t5_buckets(*s, st, dist, got);
+    kernel::t5_buckets(*c.s, c.st, dist, got);
     for (std::size_t q = 0; q < rows.size(); ++q) {
       const std::size_t k = rows[q];
-      acc->add_position(r.pos[k]);
+      c.acc->add_position(pos[q]);
       for (std::size_t j = 0; j < 2; ++j) {
         const auto g = static_cast<double>(got[2 * q + j]);
-        const auto y = static_cast<double>(r.want[2 * k + j]);
+        const auto y = static_cast<double>(v.want[2 * k + j]);
         // Exact buckets for accurate; hf and table-* may be off by one only where the fp32
         // logarithm is within its error of a truncation boundary. Integers: one "ulp" is 1.
-        const double B = st != strategy::accurate && r.may_differ[2 * k + j] ? 1.0 : 0.0;
+        const double B = c.st != strategy::accurate && v.may_differ[2 * k + j] ? 1.0 : 0.0;
         const double err = std::fabs(g - y);
-        acc->add(
-            {r.pos[k], static_cast<std::int64_t>(j), g, y, static_cast<std::uint64_t>(err), 1.0},
+        c.acc->add(
+            {pos[q], static_cast<std::int64_t>(j), g, y, static_cast<std::uint64_t>(err), 1.0},
             "bucket", {&B, 1});
       }
     }
   }
+
+  static void finish(cell<t5_family>& c, reference&, const options&) {
+    // Buckets are integers: shown as such, not in hex.
+    c.out->worst.got_hex = std::to_string(static_cast<std::int64_t>(c.out->worst.got));
+    c.out->worst.exact_hex = std::to_string(static_cast<std::int64_t>(c.out->worst.exact));
+    c.out->note = "buckets of relative distances -p (index 0) and +p (index 1)";
+  }
+  static void count(const reference&, report::provenance&) {}
 };
 
 std::string bound_name(strategy st, dtype dt) {
@@ -360,16 +425,6 @@ std::vector<std::int64_t> sample_positions(const options& o) {
 }
 
 namespace {
-
-compare::reference_path path_of(const options& o) {
-  return o.mpfr_reference ? compare::reference_path::mpfr : compare::reference_path::fast;
-}
-
-/// The sequence length of a stateful rope type (dynamic, longrope): max position + 1, as
-/// transformers computes it from the positions it is given (docs/design.md §5.3).
-std::optional<std::int64_t> stateful_seq(const spec::rope& s, const options& o) {
-  return s.stateful() ? std::optional<std::int64_t>(o.max_position + 1) : std::nullopt;
-}
 
 /// The sweep of one spec's cells (sweep.h): sampled positions in batches, then the local
 /// worst-case search. `Ref` gives exact rows of a batch of positions (on this thread); each cell
@@ -440,54 +495,32 @@ void sweep_cells(Ref& ref, std::vector<Cell>& cells, const options& o, tbb::task
   }
 }
 
-/// Sweeps the checks of one RoPE spec that belong to this shard.
-void sweep_rope(const spec::rope& s, const std::vector<report::check*>& outs,
-                const std::vector<std::pair<strategy, dtype>>& cells_of, const options& o,
-                tbb::task_arena& arena, report::results& res) {
-  const std::optional<std::int64_t> seq = stateful_seq(s, o);
-  rope_reference_source ref(s, seq, path_of(o));
-  const double m_exact = ref.ref().attention_factor();
-  // Kernels and models are planned here: `accurate` kernels and the models read the MPFR
+/// A check of this shard: its row and the cell's strategy and dtype.
+using cell_out = std::pair<report::check*, std::pair<strategy, dtype>>;
+
+/// Sweeps the checks `outs` of one spec of family F.
+template <class F>
+void sweep_family(const typename F::spec_type& s, const std::vector<cell_out>& outs,
+                  const options& o, tbb::task_arena& arena, report::results& res) {
+  reference_source<F> ref(s, o);
+  // Kernels and bounds are planned here: `accurate` kernels and the models read the MPFR
   // reference, which is single-threaded.
-  std::vector<rope_cell> cells(outs.size());
+  std::vector<cell<F>> cells(outs.size());
   for (std::size_t c = 0; c < outs.size(); ++c) {
-    rope_cell& cell = cells[c];
-    cell.out = outs[c];
-    cell.s = &s;
-    cell.st = cells_of[c].first;
-    cell.dt = cells_of[c].second;
-    cell.kern = std::make_unique<kernel::rope_kernel>(s, cell.st, seq);
-    cell.bounds = std::make_unique<compare::rope_bounds>(
-        s, seq, m_exact,
-        std::vector<compare::named_bound>{compare::named_bound::of("bound", cell.st)});
-    cell.acc = cell_figures(o, s.pairs());
+    cell<F>& cl = cells[c];
+    cl.out = outs[c].first;
+    cl.s = &s;
+    cl.st = outs[c].second.first;
+    cl.dt = outs[c].second.second;
+    cl.state = F::make_state(s, cl.st, ref.ref(), o);
+    cl.acc = cell_figures(o, F::indices(s));
   }
   sweep_cells(ref, cells, o, arena);
-  for (auto& cell : cells) {
-    cell.acc->finish(*cell.out);
-    // The worst case's intermediates (here, on the reference's thread): the frequency and the
-    // attention factor as the strategy uses them, and for the fp32 pipelines the angle
-    // fl(fl(p)·f̂), each next to its exact value (rounded to double).
-    auto& w = cell.out->worst;
-    const auto i = static_cast<std::size_t>(w.index);
-    const float f = cell.kern->inv_freq()[i];
-    w.intermediates.push_back({cell.st == strategy::ggml ? "angle at p=1 (recurrence)" : "inv_freq",
-                               hex(f), hex(ref.ref().fast().inv_freq<double>()[i])});
-    if (cell.st == strategy::hf || cell.st == strategy::table_fp16 ||
-        cell.st == strategy::table_bf16) {
-      const float angle = static_cast<float>(w.position) * f;
-      w.intermediates.push_back(
-          {"angle", hex(angle), hex(ref.ref().fast().angle<double>(w.position, w.index))});
-    }
-    w.intermediates.push_back(
-        {"attention_factor", hex(cell.kern->attention_factor()), hex(m_exact)});
-    if (seq) {
-      cell.out->note =
-          "stateful rope_type: frequencies for sequence length " + std::to_string(*seq);
-    }
+  for (cell<F>& cl : cells) {
+    cl.acc->finish(*cl.out);
+    F::finish(cl, ref.ref(), o);
   }
-  res.prov.reference_values += ref.stats().values;
-  res.prov.reference_fallbacks += ref.stats().fallbacks;
+  F::count(ref.ref(), res.prov);
 }
 
 /// Relative-position invariance drift of one RoPE spec (plot d) for every strategy × dtype. Every
@@ -648,7 +681,7 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
         keys.emplace_back(st, dtype::fp32);
       }
     }
-    std::vector<std::pair<report::check*, cell_key>> outs;
+    std::vector<cell_out> outs;
     const std::size_t first = res.checks.size();
     std::vector<cell_key> mine;
     for (const auto& [st, dt] : keys) {
@@ -717,9 +750,11 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
           res.checks.push_back(std::move(c));
         }
       }
-      std::vector<report::check*> outs;
-      for (std::size_t k = first; k < res.checks.size(); ++k) outs.push_back(&res.checks[k]);
-      if (!cells.empty()) sweep_rope(*s, outs, cells, o, arena, res);
+      std::vector<cell_out> outs;
+      for (std::size_t k = first; k < res.checks.size(); ++k) {
+        outs.emplace_back(&res.checks[k], cells[k - first]);
+      }
+      if (!outs.empty()) sweep_family<rope_family>(*s, outs, o, arena, res);
       // Plots d and e for every RoPE spec: the invariance drift, and the wavelengths against
       // plain RoPE (for a spec without scaling, the two curves coincide).
       if (const auto i = take()) {
@@ -732,73 +767,15 @@ report::results run(const std::vector<suite_entry>& suite, const options& o) {
     }
     if (const auto* s = std::get_if<spec::sinusoidal>(&e.encoding)) {
       const auto outs = add_checks(e, "sinusoidal", false, true);
-      if (!outs.empty()) {
-        pe_reference_source ref(*s, path_of(o));
-        std::vector<pe_cell> cells(outs.size());
-        for (std::size_t c = 0; c < outs.size(); ++c) {
-          const strategy st = outs[c].second.first;
-          cells[c] = {outs[c].first,
-                      s,
-                      st,
-                      outs[c].second.second,
-                      std::make_unique<impl::sinusoidal_contract>(*s, st),
-                      cell_figures(o, s->d_model)};
-        }
-        sweep_cells(ref, cells, o, arena);
-        for (auto& c : cells) c.acc->finish(*c.out);
-        res.prov.reference_values += ref.stats().values;
-        res.prov.reference_fallbacks += ref.stats().fallbacks;
-      }
+      if (!outs.empty()) sweep_family<pe_family>(*s, outs, o, arena, res);
     }
     if (const auto* s = std::get_if<spec::alibi>(&e.encoding)) {
       const auto outs = add_checks(e, "alibi", false, true);
-      if (!outs.empty()) {
-        alibi_reference_source ref(*s);
-        std::vector<alibi_cell> cells(outs.size());
-        for (std::size_t c = 0; c < outs.size(); ++c) {
-          cells[c].out = outs[c].first;
-          cells[c].s = s;
-          cells[c].st = outs[c].second.first;
-          cells[c].dt = outs[c].second.second;
-          cells[c].contract = std::make_unique<impl::alibi_contract>(*s, cells[c].st);
-          cells[c].acc = cell_figures(o, s->num_heads);
-        }
-        sweep_cells(ref, cells, o, arena);
-        const std::vector<real>& exact_slopes = ref.ref().slopes();
-        for (auto& c : cells) {
-          c.acc->finish(*c.out);
-          // Intermediate of the worst case: the head's slope (fp32 as the strategy computes it).
-          std::vector<float> slopes(static_cast<std::size_t>(s->num_heads));
-          kernel::alibi_slopes<float>(*s, c.st, slopes);
-          const auto h = static_cast<std::size_t>(c.out->worst.index);
-          c.out->worst.intermediates.push_back({"slope (as stored, in fp32)", hex(slopes[h]),
-                                                hex(round_to<double>(exact_slopes[h]))});
-          c.out->note = "bias of a query at 0 and a key at p, per head";
-          if (c.out_of_range) {
-            c.out->note += "; " + std::to_string(c.out_of_range) +
-                           " values whose exact bias, rounded to the storage type, overflows "
-                           "the output type, left out (no contract there)";
-          }
-        }
-      }
+      if (!outs.empty()) sweep_family<alibi_family>(*s, outs, o, arena, res);
     }
     if (const auto* s = std::get_if<spec::t5>(&e.encoding)) {
       const auto outs = add_checks(e, "t5", false, false);
-      if (!outs.empty()) {
-        t5_reference_source ref(*s);
-        std::vector<t5_cell> cells(outs.size());
-        for (std::size_t c = 0; c < outs.size(); ++c) {
-          cells[c] = {outs[c].first, s, outs[c].second.first, cell_figures(o, 2)};
-        }
-        sweep_cells(ref, cells, o, arena);
-        for (auto& c : cells) {
-          c.acc->finish(*c.out);
-          // Buckets are integers: shown as such, not in hex.
-          c.out->worst.got_hex = std::to_string(static_cast<std::int64_t>(c.out->worst.got));
-          c.out->worst.exact_hex = std::to_string(static_cast<std::int64_t>(c.out->worst.exact));
-          c.out->note = "buckets of relative distances -p (index 0) and +p (index 1)";
-        }
-      }
+      if (!outs.empty()) sweep_family<t5_family>(*s, outs, o, arena, res);
     }
     if (o.progress) o.progress(++done, suite.size());
   }

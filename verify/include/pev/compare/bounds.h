@@ -10,10 +10,12 @@
 // value can have (m for a table value, m·(|x0| + |x1|) for a rotated one).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,54 @@ inline bool pairs_in_order(std::span<const std::int64_t> pair_of, std::size_t P)
   }
   return true;
 }
+
+/// The entries of a bound set in the order of its `names` (docs/design.md §6.5: the ladder's,
+/// tightest first): element k of the result is the index in `entries` of the entry called
+/// names[k]. pev::error naming `what` for a name without an entry, a name given twice, or an entry
+/// whose name is none of `known` (every bound name there is). Entries of a known name that
+/// `names` leaves out are not used — so that a set lists every bound its family defines once,
+/// and a rung added to the names without an entry fails at construction.
+std::vector<std::size_t> order_by_name(std::span<const std::string> names,
+                                       std::span<const std::string> known,
+                                       std::span<const std::string> entries, std::string_view what);
+
+/// `entries` (name, value) as order_by_name orders them: the values in the order of `names`.
+template <class V>
+std::vector<V> by_name(std::span<const std::string> names, std::span<const std::string> known,
+                       std::vector<std::pair<std::string, V>> entries, std::string_view what) {
+  std::vector<std::string> entry_names;
+  for (const auto& e : entries) entry_names.push_back(e.first);
+  std::vector<V> v;
+  for (std::size_t k : order_by_name(names, known, entry_names, what)) {
+    v.push_back(std::move(entries[k].second));
+  }
+  return v;
+}
+
+/// A bound set filled by name: its names (e.g. certify's ladder), and per name the function
+/// that gives that bound of a value from Args (order_by_name: pev::error at construction for a
+/// name without an entry, or an entry of an unknown name).
+template <class... Args>
+class bound_set {
+ public:
+  using bound_fn = std::function<double(Args...)>;
+  using entries = std::vector<std::pair<std::string, bound_fn>>;
+
+  bound_set(std::vector<std::string> names, std::span<const std::string> known, entries e,
+            std::string_view what)
+      : names_(std::move(names)), fns_(by_name(names_, known, std::move(e), what)) {}
+
+  const std::vector<std::string>& names() const { return names_; }
+  std::size_t size() const { return names_.size(); }
+  /// b[k]: bound names()[k] of the value `a` describes.
+  void fill(std::span<double> b, Args... a) const {
+    for (std::size_t k = 0; k < fns_.size(); ++k) b[k] = fns_[k](a...);
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<bound_fn> fns_;
+};
 
 /// A named bound of a bound set: a strategy's contract, the drift-free bound, or one ulp of the
 /// output type at the exact value (the exact recipe's faithfulness).

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -23,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "pev/metric/error_model.h"
+#include "pev/metric/ulp.h"
 #include "pev/report/result.h"
 #include "pev/scalar/dtype.h"
 
@@ -59,6 +62,22 @@ struct value {
   double scale = 0;
   double scale_ulp = 0;
 };
+
+/// The compared value of an implementation's `got` (type T) at position p and index i, against
+/// the exact value y (rounded to double) and RN_T of it, `rn` — every compare::value of a typed
+/// output is built here; scale and scale_ulp as compare::value's (0: unknown).
+template <class T>
+value value_of(std::int64_t p, std::int64_t i, T got, T rn, double y, double scale = 0,
+               double scale_ulp = 0) {
+  return {p,
+          i,
+          scalar_traits<T>::to_double(got),
+          y,
+          metric::ulp_distance(got, rn),
+          metric::ulp_at(std::fabs(y), format_of<T>()),
+          scale,
+          scale_ulp};
+}
 
 /// Histogram of non-negative values with 64 logarithmic bins per binade over [2^−100, 2^16)
 /// (below: the first bin; above and +Inf: the last), plus exact zeros. Streaming and order-

@@ -160,8 +160,7 @@ void compare_table(std::span<const std::int64_t> positions,
         const double ay = std::fabs(y);
         bounds.table(static_cast<std::int64_t>(i), ay, out, b);
         (which == 0 ? cos : sin)
-            .add({p, static_cast<std::int64_t>(j), scalar_traits<T>::to_double(g), y,
-                  metric::ulp_distance(g, rn), metric::ulp_at(ay, out), scale, scale_ulp},
+            .add(value_of<T>(p, static_cast<std::int64_t>(j), g, rn, y, scale, scale_ulp),
                  which == 0 ? "cos" : "sin", b);
       }
     }
@@ -200,10 +199,9 @@ void compare_rotation(std::int64_t p, std::int64_t index0, std::span<const doubl
     }
     bounds.rotation(i, x0, x1, exact[j], out, b);
     const double scale = std::fabs(bounds.m()) * (std::fabs(x0) + std::fabs(x1));
-    f.add({dim_position.empty() ? p : dim_position[j], index0 + static_cast<std::int64_t>(j),
-           scalar_traits<T>::to_double(got[j]), exact[j], metric::ulp_distance(got[j], rn[j]),
-           metric::ulp_at(std::fabs(exact[j]), out), scale,
-           scale > 0 ? metric::ulp_at(scale, out) : 0},
+    f.add(value_of<T>(dim_position.empty() ? p : dim_position[j],
+                      index0 + static_cast<std::int64_t>(j), got[j], rn[j], exact[j], scale,
+                      scale > 0 ? metric::ulp_at(scale, out) : 0),
           component, b);
   }
 }

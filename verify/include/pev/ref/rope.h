@@ -100,6 +100,22 @@ yarn_range yarn_correction_range(const spec::rope& s, rounding host = std::nullo
 /// YaRN ramp value of pair j: clamp((j − low)/(high − low), 0, 1) (extrapolation weight = 1 −
 /// ramp).
 std::vector<real> yarn_ramp(const spec::rope& s, rounding arithmetic = std::nullopt);
+/// ggml_rope_yarn_corr_dims (llama.cpp), the one owner of its formula for the fp32 kernel and the
+/// reference: cdim(β) = n·ln(n_ctx_orig/(β·2·π))/(2·ln b), low = max(0, floor(cdim(β_fast))),
+/// high = min(n − 1, ceil(cdim(β_slow))), each operation in the arithmetic `a` (A::value; num,
+/// mul, div, log, floor, ceil, max, min: the kernel's float with logf, the reference's pev::real
+/// exact or rounded to ggml's fp32). n_ctx_orig, b, the β and π come as `a` takes them.
+template <class A, class V = typename A::value>
+std::pair<V, V> ggml_yarn_corr_dims(const A& a, std::int64_t n, const V& n_ctx_orig, const V& base,
+                                    const V& beta_fast, const V& beta_slow, const V& pi) {
+  const V two_log_b = a.mul(a.num(2), a.log(base));
+  const auto cdim = [&](const V& beta) {
+    const V rot = a.mul(a.mul(beta, a.num(2)), pi);
+    return a.div(a.mul(a.num(n), a.log(a.div(n_ctx_orig, rot))), two_log_b);
+  };
+  return {a.max(a.num(0), a.floor(cdim(beta_fast))), a.min(a.num(n - 1), a.ceil(cdim(beta_slow)))};
+}
+
 /// ggml_rope_yarn_corr_dims of a ggml-form spec (rope_type ggml): low = max(0,
 /// floor(cdim(β_fast))), high = min(n_dims − 1, ceil(cdim(β_slow))), cdim(β) =
 /// n_dims·ln(n_ctx_orig/(2π·β))/(2·ln freq_base), exact or in `arithmetic` (ggml's fp32);
