@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
 #include "common.h"
+#include "pev/app/encoding.h"
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
 #include "pev/core/real.h"
@@ -24,11 +24,9 @@ using parsed = std::pair<spec_handle, std::vector<std::string>>;
 
 parsed from_string(const std::string& text) {
   std::vector<std::string> warnings;
-  cli::encoding_options o;
-  o.spec_text = text;
   if (text.empty()) throw error("spec: empty SPEC string (family[:key=value,...]; see pev list)");
   spec_handle h;
-  h.e = o.encoding([&](std::string_view w) { warnings.emplace_back(w); });
+  h.e = app::parse_encoding(text, [&](std::string_view w) { warnings.emplace_back(w); });
   h.text = spec::to_spec_string(h.e);
   return {std::move(h), std::move(warnings)};
 }
