@@ -10,10 +10,10 @@
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
 #include "pev/core/real.h"
-#include "pev/core/version.h"
 #include "pev/io/file.h"
 #include "pev/kernel/strategy.h"
 #include "pev/ref/recipe.h"
+#include "pev/report/result.h"
 #include "pev/scalar/dtype.h"
 #include "pev/spec/config.h"
 
@@ -113,11 +113,13 @@ void bind_spec(py::module_& m) {
     return d;
   });
   m.def("build_info", [] {
+    // The build's provenance, as every result states it (report::this_build).
+    const report::provenance b = report::this_build();
     py::dict d;
-    d["version"] = version();
-    d["git_revision"] = git_revision();
-    d["compiler"] = compiler();
-    d["fp_flags"] = fp_flags();
+    d["version"] = b.pev_version;
+    d["git_revision"] = b.git_revision;
+    d["compiler"] = b.compiler;
+    d["fp_flags"] = b.fp_flags;
     d["precision_bits"] = default_precision_bits();
     return d;
   });
