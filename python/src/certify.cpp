@@ -1,6 +1,6 @@
 // pev.certify (docs/python.md §4): dumps given as tensors (numpy arrays, DLPack capsules) or files,
 // certified by certify_dump; callables certified by certify_live through a live backend that asks
-// them, with the property suites of `pev certify --exec`; certificates with the CLI's writers.
+// them, with the property suites of `pev certify --exec`; certificates with pev::app's writers.
 
 #include "pev/certify/certify.h"
 
@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "certify_properties.h"
-#include "commands.h"
 #include "common.h"
-#include "inputs.h"
+#include "pev/app/certify.h"
+#include "pev/app/inputs.h"
+#include "pev/app/limits.h"
+#include "pev/app/positions.h"
+#include "pev/app/properties.h"
 #include "pev/core/error.h"
 #include "pev/core/text.h"
 #include "pev/impl/live.h"
@@ -38,7 +40,7 @@ using impl::detail::live_request;
 /// A certificate and the files it was made from (which its directory may not hold).
 struct certificate_handle {
   certify::certificate c;
-  std::vector<cli::input_path> files;
+  std::vector<app::input_path> files;
   std::string callable_layout;  // a callable's tables: the layout they came in
 };
 
@@ -314,7 +316,7 @@ struct common_options {
     o.recipe = recipe;
     if (layout) o.layout = certify::parse_table_layout(*layout);
     o.diagnose = diagnose;
-    cli::set_certify_options(o, reference, libm, max_trig_ulp);
+    app::set_certify_options(o, reference, libm, max_trig_ulp);
     return o;
   }
 };
@@ -325,8 +327,8 @@ void add_inputs(certify::certificate& c, const spec_handle* s) {
   in.insert(in.end(), s->inputs.begin(), s->inputs.end());
 }
 
-std::vector<cli::input_path> input_files(const spec_handle* s, const std::vector<std::string>& f) {
-  std::vector<cli::input_path> v;
+std::vector<app::input_path> input_files(const spec_handle* s, const std::vector<std::string>& f) {
+  std::vector<app::input_path> v;
   if (s) {
     for (const auto& i : s->inputs) {
       if (fs::exists(i.path)) v.push_back({"config", i.path});
@@ -342,7 +344,7 @@ certificate_handle certify_tensors(const spec_handle* s, const py::list& tensors
                                    std::optional<std::int64_t> seq_len, bool exhaustive) {
   certify::options o = co.make();
   if (positions) o.positions = std::move(*positions);
-  if (seq_len) cli::require_range("seq_len", *seq_len, 1, INT64_MAX);
+  if (seq_len) app::require_range("seq_len", *seq_len, 1, INT64_MAX);
   o.seq_len = seq_len;
   o.exhaustive = exhaustive;
   certify::dump d;
@@ -388,9 +390,9 @@ certificate_handle certify_callable(const spec_handle& s, py::object call, std::
                                     bool exhaustive, std::uint64_t seed,
                                     const std::string& accuracy, bool properties,
                                     std::int64_t property_cases) {
-  cli::require_range("max_position", max_position, 0, cli::kMaxPositionLimit);
-  cli::require_range("samples", samples, 0, cli::kMaxSamples);
-  cli::require_range("property_cases", property_cases, 1, 1000000);
+  app::require_range("max_position", max_position, 0, app::kMaxPositionLimit);
+  app::require_range("samples", samples, 0, app::kMaxSamples);
+  app::require_range("property_cases", property_cases, 1, 1000000);
   certify::options o = co.make();
   const std::optional<certify::table_layout> layout = o.layout;
   o.layout.reset();  // the callable's layout; pev collects its answers as separate cos and sin
@@ -415,7 +417,7 @@ certificate_handle certify_callable(const spec_handle& s, py::object call, std::
   }
   lo.properties = properties;
   lo.property_cases = static_cast<int>(property_cases);
-  lo.property_checks = cli::live_property_checks;
+  lo.property_checks = app::live_property_checks;
   const impl::live_implementation im(backend, s.e, acc);
   certificate_handle h;
   h.files = input_files(&s, {});
@@ -443,10 +445,10 @@ void bind_certify(py::module_& m) {
       .def(
           "write",
           [](const certificate_handle& h, const std::string& dir) {
-            cli::refuse_inputs_inside_out(dir, h.files);
+            app::refuse_inputs_inside_out(dir, h.files);
             py::gil_scoped_release nogil;
             io::check_output_directory(dir);
-            cli::write_certificate(h.c, dir);
+            app::write_certificate(h.c, dir);
           },
           py::arg("dir"));
   m.def(
@@ -472,7 +474,7 @@ void bind_certify(py::module_& m) {
         std::optional<std::vector<std::int64_t>> pos;
         if (positions_range) {
           // "A:B[:STEP]" or a range, as `pev certify --positions` reads it.
-          pos = cli::parse_position_range(*positions_range, false);
+          pos = app::parse_position_range(*positions_range, false);
         } else if (positions) {
           if (positions->ndim() != 1) throw error("positions: expected a 1-d array of integers");
           pos.emplace(positions->data(), positions->data() + positions->size());

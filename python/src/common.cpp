@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "pev/core/error.h"
+#include "pev/io/npy.h"
 
 namespace pev::python {
 
@@ -185,30 +186,11 @@ io::array to_io_array(const std::string& name, const py::handle& obj) {
 py::array to_numpy(io::array a) {
   auto* owned = new io::array(std::move(a));
   py::capsule owner(owned, [](void* p) { delete static_cast<io::array*>(p); });
-  const char* format = nullptr;
-  switch (owned->type) {
-    case dtype::fp64:
-      format = "<f8";
-      break;
-    case dtype::fp32:
-      format = "<f4";
-      break;
-    case dtype::fp16:
-      format = "<f2";
-      break;
-    case dtype::bf16:
-      format = "<u2";
-      break;
-    case dtype::int32:
-      format = "<i4";
-      break;
-    case dtype::int64:
-      format = "<i8";
-      break;
-  }
   std::vector<py::ssize_t> shape(owned->shape.begin(), owned->shape.end());
-  // numpy arrays are writable: a read-only view of a mapped dump becomes owned bytes first.
-  return py::array(py::dtype(format), shape, {}, owned->data.mutable_data(), owner);
+  // The npy descr of the dtype (bf16: its "<u2" encodings, as pev's npy files hold them). numpy
+  // arrays are writable: a read-only view of a mapped dump becomes owned bytes first.
+  return py::array(py::dtype(std::string(io::npy_descr(owned->type))), shape, {},
+                   owned->data.mutable_data(), owner);
 }
 
 // ---- Long calls ---------------------------------------------------------------------------------

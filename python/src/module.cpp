@@ -1,7 +1,7 @@
 // pev's Python module, `pev._pev` (docs/python.md): the compiled half of the `pev` package. The
 // pure-Python layer (python/pev/) gives it its documented interface; this half wraps pev's library
-// and the CLI's shared code (verify/cli/) so that Python gets the same values, certificates and
-// messages as `pev`.
+// and the application layer that the CLI stands on too (pev::app, verify/app/) so that Python gets
+// the same values, certificates and messages as `pev`.
 
 #include <exception>
 #include <new>

@@ -5,15 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
 #include "common.h"
+#include "pev/app/encoding.h"
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
 #include "pev/core/real.h"
-#include "pev/core/version.h"
 #include "pev/io/file.h"
 #include "pev/kernel/strategy.h"
 #include "pev/ref/recipe.h"
+#include "pev/report/result.h"
 #include "pev/scalar/dtype.h"
 #include "pev/spec/config.h"
 
@@ -24,11 +24,9 @@ using parsed = std::pair<spec_handle, std::vector<std::string>>;
 
 parsed from_string(const std::string& text) {
   std::vector<std::string> warnings;
-  cli::encoding_options o;
-  o.spec_text = text;
   if (text.empty()) throw error("spec: empty SPEC string (family[:key=value,...]; see pev list)");
   spec_handle h;
-  h.e = o.encoding([&](std::string_view w) { warnings.emplace_back(w); });
+  h.e = app::parse_encoding(text, [&](std::string_view w) { warnings.emplace_back(w); });
   h.text = spec::to_spec_string(h.e);
   return {std::move(h), std::move(warnings)};
 }
@@ -115,11 +113,13 @@ void bind_spec(py::module_& m) {
     return d;
   });
   m.def("build_info", [] {
+    // The build's provenance, as every result states it (report::this_build).
+    const report::provenance b = report::this_build();
     py::dict d;
-    d["version"] = version();
-    d["git_revision"] = git_revision();
-    d["compiler"] = compiler();
-    d["fp_flags"] = fp_flags();
+    d["version"] = b.pev_version;
+    d["git_revision"] = b.git_revision;
+    d["compiler"] = b.compiler;
+    d["fp_flags"] = b.fp_flags;
     d["precision_bits"] = default_precision_bits();
     return d;
   });

@@ -1,15 +1,17 @@
 // pev.reference and pev.compute (docs/python.md §3): the values `pev reference` and `pev compute`
-// write, computed by the same code (the CLI's reference_rows, fill_reference and fill_compute,
-// rounded by its to_array), returned as numpy arrays that own the bytes (no copy).
+// write, computed by the same code (pev::app's reference_array and compute_array, values.h),
+// returned as numpy arrays that own the bytes (no copy).
+
+#include "pev/app/values.h"
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "commands.h"
 #include "common.h"
-#include "layout.h"
-#include "output.h"
+#include "pev/app/limits.h"
+#include "pev/app/positions.h"
+#include "pev/app/shapes.h"
 #include "pev/core/error.h"
 #include "pev/core/real.h"
 #include "pev/kernel/strategy.h"
@@ -26,7 +28,7 @@ std::optional<std::vector<std::int64_t>> to_vector(const std::optional<positions
   return std::vector<std::int64_t>(a->data(), a->data() + a->size());
 }
 
-// The positions of a request for `what` (cli::encoding_options::positions_for, with the positions
+// The positions of a request for `what` (as `pev reference` reads them, with the positions
 // given as a range string or a list): relative distances of T5/Shaw may be negative; outputs
 // without positions use {0}.
 std::vector<std::int64_t> request_positions(const spec::encoding& e, const std::string& what,
@@ -34,12 +36,12 @@ std::vector<std::int64_t> request_positions(const spec::encoding& e, const std::
                                             const std::optional<std::vector<std::int64_t>>& list) {
   const bool relative =
       std::holds_alternative<spec::t5>(e) || std::holds_alternative<spec::shaw>(e);
-  if (range) return cli::parse_position_range(*range, relative);
+  if (range) return app::parse_position_range(*range, relative);
   if (list) {
-    cli::check_positions(*list, relative, "positions");
+    app::check_positions(*list, relative, "positions");
     return *list;
   }
-  if (cli::what_needs_positions(what)) {
+  if (app::what_needs_positions(what)) {
     throw error("positions: required for what='" + what +
                 "' (a range, an array of integers or 'A:B[:STEP]')");
   }
@@ -53,38 +55,20 @@ struct request {
   std::optional<std::int64_t> seq_len;
 };
 
-cli::output start(const spec_handle& s, const request& r, std::optional<dtype> t) {
-  cli::encoding_options o;
-  o.what = r.what;
-  if (r.seq_len) cli::require_range("seq_len", *r.seq_len, 1, INT64_MAX);
-  return o.start_output(s.e, t);
+app::output start(const spec_handle& s, const request& r, std::optional<dtype> t) {
+  if (r.seq_len) app::require_range("seq_len", *r.seq_len, 1, INT64_MAX);
+  return app::start_output(s.e, r.what, t);
 }
 
 py::array reference(const spec_handle& s, const request& r, const std::string& dtype_name,
                     const std::string& recipe, unsigned precision) {
-  cli::output out = start(s, r, cli::parse_out_dtype(dtype_name));
+  app::output out = start(s, r, app::parse_out_dtype(dtype_name));
   const ref::recipe& rc = ref::find_recipe(recipe);
   std::vector<std::int64_t> pos = request_positions(s.e, out.what, r.range, r.list);
   io::array a = run_long([&] {
     std::optional<precision_scope> scope;
     if (precision) scope.emplace(precision);
-    // The outputs the CLI streams come from the fast references, chunk by chunk into the array
-    // (the same bytes); the rest from MPFR values in memory.
-    if (const std::optional<cli::row_stream> rows =
-            cli::reference_rows(out, s.e, recipe, pos, r.seq_len, false)) {
-      io::array v;
-      v.type = *out.dtype;
-      v.shape = out.main.shape;
-      const std::size_t es = size_of(v.type), chunk = cli::row_stream::chunk_rows(rows->width);
-      v.data.resize(rows->rows * rows->width * es);
-      for (std::size_t r0 = 0; r0 < rows->rows; r0 += chunk) {
-        const std::size_t r1 = std::min(rows->rows, r0 + chunk);
-        rows->fill(r0, r1, v.data.mutable_data() + r0 * rows->width * es);
-      }
-      return v;
-    }
-    cli::fill_reference(out, s.e, rc, pos, r.seq_len);
-    return cli::to_array(out.main, out.dtype);
+    return app::reference_array(out, s.e, rc, pos, r.seq_len);
   });
   return to_numpy(std::move(a));
 }
@@ -92,16 +76,13 @@ py::array reference(const spec_handle& s, const request& r, const std::string& d
 py::array compute(const std::string& strategy, const spec_handle& s, const request& r,
                   const std::string& dtype_name) {
   const kernel::strategy st = kernel::parse_strategy(strategy);
-  const std::optional<dtype> t = cli::parse_out_dtype(dtype_name);
+  const std::optional<dtype> t = app::parse_out_dtype(dtype_name);
   if (!t || t == dtype::fp64) {
     throw error("dtype: kernels produce fp32, fp16 or bf16, got '" + dtype_name + "'");
   }
-  cli::output out = start(s, r, t);
+  app::output out = start(s, r, t);
   const std::vector<std::int64_t> pos = request_positions(s.e, out.what, r.range, r.list);
-  io::array a = run_long([&] {
-    cli::fill_compute(out, s.e, st, pos, r.seq_len);
-    return cli::to_array(out.main, out.dtype);
-  });
+  io::array a = run_long([&] { return app::compute_array(out, s.e, st, pos, r.seq_len); });
   return to_numpy(std::move(a));
 }
 
@@ -128,8 +109,8 @@ void bind_values(py::module_& m) {
       },
       py::arg("strategy"), py::arg("spec"), py::arg("range"), py::arg("positions"), py::arg("what"),
       py::arg("dtype"), py::arg("seq_len"));
-  m.def("default_what", [](const spec_handle& s) { return cli::default_what(s.e); });
-  m.def("what_needs_positions", &cli::what_needs_positions);
+  m.def("default_what", [](const spec_handle& s) { return app::default_what(s.e); });
+  m.def("what_needs_positions", &app::what_needs_positions);
 }
 
 }  // namespace pev::python

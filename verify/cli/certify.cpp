@@ -14,10 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "certify_properties.h"
 #include "commands.h"
 #include "exit_guard.h"
-#include "inputs.h"
+#include "pev/app/certify.h"
+#include "pev/app/inputs.h"
+#include "pev/app/limits.h"
+#include "pev/app/positions.h"
+#include "pev/app/properties.h"
 #include "pev/core/error.h"
 #include "pev/core/sampling.h"
 #include "pev/core/text.h"
@@ -51,34 +54,6 @@ certify::certificate plugin_exit_certificate(const spec::encoding& e, const std:
 }
 
 }  // namespace
-
-void set_certify_options(certify::options& o, const std::string& reference, const std::string& libm,
-                         std::optional<double> max_trig_ulp) {
-  if (reference != "fast" && reference != "mpfr") {
-    throw error("--reference: expected fast or mpfr, got '" + reference + "'");
-  }
-  o.mpfr_reference = reference == "mpfr";
-  if (libm == "any") {
-    o.libm = &metric::kAnyConforming;
-  } else if (libm == "one-ulp") {
-    o.libm = &metric::kOneUlp;
-  } else if (libm == "glibc") {
-    o.libm = &metric::kGlibc;
-  } else if (libm == "cr") {
-    o.libm = &metric::kCorrectlyRounded;
-  } else {
-    throw error("--libm: expected any, one-ulp, glibc or cr, got '" + libm + "'");
-  }
-  if (max_trig_ulp && !(*max_trig_ulp >= 0.5 && *max_trig_ulp < 1e6)) {
-    throw error("--max-trig-ulp: expected a number of ulps in [0.5, 1e6)");
-  }
-  o.max_trig_ulp = max_trig_ulp;
-}
-
-void write_certificate(const certify::certificate& c, const std::filesystem::path& dir) {
-  io::write_directory_atomic(
-      dir, [&](const std::filesystem::path& staging) { report::write_report_files(c, staging); });
-}
 
 command add_certify(CLI::App& app) {
   struct state {
@@ -266,12 +241,12 @@ command add_certify(CLI::App& app) {
               throw error("one of --impl FILE, --plugin LIB.so or --exec 'CMD' is required");
             }
             // NaN and 1e308 too: the timeout becomes milliseconds in a 64-bit integer.
-            require_range("--timeout", st->timeout, 0.001, 86400);
-            require_range("--max-position", st->max_position, 0, kMaxPositionLimit);
-            require_range("--samples", st->samples, 0, kMaxSamples);
-            require_range("--property-cases", st->property_cases, 1, 1000000);
-            require_range("--threads", st->threads, 0, kMaxThreads);
-            if (st->seq_len) require_range("--seq-len", *st->seq_len, 1, INT64_MAX);
+            app::require_range("--timeout", st->timeout, 0.001, 86400);
+            app::require_range("--max-position", st->max_position, 0, app::kMaxPositionLimit);
+            app::require_range("--samples", st->samples, 0, app::kMaxSamples);
+            app::require_range("--property-cases", st->property_cases, 1, 1000000);
+            app::require_range("--threads", st->threads, 0, app::kMaxThreads);
+            if (st->seq_len) app::require_range("--seq-len", *st->seq_len, 1, INT64_MAX);
             const std::pair<int, int> shard =
                 st->shard.empty() ? std::pair{0, 1} : parse_shard(st->shard);
             std::vector<std::filesystem::path> files(st->impl.begin(), st->impl.end());
@@ -280,12 +255,12 @@ command add_certify(CLI::App& app) {
               throw error("--plugin " + st->plugin + ": not a regular file");
             }
             // --out is replaced as a whole: an input inside it would be deleted.
-            std::vector<input_path> inputs = {{"--config", st->config_file},
-                                              {"--positions-file", st->positions_file},
-                                              {"--plugin", st->plugin}};
+            std::vector<app::input_path> inputs = {{"--config", st->config_file},
+                                                   {"--positions-file", st->positions_file},
+                                                   {"--plugin", st->plugin}};
             for (const auto& f : files) inputs.push_back({"--impl", f});
             for (const auto& f : impl::command_files(st->exec)) inputs.push_back({"--exec", f});
-            refuse_inputs_inside_out(st->out, inputs);
+            app::refuse_inputs_inside_out(st->out, inputs);
             io::check_output_directory(st->out);  // before the work, not after it
             // Hashed beside the comparison (certify_dump).
             const certify::dump d =
@@ -317,7 +292,8 @@ command add_certify(CLI::App& app) {
             if (!st->layout.empty()) o.layout = certify::parse_table_layout(st->layout);
             if (!st->qk_layout.empty()) o.qk_layout = certify::parse_qk_layout(st->qk_layout);
             if (!st->qk_order.empty()) o.qk_order = certify::parse_qk_order(st->qk_order);
-            if (!st->positions.empty()) o.positions = parse_position_range(st->positions, false);
+            if (!st->positions.empty())
+              o.positions = app::parse_position_range(st->positions, false);
             if (!st->positions_file.empty()) {
               const std::string bytes =
                   io::read_file(st->positions_file, io::max_positions_file_bytes);
@@ -326,7 +302,7 @@ command add_certify(CLI::App& app) {
             }
             o.seq_len = st->seq_len;
             o.diagnose = !st->no_diagnosis;
-            set_certify_options(o, st->reference, st->libm, st->max_trig_ulp);
+            app::set_certify_options(o, st->reference, st->libm, st->max_trig_ulp);
             o.exhaustive = st->exhaustive;
             o.shard_index = shard.first;
             o.shard_count = shard.second;
@@ -337,7 +313,7 @@ command add_certify(CLI::App& app) {
             const auto publish = [&dir, &used](certify::certificate c) {
               auto& in = c.certification->inputs;
               in.insert(in.end(), used.begin(), used.end());
-              write_certificate(c, dir);
+              app::write_certificate(c, dir);
               // The summary quotes names and messages of the implementation: escaped.
               std::cout << escaped(certify::to_text(c), {.keep_newlines = true})
                         << "certificate: " << (dir / "certificate.json").string()
@@ -358,7 +334,7 @@ command add_certify(CLI::App& app) {
               }
               lo.properties = !st->no_properties;
               lo.property_cases = static_cast<int>(st->property_cases);
-              lo.property_checks = live_property_checks;
+              lo.property_checks = app::live_property_checks;
               const kernel::strategy acc = kernel::parse_strategy(st->accuracy);
               const auto timeout =
                   std::chrono::milliseconds(static_cast<long long>(st->timeout * 1000));

@@ -15,9 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "certify_properties.h"
 #include "commands.h"
-#include "inputs.h"
+#include "pev/app/certify.h"
+#include "pev/app/inputs.h"
+#include "pev/app/limits.h"
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
 #include "pev/core/sampling.h"
@@ -174,7 +175,7 @@ command add_report(CLI::App& app) {
   return {cmd, [st, cmd, spec_opt, config_opt, name_opt]() -> int {
             sweep::options o;
             if (st->max_position) {
-              require_range("--max-position", *st->max_position, 1, kMaxPositionLimit);
+              app::require_range("--max-position", *st->max_position, 1, app::kMaxPositionLimit);
               if (st->exhaustive && *st->max_position >= (std::int64_t{1} << 26)) {
                 // Every position is held in memory (8 bytes each) and computed: 2^26 is hours.
                 throw error("--exhaustive: --max-position must be below 2^26 = 67108864, got " +
@@ -182,8 +183,8 @@ command add_report(CLI::App& app) {
               }
             }
             // oneTBB's allocator fails beyond a few tens of thousands of threads.
-            require_range("--threads", st->threads, 0, kMaxThreads);
-            require_range("--samples-per-octave", st->samples, 0, kMaxSamples);
+            app::require_range("--threads", st->threads, 0, app::kMaxThreads);
+            app::require_range("--samples-per-octave", st->samples, 0, app::kMaxSamples);
             if (st->reference != "fast" && st->reference != "mpfr") {
               throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
             }
@@ -197,9 +198,9 @@ command add_report(CLI::App& app) {
             o.mpfr_reference = st->reference == "mpfr";
             if (!st->shard.empty()) std::tie(o.shard_index, o.shard_count) = parse_shard(st->shard);
             // Inputs inside --out are refused before they are even parsed.
-            std::vector<input_path> inputs;
+            std::vector<app::input_path> inputs;
             for (const auto& c : st->configs) inputs.push_back({"--config", c});
-            refuse_inputs_inside_out(st->out, inputs);
+            app::refuse_inputs_inside_out(st->out, inputs);
             std::vector<sweep::suite_entry> suite;
             const bool custom = !st->specs.empty() || !st->configs.empty();
             if (!custom || st->suite == "default") suite = sweep::default_suite();
@@ -273,9 +274,9 @@ command add_report(CLI::App& app) {
                   std::to_string(o.max_position) + "); give --max-position");
             }
             for (const auto& entry : suite) {
-              for (auto& f : encoding_files(entry.encoding)) inputs.push_back(std::move(f));
+              for (auto& f : app::encoding_files(entry.encoding)) inputs.push_back(std::move(f));
             }
-            refuse_inputs_inside_out(st->out, inputs);
+            app::refuse_inputs_inside_out(st->out, inputs);
             io::check_output_directory(st->out);  // before the sweep, not after it
             o.suite_name =
                 custom ? (st->suite == "default" ? "default+custom" : "custom") : "default";
@@ -316,9 +317,9 @@ command add_merge(CLI::App& app) {
          "empty, or a previous pev output holding nothing else; inputs may not lie inside it)")
       ->capture_default_str();
   return {cmd, [st]() -> int {
-            std::vector<input_path> inputs;
+            std::vector<app::input_path> inputs;
             for (const auto& d : st->dirs) inputs.push_back({"the shard", d});
-            refuse_inputs_inside_out(st->out, inputs);
+            app::refuse_inputs_inside_out(st->out, inputs);
             io::check_output_directory(st->out);
             // Shard reports (report.json) or shard certificates (certificate.json), not both.
             std::vector<report::results> shards;
@@ -339,7 +340,7 @@ command add_merge(CLI::App& app) {
                   "(certificate.json), not both");
             }
             const certify::certificate c = certify::merge_shards(std::move(shards));
-            write_certificate(c, st->out);
+            app::write_certificate(c, st->out);
             std::cout << escaped(certify::to_text(c), {.keep_newlines = true}) << "certificate: "
                       << (std::filesystem::path(st->out) / "certificate.json").string()
                       << " (its page index.html, summary.md, junit.xml beside it)\n"

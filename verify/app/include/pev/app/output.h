@@ -15,7 +15,7 @@
 #include "pev/io/array.h"
 #include "pev/scalar/dtype.h"
 
-namespace pev::cli {
+namespace pev::app {
 
 /// `--dtype`: a float dtype, or none for `exact` (real values, printed with 21 significant digits
 /// and stored as fp64 in binary files). Integer outputs (bucket ids) are dtype::int64.
@@ -85,4 +85,4 @@ void write_output(const output& out, const row_stream& rows, out_format format,
 /// digits for fp64, `digits` (default 21) significant digits for exact).
 std::string format_value(const real& v, std::optional<dtype> t, int digits = 0);
 
-}  // namespace pev::cli
+}  // namespace pev::app

@@ -1,26 +1,11 @@
-#include "layout.h"
+#include "pev/app/shapes.h"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <type_traits>
 #include <variant>
 
 #include "pev/core/error.h"
-#include "pev/core/interrupt.h"
 
-namespace pev::cli {
-
-progress::progress(std::size_t total, const char* label)
-    : total_(total), label_(label), on_(total >= 2000 && isatty(STDERR_FILENO)) {}
-
-void progress::step(std::size_t done) {
-  interruption_point();  // an embedder's Ctrl-C (pev/core/interrupt.h)
-  if (on_ && (done % 256 == 0 || done == total_)) {
-    std::fprintf(stderr, "\rpev: %s %zu/%zu", label_, done, total_);
-    if (done == total_) std::fputc('\n', stderr);
-  }
-}
+namespace pev::app {
 
 std::string default_what(const spec::encoding& e) {
   return std::visit(
@@ -43,6 +28,16 @@ void what_mismatch(const std::string& what, const spec::encoding& e, const char*
 
 bool what_needs_positions(const std::string& what) {
   return !(what == "inv_freq" || what == "attention_factor" || what == "slopes");
+}
+
+output start_output(const spec::encoding& e, const std::string& what, std::optional<dtype> t,
+                    int digits) {
+  output out;
+  out.what = what.empty() ? default_what(e) : what;
+  out.dtype = t;
+  out.spec = spec::to_spec_string(e);
+  out.digits = digits;
+  return out;
 }
 
 namespace {
@@ -145,4 +140,4 @@ void shape_buckets(output& out, const std::vector<std::int64_t>& distances) {
   out.columns = {"bucket"};
 }
 
-}  // namespace pev::cli
+}  // namespace pev::app

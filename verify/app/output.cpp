@@ -1,4 +1,4 @@
-#include "output.h"
+#include "pev/app/output.h"
 
 #include <fmt/format.h>
 
@@ -13,15 +13,15 @@
 #include <nlohmann/json.hpp>
 
 #include "pev/core/error.h"
-#include "pev/core/version.h"
 #include "pev/io/array.h"
 #include "pev/io/file.h"
 #include "pev/io/npy.h"
 #include "pev/io/safetensors.h"
 #include "pev/io/stream.h"
+#include "pev/report/result.h"
 #include "pev/scalar/round.h"
 
-namespace pev::cli {
+namespace pev::app {
 
 std::optional<dtype> parse_out_dtype(const std::string& name) {
   if (name == "exact") return std::nullopt;
@@ -174,10 +174,13 @@ void as_csv(const output& out, value_texts& v, text_sink& o) {
   }
 }
 
+// The output's provenance: the build's (report::this_build, the one provenance of every result)
+// and the request's (spec, what, dtype, recipe, precision).
 nlohmann::json provenance(const output& out) {
+  const report::provenance build = report::this_build();
   nlohmann::json j;
-  j["pev_version"] = version();
-  j["git_revision"] = git_revision();
+  j["pev_version"] = build.pev_version;
+  j["git_revision"] = build.git_revision;
   j["spec"] = out.spec;
   j["what"] = out.what;
   j["dtype"] = out_dtype_name(out.dtype);
@@ -482,4 +485,4 @@ void write_output(const output& out, const row_stream& rows, out_format format,
   }
 }
 
-}  // namespace pev::cli
+}  // namespace pev::app

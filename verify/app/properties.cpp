@@ -3,7 +3,7 @@
 // property's shrunk counterexample and the pev command line that replays it go into its check.
 // Nothing is printed while they run: the certificate says everything.
 
-#include "certify_properties.h"
+#include "pev/app/properties.h"
 
 #include <fmt/format.h>
 
@@ -15,7 +15,7 @@
 #include "pev/core/error.h"
 #include "pev/prop/properties.h"
 
-namespace pev::cli {
+namespace pev::app {
 namespace {
 
 std::string shell_word(const std::string& a) {
@@ -192,4 +192,4 @@ std::vector<certify::check> live_property_checks(const impl::live_implementation
   return out;
 }
 
-}  // namespace pev::cli
+}  // namespace pev::app

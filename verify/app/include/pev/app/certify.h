@@ -1,18 +1,14 @@
 #pragma once
-// What `pev certify` shares with pev's Python module (docs/python.md §4): the property suites on a
-// live implementation, the certification options, the certificate's files.
+// What `pev certify` shares with pev's Python module (docs/python.md §4): the certification
+// options given as text, and the certificate's files.
 
 #include <filesystem>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "pev/certify/certify.h"
 
-namespace pev::cli {
-
-std::vector<certify::check> live_property_checks(const impl::live_implementation& im,
-                                                 const certify::live_options& lo);
+namespace pev::app {
 
 /// The options of --reference (fast, mpfr), --libm (any, one-ulp, glibc, cr) and --max-trig-ulp
 /// ([0.5, 1e6)), checked (pev::error naming the flag): pev certify and pev's Python module.
@@ -24,4 +20,4 @@ void set_certify_options(certify::options& o, const std::string& reference, cons
 /// replacing it as one unit (io::write_directory_atomic).
 void write_certificate(const certify::certificate& c, const std::filesystem::path& dir);
 
-}  // namespace pev::cli
+}  // namespace pev::app

@@ -7,28 +7,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "output.h"
+#include "pev/app/output.h"
+#include "pev/scalar/dtype.h"
 #include "pev/scalar/traits.h"
 #include "pev/spec/spec.h"
 
-namespace pev::cli {
-
-/// Progress on stderr when it is a terminal (docs/design.md §5.7), for requests that take more than
-/// a moment.
-class progress {
- public:
-  progress(std::size_t total, const char* label);
-  /// Also an interruption point (pev/core/interrupt.h).
-  void step(std::size_t done);
-
- private:
-  std::size_t total_;
-  const char* label_;
-  bool on_;
-};
+namespace pev::app {
 
 /// The family's main output: table (rope), pe (sinusoidal, learned), bias (alibi), buckets (t5,
 /// shaw).
@@ -38,6 +26,11 @@ std::string default_what(const spec::encoding& e);
                                 const char* allowed);
 /// Whether --what needs positions.
 bool what_needs_positions(const std::string& what);
+/// An output of `what` (empty: the family's main output, default_what) of `e` in dtype `t` (none:
+/// exact), with the provenance fields set (what, dtype, spec, digits: significant digits of exact
+/// text, 0 for the default).
+output start_output(const spec::encoding& e, const std::string& what, std::optional<dtype> t,
+                    int digits = 0);
 
 /// RoPE table [P, pairs, 2] of (cos, sin); safetensors parts cos, sin [P, pairs]. Values: reserve
 /// only; at most 2^26 (each an MPFR number until written). `pos` holds `streams` rows of positions
@@ -98,4 +91,4 @@ void shape_scalar(output& out, const std::string& name);
 /// Bucket ids [P] for relative distances.
 void shape_buckets(output& out, const std::vector<std::int64_t>& distances);
 
-}  // namespace pev::cli
+}  // namespace pev::app

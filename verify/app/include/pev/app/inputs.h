@@ -9,7 +9,7 @@
 
 #include "pev/spec/spec.h"
 
-namespace pev::cli {
+namespace pev::app {
 
 /// A path given to a flag, for the message ("--config", "--exec", "learned table", …).
 struct input_path {
@@ -25,4 +25,4 @@ void refuse_inputs_inside_out(const std::filesystem::path& out,
 /// The files an encoding reads: a learned table's `table=FILE`.
 std::vector<input_path> encoding_files(const spec::encoding& e);
 
-}  // namespace pev::cli
+}  // namespace pev::app

@@ -1,4 +1,4 @@
-#include "inputs.h"
+#include "pev/app/inputs.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "pev/core/error.h"
 
-namespace pev::cli {
+namespace pev::app {
 
 namespace {
 
@@ -40,4 +40,4 @@ std::vector<input_path> encoding_files(const spec::encoding& e) {
   return {};
 }
 
-}  // namespace pev::cli
+}  // namespace pev::app
