@@ -1,5 +1,6 @@
 #include "pev/app/certify.h"
 
+#include "pev/app/choices.h"
 #include "pev/core/error.h"
 #include "pev/io/file.h"
 #include "pev/metric/libm.h"
@@ -9,21 +10,8 @@ namespace pev::app {
 
 void set_certify_options(certify::options& o, const std::string& reference, const std::string& libm,
                          std::optional<double> max_trig_ulp) {
-  if (reference != "fast" && reference != "mpfr") {
-    throw error("--reference: expected fast or mpfr, got '" + reference + "'");
-  }
-  o.mpfr_reference = reference == "mpfr";
-  if (libm == "any") {
-    o.libm = &metric::kAnyConforming;
-  } else if (libm == "one-ulp") {
-    o.libm = &metric::kOneUlp;
-  } else if (libm == "glibc") {
-    o.libm = &metric::kGlibc;
-  } else if (libm == "cr") {
-    o.libm = &metric::kCorrectlyRounded;
-  } else {
-    throw error("--libm: expected any, one-ulp, glibc or cr, got '" + libm + "'");
-  }
+  o.mpfr_reference = parse_mpfr_reference(reference);
+  o.libm = &parse_libm(libm);
   if (max_trig_ulp && !(*max_trig_ulp >= 0.5 && *max_trig_ulp < 1e6)) {
     throw error("--max-trig-ulp: expected a number of ulps in [0.5, 1e6)");
   }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pev/core/error.h"
+#include "pev/core/names.h"
 #include "pev/io/array.h"
 #include "pev/io/file.h"
 #include "pev/io/npy.h"
@@ -28,19 +29,26 @@ std::optional<dtype> parse_out_dtype(const std::string& name) {
   try {
     return parse_float_dtype(name, /*allow_fp64=*/true);
   } catch (const error&) {
-    throw error("--dtype: expected exact, fp64, fp32, fp16 or bf16, got '" + name + "'");
+    throw error("--dtype: expected exact, fp64, fp32, fp16 or bf16, got " + quoted_text(name));
   }
 }
 
 std::string out_dtype_name(std::optional<dtype> t) { return t ? to_string(*t) : "exact"; }
 
+namespace {
+
+// The names of out_format (docs/design.md §11.11).
+constexpr name_table<out_format, 5> kFormats({{{out_format::text, "text"},
+                                               {out_format::csv, "csv"},
+                                               {out_format::json, "json"},
+                                               {out_format::npy, "npy"},
+                                               {out_format::safetensors, "safetensors"}}});
+
+}  // namespace
+
 out_format parse_out_format(const std::string& name) {
-  if (name == "text") return out_format::text;
-  if (name == "csv") return out_format::csv;
-  if (name == "json") return out_format::json;
-  if (name == "npy") return out_format::npy;
-  if (name == "safetensors") return out_format::safetensors;
-  throw error("--format: expected text, csv, json, npy or safetensors, got '" + name + "'");
+  if (const auto f = kFormats.find(name)) return *f;
+  throw error("--format: expected " + kFormats.list(", ", " or ") + ", got " + quoted_text(name));
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "pev/app/choices.h"
 #include "pev/app/values.h"
 #include "pev/core/error.h"
 #include "pev/core/real.h"
@@ -56,13 +57,11 @@ command add_reference(CLI::App& app) {
             app::output out = st->o.start_output(e, app::parse_out_dtype(st->dtype));
             out.recipe = st->recipe;
             out.precision_bits = precision_bits();
-            if (st->reference != "fast" && st->reference != "mpfr") {
-              throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
-            }
+            const bool mpfr_reference = app::parse_mpfr_reference(st->reference);
             std::vector<std::int64_t> pos = st->o.positions_for(e, out.what);
             const app::out_format format = app::parse_out_format(st->o.format);
             app::write_reference(out, e, ref::find_recipe(st->recipe), pos, st->o.seq_len,
-                                 st->reference == "mpfr", format, st->o.out);
+                                 mpfr_reference, format, st->o.out);
             return 0;
           }};
 }

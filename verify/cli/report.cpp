@@ -17,6 +17,7 @@
 
 #include "commands.h"
 #include "pev/app/certify.h"
+#include "pev/app/choices.h"
 #include "pev/app/inputs.h"
 #include "pev/app/limits.h"
 #include "pev/certify/certify.h"
@@ -185,9 +186,7 @@ command add_report(CLI::App& app) {
             // oneTBB's allocator fails beyond a few tens of thousands of threads.
             app::require_range("--threads", st->threads, 0, app::kMaxThreads);
             app::require_range("--samples-per-octave", st->samples, 0, app::kMaxSamples);
-            if (st->reference != "fast" && st->reference != "mpfr") {
-              throw error("--reference: expected fast or mpfr, got '" + st->reference + "'");
-            }
+            const bool mpfr_reference = app::parse_mpfr_reference(st->reference);
             if (!st->suite.empty() && st->suite != "default") {
               throw error("--suite: the only built-in suite is 'default', got '" + st->suite + "'");
             }
@@ -195,7 +194,7 @@ command add_report(CLI::App& app) {
             o.seed = st->seed;
             o.exhaustive = st->exhaustive;
             o.samples_per_octave = static_cast<int>(st->samples);
-            o.mpfr_reference = st->reference == "mpfr";
+            o.mpfr_reference = mpfr_reference;
             if (!st->shard.empty()) std::tie(o.shard_index, o.shard_count) = parse_shard(st->shard);
             // Inputs inside --out are refused before they are even parsed.
             std::vector<app::input_path> inputs;
