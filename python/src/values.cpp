@@ -36,10 +36,14 @@ std::vector<std::int64_t> request_positions(const spec::encoding& e, const std::
                                             const std::optional<std::vector<std::int64_t>>& list) {
   const bool relative =
       std::holds_alternative<spec::t5>(e) || std::holds_alternative<spec::shaw>(e);
-  if (range) return app::parse_position_range(*range, relative);
+  // MRoPE (docs/encodings.md §4.6): a range is text tokens, a list holds the streams one after
+  // another — as the CLI reads --positions and --positions-file.
+  if (range) {
+    return app::stream_positions(e, app::parse_position_range(*range, relative), true, "positions");
+  }
   if (list) {
     app::check_positions(*list, relative, "positions");
-    return *list;
+    return app::stream_positions(e, *list, false, "positions");
   }
   if (app::what_needs_positions(what)) {
     throw error("positions: required for what='" + what +

@@ -22,6 +22,9 @@ REFERENCE_CASES = [
     ("alibi:num_heads=6", "0:5", "bias", "fp16"),
     ("alibi:num_heads=12", None, "slopes", "exact"),
     ("t5:num_buckets=32,max_distance=128", "-300:300:7", None, "exact"),
+    # MRoPE: a range is text tokens, every stream equal (docs/encodings.md §4.6) — the module read it
+    # as the three streams one after another ([1, ...] instead of [4, ...]) before app owned it.
+    ("rope:head_dim=32,rope_theta=1000000,mrope_section=[4,6,6]", "0:4", None, "fp32"),
 ]
 
 
@@ -72,6 +75,15 @@ def test_positions_forms_agree():
     e = pev.reference(spec, torch.arange(3, 40, 4), dtype="fp32")
     for x in (b, c, d, e):
         assert x.tobytes() == a.tobytes()
+
+
+def test_mrope_positions_list_holds_the_streams_one_after_another():
+    spec = "rope:head_dim=32,rope_theta=1000000,mrope_section=[4,6,6]"
+    text = pev.reference(spec, "0:5", dtype="fp32")
+    assert text.shape[0] == 5
+    assert pev.reference(spec, list(range(5)) * 3, dtype="fp32").tobytes() == text.tobytes()
+    with pytest.raises(pev.Error, match="MRoPE position streams"):
+        pev.reference(spec, [0, 1, 2, 3], dtype="fp32")
 
 
 def test_arbitrary_positions_rows_match_the_range():

@@ -99,4 +99,27 @@ std::int64_t stateful_seq_len(const std::vector<std::int64_t>& pos,
   return max_pos == INT64_MAX ? max_pos : max_pos + 1;
 }
 
+std::vector<std::int64_t> stream_positions(const spec::encoding& e, std::vector<std::int64_t> v,
+                                           bool from_range, const std::string& source) {
+  const auto* r = std::get_if<spec::rope>(&e);
+  const std::int64_t S = r ? r->streams() : 1;
+  if (S == 1) return v;
+  if (from_range) {
+    if (static_cast<std::int64_t>(v.size()) > kMaxPositions / S) {
+      throw error(source + ": more than " + std::to_string(kMaxPositions) +
+                  " positions over the MRoPE streams");
+    }
+    std::vector<std::int64_t> all;
+    all.reserve(v.size() * static_cast<std::size_t>(S));
+    for (std::int64_t k = 0; k < S; ++k) all.insert(all.end(), v.begin(), v.end());
+    return all;
+  }
+  if (static_cast<std::int64_t>(v.size()) % S != 0) {
+    throw error(source + ": " + std::to_string(v.size()) + " positions do not form the spec's [" +
+                std::to_string(S) +
+                ", T] MRoPE position streams (one row per mrope_section entry)");
+  }
+  return v;
+}
+
 }  // namespace pev::app

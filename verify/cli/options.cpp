@@ -84,27 +84,10 @@ std::vector<std::int64_t> encoding_options::positions_for(const spec::encoding& 
       std::holds_alternative<spec::t5>(e) || std::holds_alternative<spec::shaw>(e);
   if (!(app::what_needs_positions(what) || !positions.empty() || !positions_file.empty()))
     return {0};
-  std::vector<std::int64_t> v = read_positions(relative);
-  // MRoPE (docs/encodings.md §4.6): positions are [streams, T]. A range is text tokens (every
-  // stream equal); a file holds the streams one after another.
-  const auto* r = std::get_if<spec::rope>(&e);
-  const std::int64_t S = r ? r->streams() : 1;
-  if (S == 1) return v;
-  if (!positions.empty()) {
-    std::vector<std::int64_t> all;
-    for (std::int64_t k = 0; k < S; ++k) all.insert(all.end(), v.begin(), v.end());
-    if (static_cast<std::int64_t>(all.size()) > app::kMaxPositions) {
-      throw error("--positions: more than " + std::to_string(app::kMaxPositions) +
-                  " positions over the MRoPE streams");
-    }
-    return all;
-  }
-  if (static_cast<std::int64_t>(v.size()) % S != 0) {
-    throw error("--positions-file " + positions_file + ": " + std::to_string(v.size()) +
-                " positions do not form the spec's [" + std::to_string(S) +
-                ", T] MRoPE position streams (one row per mrope_section entry)");
-  }
-  return v;
+  // MRoPE (docs/encodings.md §4.6): positions are [streams, T].
+  return app::stream_positions(
+      e, read_positions(relative), !positions.empty(),
+      positions.empty() ? "--positions-file " + positions_file : std::string("--positions"));
 }
 
 app::output encoding_options::start_output(const spec::encoding& e, std::optional<dtype> t) const {
