@@ -2,6 +2,7 @@
 // is left on disk after a refusal, plugins that end the process, signals, floods and races. Each
 // case asserts the exit code and the message, as the corpus does, and what must hold besides.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -208,6 +209,55 @@ TEST(Hostile, TwoRunsWritingTheSameFreshOutBothSucceed) {
       EXPECT_EQ(e.path().filename().string().find(".pev-staging"), std::string::npos) << e.path();
     }
   }
+}
+
+// pev with its stdout on /dev/full (every write fails with ENOSPC, as on a full disk behind `>`):
+// its exit code and stderr.
+test::run_result run_into_dev_full(const std::vector<std::string>& args) {
+  const std::string err_path = test::temp_dir("dev-full") + "/stderr";
+  std::vector<std::string> all = {PEV_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int full = open("/dev/full", O_WRONLY);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (full < 0 || err < 0) _exit(127);
+    dup2(full, 1);
+    dup2(err, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  test::run_result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = slurp(err_path);
+  return r;
+}
+
+TEST(Hostile, AFullStdoutIsExitTwoForEveryCommandAndFormat) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  std::vector<std::vector<std::string>> cases = {
+      {"list"}, {"--help"}, {"--version"}, {"reference", "--help"}};
+  for (const char* format : {"text", "csv", "json", "npy", "safetensors"}) {
+    cases.push_back({"reference", "--spec", kSpec, "--positions", "0:8", "--format", format});
+    cases.push_back(
+        {"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "0:8", "--format", format});
+  }
+  for (const auto& args : cases) {
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    SCOPED_TRACE(line);
+    const auto r = run_into_dev_full(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("cannot write to standard output"), std::string::npos) << r.err;
+  }
+  // The same commands into a pipe that is read: exit 0 (the check is of the writes, not of the
+  // kind of file).
+  EXPECT_EQ(run_pev({"reference", "--spec", kSpec, "--positions", "0:8"}).exit_code, 0);
 }
 
 }  // namespace
