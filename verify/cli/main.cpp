@@ -36,8 +36,8 @@ std::string version_text() {
 // a closed pipe behind `>` must not pass for success. Both std::cout and C's stdout are flushed and
 // checked, whatever the command and format wrote through.
 int finish_stdout(int code) {
-  std::cout.flush();
   errno = 0;
+  std::cout.flush();  // through stdout's buffer (synced with stdio): the reason is in errno
   const bool c_failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
   const int err = errno;
   if (c_failed || !std::cout) {
