@@ -2,16 +2,21 @@
 
 #include "pev/report/json.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "pev/core/error.h"
 #include "pev/core/hex.h"
 #include "pev/core/json_check.h"
 #include "pev/core/names.h"
+#include "pev/report/shards.h"
 
 namespace pev::report {
 namespace {
@@ -314,6 +319,24 @@ void certificate_check_from(const nlohmann::json& c, check& k, const std::string
   if (c.contains("figures_state")) k.state = state_from(c.at("figures_state"));
 }
 
+// A recorded shard I of N, range-checked before it is narrowed to int: a count of 2^40 read as
+// int was 0 ("1 of 0 shards given"). `where` names the keys ("shard.index", "shard.count").
+std::pair<int, int> shard_from(const nlohmann::json& index, const nlohmann::json& count,
+                               const std::pair<const char*, const char*>& where,
+                               const std::string& source) {
+  const auto n = count.get<std::int64_t>();
+  const auto i = index.get<std::int64_t>();
+  if (n < 1 || n > kMaxShards) {
+    throw error(fmt::format("{}: {} = {} is not a shard count (1 ... 2^20 = {}, pev's limit)",
+                            source, where.second, count.dump(), kMaxShards));
+  }
+  if (i < 0 || i >= n) {
+    throw error(fmt::format("{}: {} = {} is not a shard of {} = {} (0 <= I < N)", source,
+                            where.first, index.dump(), where.second, n));
+  }
+  return {static_cast<int>(i), static_cast<int>(n)};
+}
+
 /// The fields certification_fields writes.
 certification certification_from(const nlohmann::json& j, const std::string& source) {
   certification c;
@@ -372,8 +395,9 @@ certification certification_from(const nlohmann::json& j, const std::string& sou
   c.seconds = to_num(j.at("seconds"));
   if (j.contains("shard")) {
     const auto& sh = j.at("shard");
-    c.shard = certification::shard_of{sh.at("index").get<int>(), sh.at("count").get<int>(),
-                                      sh.at("options").get<std::string>()};
+    const auto [index, count] =
+        shard_from(sh.at("index"), sh.at("count"), {"shard.index", "shard.count"}, source);
+    c.shard = certification::shard_of{index, count, sh.at("options").get<std::string>()};
   }
   return c;
 }
@@ -536,8 +560,9 @@ results from_json(std::string_view text, const std::string& source) {
     v.dense_below = p.at("dense_below").get<std::int64_t>();
     v.samples_per_octave = p.at("samples_per_octave").get<int>();
     v.search_radius = p.at("search_radius").get<int>();
-    v.shard_index = p.at("shard_index").get<int>();
-    v.shard_count = p.at("shard_count").get<int>();
+    std::tie(v.shard_index, v.shard_count) =
+        shard_from(p.at("shard_index"), p.at("shard_count"),
+                   {"provenance.shard_index", "provenance.shard_count"}, source);
     v.merged_shards = p.at("merged_shards").get<std::vector<int>>();
     v.generated_at = p.at("generated_at").get<std::string>();
     if (j.contains("specs")) {

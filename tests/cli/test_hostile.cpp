@@ -2,6 +2,7 @@
 // is left on disk after a refusal, plugins that end the process, signals, floods and races. Each
 // case asserts the exit code and the message, as the corpus does, and what must hold besides.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -208,6 +209,146 @@ TEST(Hostile, TwoRunsWritingTheSameFreshOutBothSucceed) {
       EXPECT_EQ(e.path().filename().string().find(".pev-staging"), std::string::npos) << e.path();
     }
   }
+}
+
+// pev with its stdout on /dev/full (every write fails with ENOSPC, as on a full disk behind `>`):
+// its exit code and stderr.
+test::run_result run_into_dev_full(const std::vector<std::string>& args) {
+  const std::string err_path = test::temp_dir("dev-full") + "/stderr";
+  std::vector<std::string> all = {PEV_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int full = open("/dev/full", O_WRONLY);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (full < 0 || err < 0) _exit(127);
+    dup2(full, 1);
+    dup2(err, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  test::run_result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = slurp(err_path);
+  return r;
+}
+
+TEST(Hostile, AFullStdoutIsExitTwoForEveryCommandAndFormat) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  std::vector<std::vector<std::string>> cases = {
+      {"list"}, {"--help"}, {"--version"}, {"reference", "--help"}};
+  // Text formats print to stdout; the binary ones need --out, and `--out -` is stdout.
+  for (const char* format : {"text", "csv", "json", "npy", "safetensors"}) {
+    const bool binary = std::string(format) == "npy" || std::string(format) == "safetensors";
+    std::vector<std::string> to = {"--format", format};
+    if (binary) to.insert(to.end(), {"--out", "-"});
+    std::vector<std::string> ref = {"reference", "--spec", kSpec, "--positions", "0:8"};
+    std::vector<std::string> com = {"compute", "--strategy",  "hf", "--spec",
+                                    kSpec,     "--positions", "0:8"};
+    ref.insert(ref.end(), to.begin(), to.end());
+    com.insert(com.end(), to.begin(), to.end());
+    cases.push_back(ref);
+    cases.push_back(com);
+  }
+  for (const auto& args : cases) {
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    SCOPED_TRACE(line);
+    const auto r = run_into_dev_full(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    // Named: "standard output", or the `--out -` that stands for it (with its reason; standard
+    // output's only when the failed write was the last, as errno is not kept by stdio).
+    EXPECT_TRUE(r.err.find("cannot write to standard output") != std::string::npos ||
+                r.err.find("cannot write '-': No space left on device") != std::string::npos)
+        << r.err;
+  }
+  // The same commands into a pipe that is read: exit 0 (the check is of the writes, not of the
+  // kind of file).
+  EXPECT_EQ(run_pev({"reference", "--spec", kSpec, "--positions", "0:8"}).exit_code, 0);
+}
+
+// Issue 28's smaller cases. A shard count beyond 2^20 recorded in a shard (a forged or corrupt
+// certificate.json or report.json) is refused naming the file and the key; it was read as int, so
+// 2^40 became 0 and merge said "1 of 0 shards given (missing: )".
+TEST(Hostile, AShardCountBeyondTheLimitIsRefusedByName) {
+  const fs::path dir = test::temp_dir("hostile_shard_count");
+  const std::string dump = (dir / "d.safetensors").string();
+  ASSERT_EQ(run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "0:64",
+                     "--format", "safetensors", "--out", dump})
+                .exit_code,
+            0);
+  const fs::path cert = dir / "shard-0";
+  auto r = run_pev({"certify", "--impl", dump, "--shard", "0/2", "--out", cert.string()});
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+  const fs::path report = dir / "report-0";
+  r = run_pev({"report", "--spec", "rope:head_dim=4", "--max-position", "64", "--shard", "0/2",
+               "--out", report.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  struct edit {
+    fs::path file;
+    std::vector<std::string> keys;  // set to 2^40, the last one named in the message
+    std::string message;
+  };
+  const std::vector<edit> edits = {
+      {cert / "certificate.json",
+       {"shard", "count"},
+       "shard.count = 1099511627776 is not a shard count (1 ... 2^20 = 1048576, pev's limit)"},
+      {cert / "certificate.json",
+       {"provenance", "shard_count"},
+       "provenance.shard_count = 1099511627776 is not a shard count"},
+      {report / "report.json",
+       {"provenance", "shard_count"},
+       "provenance.shard_count = 1099511627776 is not a shard count"}};
+  for (const edit& e : edits) {
+    SCOPED_TRACE(e.message);
+    const std::string original = slurp(e.file);
+    nlohmann::json j = nlohmann::json::parse(original);
+    j[e.keys[0]][e.keys[1]] = std::int64_t{1} << 40;
+    write(e.file, j.dump(1));
+    r = run_pev({"merge", e.file.parent_path().string(), "--out", (dir / "merged").string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(e.file.string() + ": " + e.message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("of 0"), std::string::npos) << r.err;
+    write(e.file, original);
+  }
+}
+
+// A dangling symbolic link as --out is refused naming the link and its target, and neither is
+// touched (pev writes through a link, keeps it, and creates no directory it names); a directory
+// whose .pev-manifest is not a manifest is refused saying so, and kept as it is.
+TEST(Hostile, ADanglingOutLinkOrAnInvalidManifestIsNamedAndKept) {
+  const fs::path dir = test::temp_dir("hostile_out_link");
+  const fs::path link = dir / "out", target = dir / "missing" / "x";
+  fs::create_symlink(target, link);
+  auto r = run_pev(
+      {"report", "--spec", "rope:head_dim=4", "--max-position", "64", "--out", link.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("'" + link.string() + "' is a symbolic link to '" + target.string() +
+                       "', which does not exist"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_FALSE(fs::exists(dir / "missing"));
+
+  const fs::path owned = dir / "owned";
+  write(owned / ".pev-manifest",
+        R"({"pev_output_manifest": 1, "directories": [], "files": ["../escape"]})");
+  write(owned / "report.json", "{}");
+  r = run_pev(
+      {"report", "--spec", "rope:head_dim=4", "--max-position", "64", "--out", owned.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("'" + owned.string() +
+                       "' is a non-empty directory whose .pev-manifest is not a valid pev "
+                       "manifest (its \"files\" lists \"../escape\", not a path inside the "
+                       "directory)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(owned / "report.json"), "{}");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "io_test_util.h"
@@ -239,18 +240,28 @@ TEST(DirectoryAtomic, AForgedOrMalformedManifestDoesNotMakeADirectoryPevs) {
   std::filesystem::remove_all(base);
   std::filesystem::create_directories(base / "out");
   write_bytes(base / "out" / "keep.txt", "mine");
-  for (const std::string& manifest :
-       {std::string("not json"),
-        std::string("{\"pev_output_manifest\": 2, \"directories\": [], "
-                    "\"files\": [\"keep.txt\"]}"),
-        std::string("{\"pev_output_manifest\": 1, \"directories\": [], \"files\": "
-                    "[\"../keep.txt\"]}"),
-        std::string("{\"pev_output_manifest\": 1, \"files\": [\"keep.txt\"]}"),
-        std::string(100000, '[') + std::string(100000, ']')}) {
+  // Each refused naming what is wrong with the manifest (issue 28: it said "it has no
+  // .pev-manifest").
+  for (const auto& [manifest, why] : std::vector<std::pair<std::string, std::string>>{
+           {"not json", "(it is not JSON)"},
+           {"{\"pev_output_manifest\": 2, \"directories\": [], \"files\": [\"keep.txt\"]}",
+            "(it lacks \"pev_output_manifest\": 1)"},
+           {"{\"pev_output_manifest\": 1, \"directories\": [], \"files\": [\"../keep.txt\"]}",
+            "(its \"files\" lists \"../keep.txt\", not a path inside the directory)"},
+           {"{\"pev_output_manifest\": 1, \"files\": [\"keep.txt\"]}",
+            "(its \"directories\" is not a list)"},
+           {std::string(100000, '[') + std::string(100000, ']'), "(nested too deeply)"}}) {
     write_bytes(base / "out" / ".pev-manifest", manifest);
     SCOPED_TRACE(manifest.substr(0, 80));
-    EXPECT_PEV_ERROR(check_output_directory(base / "out"), "pev did not write");
+    EXPECT_PEV_ERROR(check_output_directory(base / "out"),
+                     "out' is a non-empty directory whose .pev-manifest is not a valid pev "
+                     "manifest " +
+                         why);
   }
+  std::filesystem::remove(base / "out" / ".pev-manifest");
+  std::filesystem::create_directory(base / "out" / ".pev-manifest");
+  EXPECT_PEV_ERROR(check_output_directory(base / "out"), "(it is not a regular file)");
+  std::filesystem::remove(base / "out" / ".pev-manifest");
   EXPECT_EQ(read_bytes(base / "out" / "keep.txt"), "mine");
 }
 

@@ -6,8 +6,11 @@
 
 #include <CLI/CLI.hpp>
 #include <boost/version.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 #include <new>
 #include <string>
 #include <vector>
@@ -27,6 +30,22 @@ std::string version_text() {
          std::to_string(pev::default_precision_bits()) + " bits by default\n" +
          "  compiler: " + pev::compiler() + "\n  flags: " + pev::fp_flags() +
          "\n  libc: " + pev::libc_version();
+}
+
+// What pev wrote to standard output reached it, or exit 2 (docs/cli.md §2.1): a full disk or
+// a closed pipe behind `>` must not pass for success. Both std::cout and C's stdout are flushed and
+// checked, whatever the command and format wrote through.
+int finish_stdout(int code) {
+  errno = 0;
+  std::cout.flush();  // through stdout's buffer (synced with stdio): the reason is in errno
+  const bool c_failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  const int err = errno;
+  if (c_failed || !std::cout) {
+    std::fprintf(stderr, "pev: error: cannot write to standard output%s%s\n", err != 0 ? ": " : "",
+                 err != 0 ? std::strerror(err) : "");
+    return 2;
+  }
+  return code;
 }
 
 }  // namespace
@@ -52,12 +71,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    const int code = app.exit(e);  // --help and --version print here too
+    return finish_stdout(code == 0 ? 0 : 2);
   }
   try {
     for (const auto& c : commands) {
-      if (c.app->parsed()) return c.run();
+      if (c.app->parsed()) return finish_stdout(c.run());
     }
     return 2;
   } catch (const pev::error& e) {

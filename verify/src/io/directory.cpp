@@ -103,36 +103,52 @@ bool is_inside_path(const std::string& p) {
 }
 
 // The manifest of `dir`, or nothing when it has none or it is not a valid one (then `dir` is not
-// known to be pev's).
-std::optional<manifest> read_manifest(const std::filesystem::path& dir) {
+// known to be pev's); `invalid`, when given, receives why a .pev-manifest that is there is not
+// one (left empty when there is none).
+std::optional<manifest> read_manifest(const std::filesystem::path& dir,
+                                      std::string* invalid = nullptr) {
   const std::filesystem::path file = dir / kManifest;
+  auto bad = [&](std::string why) -> std::optional<manifest> {
+    if (invalid) *invalid = std::move(why);
+    return std::nullopt;
+  };
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(file, ec))) {
+  const auto type = std::filesystem::symlink_status(file, ec).type();
+  if (type == std::filesystem::file_type::not_found || type == std::filesystem::file_type::none) {
     return std::nullopt;
   }
+  if (type != std::filesystem::file_type::regular) return bad("it is not a regular file");
   try {
     const std::string text = read_file(file, kMaxManifestBytes);
     json_limits limits;
     limits.max_depth = 2;  // {"files": ["a", ...]}
     limits.too_deep = [](int) { throw pev::error("nested too deeply"); };
     check_json(text, limits);
-    const nlohmann::json j = nlohmann::json::parse(text);
-    if (!j.is_object() || j.value("pev_output_manifest", 0) != kManifestVersion) {
-      return std::nullopt;
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) return bad("it is not JSON");
+    const auto version = j.is_object() ? j.find("pev_output_manifest") : j.end();
+    if (!j.is_object() || version == j.end() || *version != kManifestVersion) {
+      return bad(fmt::format("it lacks \"pev_output_manifest\": {}", kManifestVersion));
     }
     manifest m;
     for (const auto& [key, set] :
          {std::pair{"directories", &m.directories}, std::pair{"files", &m.files}}) {
       const auto it = j.find(key);
-      if (it == j.end() || !it->is_array()) return std::nullopt;
+      if (it == j.end() || !it->is_array()) {
+        return bad(fmt::format("its \"{}\" is not a list", key));
+      }
       for (const auto& v : *it) {
-        if (!v.is_string() || !is_inside_path(v.get<std::string>())) return std::nullopt;
+        if (!v.is_string() || !is_inside_path(v.get<std::string>())) {
+          return bad(fmt::format(
+              "its \"{}\" lists {}, not a path inside the directory", key,
+              detail::printable(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))));
+        }
         set->insert(v.get<std::string>());
       }
     }
     return m;
-  } catch (const std::exception&) {
-    return std::nullopt;
+  } catch (const std::exception& e) {
+    return bad(detail::printable(e.what()));
   }
 }
 
@@ -172,7 +188,14 @@ void write_manifest(const std::filesystem::path& dir) {
 std::optional<std::string> not_owned(const std::filesystem::path& dir, const std::string& shown) {
   std::error_code ec;
   if (std::filesystem::is_empty(dir, ec) && !ec) return std::nullopt;
-  const std::optional<manifest> m = read_manifest(dir);
+  std::string invalid;
+  const std::optional<manifest> m = read_manifest(dir, &invalid);
+  if (!m && !invalid.empty()) {
+    return fmt::format(
+        "'{}' is a non-empty directory whose {} is not a valid pev manifest ({}): pev replaces "
+        "only its own output directories, so choose a new or empty directory",
+        shown, kManifest, invalid);
+  }
   if (!m) {
     return fmt::format(
         "'{}' is a non-empty directory that pev did not write (it has no {}): pev replaces "
@@ -231,9 +254,23 @@ output_target check_output(const std::filesystem::path& dir) {
   t.path = dir.filename().empty() ? dir.parent_path() : dir;  // "out/" → "out"
   std::error_code ec;
   // A symbolic link to the output directory: the directory it names is replaced, the link kept.
+  // A link that names nothing (dangling) or cannot be followed (a loop) is refused by name: pev
+  // writes through a link, never replaces it, and does not guess a directory to create.
   if (fs::symlink_status(t.path, ec).type() == fs::file_type::symlink) {
-    t.path = fs::canonical(t.path, ec);
-    if (ec) throw pev::error(fmt::format("'{}': {}", dir.string(), ec.message()));
+    const fs::path link = t.path;
+    t.path = fs::canonical(link, ec);
+    if (ec == std::errc::no_such_file_or_directory) {
+      std::error_code ec_link;
+      const fs::path to = fs::read_symlink(link, ec_link);
+      throw pev::error(fmt::format(
+          "'{}' is a symbolic link to '{}', which does not exist: pev writes into the directory "
+          "a link names and keeps the link, so create that directory or remove the link",
+          dir.string(), detail::printable(to.string(), 200)));
+    }
+    if (ec) {
+      throw pev::error(fmt::format("'{}' is a symbolic link that cannot be followed: {}",
+                                   dir.string(), ec.message()));
+    }
   }
   t.name = t.path.filename().string();
   if (t.name.empty() || t.name == "." || t.name == "..") {

@@ -189,6 +189,13 @@ std::optional<std::int64_t> as_integer(const json& v) {
 }
 
 json parse_json(const reader& in, std::string_view json_text_in) {
+  // transformers reads config.json as UTF-8 text and json.loads refuses a leading byte-order mark
+  // ("Unexpected UTF-8 BOM"), which nlohmann's parser would skip: refused the same way.
+  if (json_text_in.substr(0, 3) == "\xEF\xBB\xBF") {
+    in.fail(
+        "invalid JSON: the file starts with a UTF-8 byte-order mark (EF BB BF), which "
+        "transformers' json.loads refuses (\"Unexpected UTF-8 BOM\"): save it without one");
+  }
   bool python_constants = false;
   const std::string marked = mark_python_constants(json_text_in, python_constants);
   const std::string_view text = python_constants ? std::string_view(marked) : json_text_in;
