@@ -272,5 +272,47 @@ TEST(Hostile, AFullStdoutIsExitTwoForEveryCommandAndFormat) {
   EXPECT_EQ(run_pev({"reference", "--spec", kSpec, "--positions", "0:8"}).exit_code, 0);
 }
 
+// Issue 28: a plot gnuplot cannot draw never takes the verdict with it.
+TEST(Hostile, APlotGnuplotCannotDrawIsSkippedNotTheVerdict) {
+  const fs::path dir = test::temp_dir("hostile_gnuplot");
+  // A gnuplot that fails on every script, and a PATH with none.
+  write(dir / "failing" / "gnuplot", "#!/bin/sh\necho 'cannot draw this' >&2\nexit 1\n");
+  fs::permissions(dir / "failing" / "gnuplot", fs::perms::owner_all);
+  fs::create_directories(dir / "none");
+  const auto c = run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "0:64",
+                          "--format", "safetensors", "--out", (dir / "t.safetensors").string()});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  for (const auto& [path, reason] :
+       {std::pair<std::string, std::string>{(dir / "failing").string(),
+                                            "(exit status 1): cannot draw this"},
+        {(dir / "none").string(), "(exit status 127)"}}) {
+    scoped_env env("PATH", path.c_str());
+    const fs::path out = dir / ("cert_" + fs::path(path).filename().string());
+    const auto k =
+        run_pev({"certify", "--impl", (dir / "t.safetensors").string(), "--out", out.string()});
+    EXPECT_EQ(k.exit_code, 0) << k.err;
+    const auto j = nlohmann::json::parse(slurp(out / "certificate.json"));
+    EXPECT_EQ(j["certified"], true);
+    ASSERT_TRUE(j.contains("plots_skipped")) << path;
+    ASSERT_FALSE(j["plots_skipped"].empty());
+    const std::string file = j["plots_skipped"][0]["file"];
+    const std::string why = j["plots_skipped"][0]["reason"];
+    EXPECT_EQ(file.rfind("plots/", 0), 0u) << file;
+    EXPECT_NE(why.find("gnuplot failed on plots/"), std::string::npos) << why;
+    EXPECT_NE(why.find(reason), std::string::npos) << why;
+    const std::string html = slurp(out / "index.html");
+    EXPECT_NE(html.find("plot " + file + " not drawn: gnuplot failed on"), std::string::npos);
+    // `pev report` the same: exit 0, report.json lists them, the page says so.
+    const fs::path rep = dir / ("report_" + fs::path(path).filename().string());
+    const auto r = run_pev(
+        {"report", "--spec", "rope:head_dim=4", "--max-position", "64", "--out", rep.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto rj = nlohmann::json::parse(slurp(rep / "report.json"));
+    ASSERT_TRUE(rj.contains("plots_skipped"));
+    const std::string rfile = rj["plots_skipped"][0]["file"];
+    EXPECT_NE(slurp(rep / "index.html").find("plot " + rfile + " not drawn: "), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace pev
