@@ -314,5 +314,46 @@ TEST(Hostile, APlotGnuplotCannotDrawIsSkippedNotTheVerdict) {
   }
 }
 
+// Issue 28: the extremes certify end to end — position 2^63 − 1 (its octave once overflowed the
+// layout: exit 2 "beyond the check's layout"; 2^62's plot read a NaN octave end) and head_dim
+// 65536 (a heatmap wider than gnuplot's cairo image: exit 2 "gnuplot failed").
+TEST(Hostile, PositionTwoToTheSixtyThreeMinusOneAndHeadDim65536AreCertified) {
+  const fs::path dir = test::temp_dir("hostile_extremes");
+  write(dir / "far", "4611686018427387904\n9223372036854775806\n9223372036854775807\n");
+  write(dir / "few", "0\n1\n7\n1000\n");
+  struct extreme {
+    std::string spec, positions;
+    std::int64_t max;
+  };
+  for (const auto& e : {extreme{"rope:head_dim=128", "far", INT64_MAX},
+                        extreme{"rope:head_dim=65536", "few", 1000}}) {
+    const fs::path t = dir / (e.positions + ".safetensors");
+    const auto ref =
+        run_pev({"reference", "--spec", e.spec, "--positions-file", (dir / e.positions).string(),
+                 "--dtype", "fp32", "--format", "safetensors", "--out", t.string()});
+    ASSERT_EQ(ref.exit_code, 0) << ref.err;
+    const fs::path out = dir / ("cert_" + e.positions);
+    const auto k =
+        run_pev({"certify", "--spec", e.spec, "--impl", t.string(), "--out", out.string()});
+    EXPECT_EQ(k.exit_code, 0) << e.spec << ": " << k.err;
+    EXPECT_NE(k.out.find("CERTIFIED"), std::string::npos) << k.out;
+    const auto j = nlohmann::json::parse(slurp(out / "certificate.json"));
+    EXPECT_EQ(j["certified"], true);
+    EXPECT_EQ(j["grade"], "correctly-rounded");
+    EXPECT_EQ(j["positions"]["max"].get<std::int64_t>(), e.max);
+    for (const auto& c : j["checks"]) {
+      const auto& last = c["octaves"].back();
+      EXPECT_LE(last["lo"].get<std::int64_t>(), e.max);
+      EXPECT_GE(last["hi"].get<std::int64_t>(), e.max) << c["id"];
+    }
+    // A plot gnuplot cannot draw (the 32768 pairs' heatmap, for one) is listed and noted.
+    const std::string html = slurp(out / "index.html");
+    for (const auto& p : j.value("plots_skipped", nlohmann::json::array())) {
+      EXPECT_NE(html.find("plot " + p["file"].get<std::string>() + " not drawn: "),
+                std::string::npos);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pev
