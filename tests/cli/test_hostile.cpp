@@ -302,6 +302,8 @@ TEST(Hostile, APlotGnuplotCannotDrawIsSkippedNotTheVerdict) {
     EXPECT_NE(why.find(reason), std::string::npos) << why;
     const std::string html = slurp(out / "index.html");
     EXPECT_NE(html.find("plot " + file + " not drawn: gnuplot failed on"), std::string::npos);
+    EXPECT_NE(k.err.find("pev: warning: plot " + file + " not drawn: "), std::string::npos)
+        << k.err;
     // `pev report` the same: exit 0, report.json lists them, the page says so.
     const fs::path rep = dir / ("report_" + fs::path(path).filename().string());
     const auto r = run_pev(
@@ -311,6 +313,7 @@ TEST(Hostile, APlotGnuplotCannotDrawIsSkippedNotTheVerdict) {
     ASSERT_TRUE(rj.contains("plots_skipped"));
     const std::string rfile = rj["plots_skipped"][0]["file"];
     EXPECT_NE(slurp(rep / "index.html").find("plot " + rfile + " not drawn: "), std::string::npos);
+    EXPECT_NE(r.err.find("pev: warning: plot " + rfile + " not drawn: "), std::string::npos);
   }
 }
 
