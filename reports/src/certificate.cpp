@@ -619,6 +619,10 @@ std::string detail::certificate_html(const results& r,
        << (start == std::string::npos ? std::string() : svg.substr(start)) << "\n<figcaption>"
        << xml_escape(name) << "</figcaption></figure>\n";
   }
+  for (const auto& sp : r.plots_skipped) {
+    any = true;
+    os << "<p class=\"fail\">" << xml_escape(skipped_note(sp)) << "</p>\n";
+  }
   if (!any) os << "<p>No plots: no value with an error a log axis can show.</p>\n";
   // Provenance.
   const provenance& p = r.prov;

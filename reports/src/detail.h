@@ -170,6 +170,11 @@ std::string overview_script(const results& r);
 /// gnuplot script of a check's ρ heatmap over position octave × index, reading `dd`'s CSVs.
 std::string heatmap_script(const check& c, const std::string& dd);
 
+/// The page's note in place of a plot gnuplot could not draw: "plot X not drawn: <reason>".
+inline std::string skipped_note(const skipped_plot& p) {
+  return "plot " + p.file + " not drawn: " + p.reason;
+}
+
 // A certificate's own pages (certificate.cpp); the public writers (write.h) call them for results
 // with a certification block.
 std::string certificate_markdown(const results& r);

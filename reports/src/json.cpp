@@ -511,6 +511,12 @@ std::string to_json(const results& r) {
   }
   j["wavelengths"] = wl;
   j["notes"] = r.notes;
+  if (!r.plots_skipped.empty()) {
+    json skipped = json::array();
+    for (const auto& sp : r.plots_skipped)
+      skipped.push_back({{"file", sp.file}, {"reason", sp.reason}});
+    j["plots_skipped"] = skipped;
+  }
   if (r.certification) j = certification_fields(*r.certification, std::move(j));
   // Paths and messages come from outside (a file name need not be UTF-8): never a JSON exception.
   return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -624,6 +630,12 @@ results from_json(std::string_view text, const std::string& source) {
       r.wavelengths.push_back(std::move(w));
     }
     r.notes = j.at("notes").get<std::vector<std::string>>();
+    if (j.contains("plots_skipped")) {
+      for (const json& sp : j.at("plots_skipped")) {
+        r.plots_skipped.push_back(
+            {sp.at("file").get<std::string>(), sp.at("reason").get<std::string>()});
+      }
+    }
     if (certificate) r.certification = certification_from(j, source);
   } catch (const json::exception& e) {
     throw error(source + ": not a pev report: " + e.what());

@@ -143,7 +143,10 @@ std::string index_html(const results& r, const std::map<std::string, std::string
           "class=\"plots\">\n"
        << rest.str() << "</div>\n";
   }
-  if (svgs.empty()) os << "<p>No plots in this report.</p>\n";
+  for (const auto& sp : r.plots_skipped) {
+    os << "<p class=\"fail\">" << xml_escape(skipped_note(sp)) << "</p>\n";
+  }
+  if (svgs.empty() && r.plots_skipped.empty()) os << "<p>No plots in this report.</p>\n";
 
   os << "<h2 id=\"checks\">Checks</h2>\n<p class=\"lead\">Pass: max ρ ≤ 1, ρ = |computed − exact| "
         "/ B, B the strategy's analytic bound (accurate: 1 ulp of the output type). Abs errors in "

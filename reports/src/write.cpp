@@ -3,9 +3,11 @@
 #include "pev/report/write.h"
 
 #include <fmt/format.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -499,7 +501,9 @@ std::string shell_quote(const std::string& s) {
   return o + "'";
 }
 
-/// Runs gnuplot on `script` (a file) in `dir`, returning the SVG it prints.
+/// Runs gnuplot on `script` (a file, relative to `dir`) in `dir`, returning the SVG it prints.
+/// Throws pev::error naming the script (relative: the directory may be a staging one), gnuplot's
+/// exit status and its messages when it prints none.
 std::string run_gnuplot(const std::string& gnuplot, const std::filesystem::path& dir,
                         const std::string& script) {
   const std::string cmd =
@@ -516,11 +520,19 @@ std::string run_gnuplot(const std::string& gnuplot, const std::filesystem::path&
   if (rc != 0 || outp.find("<svg") == std::string::npos) {
     std::string msg;
     if (FILE* e = popen((cmd + " 2>&1 >/dev/null").c_str(), "r")) {
-      while ((n = std::fread(buf, 1, sizeof buf, e)) > 0) msg.append(buf, n);
+      while ((n = std::fread(buf, 1, sizeof buf, e)) > 0 && msg.size() < 4096) msg.append(buf, n);
       pclose(e);
     }
-    throw error("gnuplot failed on " + (dir / script).string() + " (exit status " +
-                std::to_string(rc) + "): " + msg);
+    // The first lines of its messages are enough to tell why (a missing gnuplot: the shell's
+    // "not found", exit status 127).
+    if (msg.size() > 400) msg = msg.substr(0, 400) + " …";
+    while (!msg.empty() && std::isspace(static_cast<unsigned char>(msg.back()))) msg.pop_back();
+    const std::string status =
+        rc == -1 ? "not run"
+                 : (WIFEXITED(rc) ? "exit status " + std::to_string(WEXITSTATUS(rc))
+                                  : "wait status " + std::to_string(rc));
+    throw error("gnuplot failed on " + script + " (" + status + ")" +
+                (msg.empty() ? std::string() : ": " + msg));
   }
   return outp;
 }
@@ -540,23 +552,26 @@ bool render_all(const std::string& gnuplot, const std::filesystem::path& dir,
 
 std::string file_stem(const std::string& name) { return slug(name); }
 
-void write_report(const results& r, const std::filesystem::path& dir, const write_options& o) {
-  io::write_directory_atomic(
-      dir, [&](const std::filesystem::path& staging) { write_report_files(r, staging, o); });
+std::vector<skipped_plot> write_report(const results& r, const std::filesystem::path& dir,
+                                       const write_options& o) {
+  std::vector<skipped_plot> skipped;
+  io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
+    skipped = write_report_files(r, staging, o);
+  });
+  return skipped;
 }
 
-void write_report_files(const results& r, const std::filesystem::path& dir,
-                        const write_options& o) {
+std::vector<skipped_plot> write_report_files(const results& r, const std::filesystem::path& dir,
+                                             const write_options& o) {
   std::error_code ec;
   std::filesystem::create_directories(dir / "data", ec);
   if (!ec) std::filesystem::create_directories(dir / "plots", ec);
   if (ec) throw error(dir.string() + ": cannot create the report directory: " + ec.message());
-  // A certificate's JSON is certificate.json (the same writer, with its certification block).
-  io::write_file_atomic(dir / (r.certification ? "certificate.json" : "report.json"), to_json(r));
-  io::write_file_atomic(dir / "summary.md", summary_markdown(r));
-  io::write_file_atomic(dir / "junit.xml", junit_xml(r));
   for (const auto& [name, text] : csv_files(r)) io::write_file_atomic(dir / "data" / name, text);
+  // The plots first: one gnuplot cannot draw is skipped, and the JSON and the page say so
+  // (results::plots_skipped) — a plot never decides a verdict nor loses one.
   std::map<std::string, std::string> svgs;
+  std::vector<skipped_plot> skipped;
   if (!o.gnuplot.empty()) {
     const auto scripts = plot_scripts(r, "data");
     // The scripts are kept next to their plots, so a reader can re-render one: `gnuplot
@@ -581,16 +596,36 @@ void write_report_files(const results& r, const std::filesystem::path& dir,
       }
     }
     if (svgs.size() != scripts.size()) {
-      // A failure: each script on its own, so that the error names the one that fails.
+      // A failure: each script on its own, so that the note names the one that fails and the
+      // others are drawn.
       svgs.clear();
       for (const auto& [name, script] : scripts) {
         const std::string gp = "plots/" + name.substr(0, name.size() - 4) + ".gp";
-        svgs[name] = run_gnuplot(o.gnuplot, dir, gp);
+        std::error_code rm;
+        std::filesystem::remove(dir / "plots" / name, rm);  // a partial SVG of the joint run
+        try {
+          svgs[name] = run_gnuplot(o.gnuplot, dir, gp);
+        } catch (const error& e) {
+          skipped.push_back({"plots/" + name, e.what()});
+          continue;
+        }
         io::write_file_atomic(dir / "plots" / name, svgs[name]);
       }
     }
   }
-  io::write_file_atomic(dir / "index.html", index_html(r, svgs));
+  results with_skipped;
+  const results* w = &r;
+  if (skipped != r.plots_skipped) {
+    with_skipped = r;
+    with_skipped.plots_skipped = skipped;
+    w = &with_skipped;
+  }
+  // A certificate's JSON is certificate.json (the same writer, with its certification block).
+  io::write_file_atomic(dir / (r.certification ? "certificate.json" : "report.json"), to_json(*w));
+  io::write_file_atomic(dir / "summary.md", summary_markdown(*w));
+  io::write_file_atomic(dir / "junit.xml", junit_xml(*w));
+  io::write_file_atomic(dir / "index.html", index_html(*w, svgs));
+  return skipped;
 }
 
 }  // namespace pev::report

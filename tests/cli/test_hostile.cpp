@@ -351,5 +351,91 @@ TEST(Hostile, ADanglingOutLinkOrAnInvalidManifestIsNamedAndKept) {
   EXPECT_EQ(slurp(owned / "report.json"), "{}");
 }
 
+// Issue 28: a plot gnuplot cannot draw never takes the verdict with it.
+TEST(Hostile, APlotGnuplotCannotDrawIsSkippedNotTheVerdict) {
+  const fs::path dir = test::temp_dir("hostile_gnuplot");
+  // A gnuplot that fails on every script, and a PATH with none.
+  write(dir / "failing" / "gnuplot", "#!/bin/sh\necho 'cannot draw this' >&2\nexit 1\n");
+  fs::permissions(dir / "failing" / "gnuplot", fs::perms::owner_all);
+  fs::create_directories(dir / "none");
+  const auto c = run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "0:64",
+                          "--format", "safetensors", "--out", (dir / "t.safetensors").string()});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  for (const auto& [path, reason] :
+       {std::pair<std::string, std::string>{(dir / "failing").string(),
+                                            "(exit status 1): cannot draw this"},
+        {(dir / "none").string(), "(exit status 127)"}}) {
+    scoped_env env("PATH", path.c_str());
+    const fs::path out = dir / ("cert_" + fs::path(path).filename().string());
+    const auto k =
+        run_pev({"certify", "--impl", (dir / "t.safetensors").string(), "--out", out.string()});
+    EXPECT_EQ(k.exit_code, 0) << k.err;
+    const auto j = nlohmann::json::parse(slurp(out / "certificate.json"));
+    EXPECT_EQ(j["certified"], true);
+    ASSERT_TRUE(j.contains("plots_skipped")) << path;
+    ASSERT_FALSE(j["plots_skipped"].empty());
+    const std::string file = j["plots_skipped"][0]["file"];
+    const std::string why = j["plots_skipped"][0]["reason"];
+    EXPECT_EQ(file.rfind("plots/", 0), 0u) << file;
+    EXPECT_NE(why.find("gnuplot failed on plots/"), std::string::npos) << why;
+    EXPECT_NE(why.find(reason), std::string::npos) << why;
+    const std::string html = slurp(out / "index.html");
+    EXPECT_NE(html.find("plot " + file + " not drawn: gnuplot failed on"), std::string::npos);
+    EXPECT_NE(k.err.find("pev: warning: plot " + file + " not drawn: "), std::string::npos)
+        << k.err;
+    // `pev report` the same: exit 0, report.json lists them, the page says so.
+    const fs::path rep = dir / ("report_" + fs::path(path).filename().string());
+    const auto r = run_pev(
+        {"report", "--spec", "rope:head_dim=4", "--max-position", "64", "--out", rep.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto rj = nlohmann::json::parse(slurp(rep / "report.json"));
+    ASSERT_TRUE(rj.contains("plots_skipped"));
+    const std::string rfile = rj["plots_skipped"][0]["file"];
+    EXPECT_NE(slurp(rep / "index.html").find("plot " + rfile + " not drawn: "), std::string::npos);
+    EXPECT_NE(r.err.find("pev: warning: plot " + rfile + " not drawn: "), std::string::npos);
+  }
+}
+
+// Issue 28: the extremes certify end to end — position 2^63 − 1 (its octave once overflowed the
+// layout: exit 2 "beyond the check's layout"; 2^62's plot read a NaN octave end) and head_dim
+// 65536 (a heatmap wider than gnuplot's cairo image: exit 2 "gnuplot failed").
+TEST(Hostile, PositionTwoToTheSixtyThreeMinusOneAndHeadDim65536AreCertified) {
+  const fs::path dir = test::temp_dir("hostile_extremes");
+  write(dir / "far", "4611686018427387904\n9223372036854775806\n9223372036854775807\n");
+  write(dir / "few", "0\n1\n7\n1000\n");
+  struct extreme {
+    std::string spec, positions;
+    std::int64_t max;
+  };
+  for (const auto& e : {extreme{"rope:head_dim=128", "far", INT64_MAX},
+                        extreme{"rope:head_dim=65536", "few", 1000}}) {
+    const fs::path t = dir / (e.positions + ".safetensors");
+    const auto ref =
+        run_pev({"reference", "--spec", e.spec, "--positions-file", (dir / e.positions).string(),
+                 "--dtype", "fp32", "--format", "safetensors", "--out", t.string()});
+    ASSERT_EQ(ref.exit_code, 0) << ref.err;
+    const fs::path out = dir / ("cert_" + e.positions);
+    const auto k =
+        run_pev({"certify", "--spec", e.spec, "--impl", t.string(), "--out", out.string()});
+    EXPECT_EQ(k.exit_code, 0) << e.spec << ": " << k.err;
+    EXPECT_NE(k.out.find("CERTIFIED"), std::string::npos) << k.out;
+    const auto j = nlohmann::json::parse(slurp(out / "certificate.json"));
+    EXPECT_EQ(j["certified"], true);
+    EXPECT_EQ(j["grade"], "correctly-rounded");
+    EXPECT_EQ(j["positions"]["max"].get<std::int64_t>(), e.max);
+    for (const auto& c : j["checks"]) {
+      const auto& last = c["octaves"].back();
+      EXPECT_LE(last["lo"].get<std::int64_t>(), e.max);
+      EXPECT_GE(last["hi"].get<std::int64_t>(), e.max) << c["id"];
+    }
+    // A plot gnuplot cannot draw (the 32768 pairs' heatmap, for one) is listed and noted.
+    const std::string html = slurp(out / "index.html");
+    for (const auto& p : j.value("plots_skipped", nlohmann::json::array())) {
+      EXPECT_NE(html.find("plot " + p["file"].get<std::string>() + " not drawn: "),
+                std::string::npos);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pev

@@ -309,12 +309,25 @@ TEST(ReportCertificate, PagesOfItsOwn) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(ReportWrite, GnuplotFailureIsAnError) {
+TEST(ReportWrite, APlotGnuplotCannotDrawIsSkippedWithANote) {
+  // A missing gnuplot: every plot skipped, named with the reason in report.json and on the page;
+  // the report itself written whole.
   const auto dir = std::filesystem::temp_directory_path() /
                    ("pev_test_report_nognuplot_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
-  EXPECT_THROW(report::write_report(test::synthetic_results(), dir, {"/nonexistent/gnuplot"}),
-               error);
+  const auto skipped =
+      report::write_report(test::synthetic_results(), dir, {"/nonexistent/gnuplot"});
+  ASSERT_FALSE(skipped.empty());
+  EXPECT_EQ(skipped.front().file.rfind("plots/", 0), 0u);
+  EXPECT_NE(skipped.front().reason.find("gnuplot failed on plots/"), std::string::npos);
+  EXPECT_NE(skipped.front().reason.find("exit status 127"), std::string::npos);
+  const auto back = report::from_json(io::read_file(dir / "report.json"), "report.json");
+  EXPECT_EQ(back.plots_skipped, skipped);
+  const std::string html = io::read_file(dir / "index.html");
+  EXPECT_NE(html.find("plot " + skipped.front().file + " not drawn: gnuplot failed"),
+            std::string::npos);
+  EXPECT_EQ(html.find("No plots in this report"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / skipped.front().file));
   std::filesystem::remove_all(dir);
 }
 

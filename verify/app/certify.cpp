@@ -18,9 +18,17 @@ void set_certify_options(certify::options& o, const std::string& reference, cons
   o.max_trig_ulp = max_trig_ulp;
 }
 
-void write_certificate(const certify::certificate& c, const std::filesystem::path& dir) {
-  io::write_directory_atomic(
-      dir, [&](const std::filesystem::path& staging) { report::write_report_files(c, staging); });
+std::vector<report::skipped_plot> write_certificate(const certify::certificate& c,
+                                                    const std::filesystem::path& dir) {
+  std::vector<report::skipped_plot> skipped;
+  io::write_directory_atomic(dir, [&](const std::filesystem::path& staging) {
+    skipped = report::write_report_files(c, staging);
+  });
+  return skipped;
+}
+
+void warn_skipped_plots(const std::vector<report::skipped_plot>& skipped) {
+  for (const auto& p : skipped) warn_to_stderr("plot " + p.file + " not drawn: " + p.reason);
 }
 
 }  // namespace pev::app

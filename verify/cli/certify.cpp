@@ -313,7 +313,7 @@ command add_certify(CLI::App& app) {
             const auto publish = [&dir, &used](certify::certificate c) {
               auto& in = c.certification->inputs;
               in.insert(in.end(), used.begin(), used.end());
-              app::write_certificate(c, dir);
+              app::warn_skipped_plots(app::write_certificate(c, dir));
               // The summary quotes names and messages of the implementation: escaped.
               std::cout << escaped(certify::to_text(c), {.keep_newlines = true})
                         << "certificate: " << (dir / "certificate.json").string()

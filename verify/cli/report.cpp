@@ -90,7 +90,7 @@ void check_name(const std::string& name) {
 
 /// Writes the report and prints where it is; the exit code of the checks.
 int finish(const report::results& r, const std::string& out) {
-  report::write_report(r, out);
+  app::warn_skipped_plots(report::write_report(r, out));
   std::size_t failed = 0;
   for (const auto& c : r.checks) failed += c.pass ? 0 : 1;
   std::printf(
@@ -339,7 +339,7 @@ command add_merge(CLI::App& app) {
                   "(certificate.json), not both");
             }
             const certify::certificate c = certify::merge_shards(std::move(shards));
-            app::write_certificate(c, st->out);
+            app::warn_skipped_plots(app::write_certificate(c, st->out));
             std::cout << escaped(certify::to_text(c), {.keep_newlines = true}) << "certificate: "
                       << (std::filesystem::path(st->out) / "certificate.json").string()
                       << " (its page index.html, summary.md, junit.xml beside it)\n"

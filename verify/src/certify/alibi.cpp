@@ -72,7 +72,7 @@ void alibi_checks(const spec::alibi& s, context& k, const io::array* slopes_t,
   if (bias_t) {
     std::int64_t top = 0;
     for (std::int64_t q : qs) top = std::max(top, q);
-    compare::figures f(figure_options(k.o, top + 1, H, false, &k.mismatches));
+    compare::figures f(figure_options(k.o, layout_end(top), H, false, &k.mismatches));
     std::size_t e = 0;
     for (std::int64_t h = 0; h < H; ++h) {
       for (std::int64_t qi : qs) {

@@ -140,6 +140,9 @@ grade claim_grade(std::string_view recipe);
 /// false: the ggml form), else drift-free; the gate too for a claimed recipe the check has no
 /// bound of.
 std::string held_bound(const options& o, bool ggml, bool hf = true);
+/// The end (excluded) of the octave layout of positions up to `top` (included): top + 1, or
+/// INT64_MAX for position 2^63 − 1 (its octave, the last, then ends at INT64_MAX).
+inline std::int64_t layout_end(std::int64_t top) { return top == INT64_MAX ? top : top + 1; }
 /// Options of a certified check's figures: ρ per bound and on the ladder, worst case by ulp
 /// error, zero floor; the gate (max ρ) and the mismatches (into `mismatches`) against
 /// held_bound(o, ggml, hf).

@@ -250,7 +250,7 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
                   const table_source& t, const std::vector<std::int64_t>& pos,
                   std::optional<std::int64_t> seq, table_fit& fit) {
   const bool hf = ref.spec().type != spec::rope_type::ggml;
-  const auto opts = figure_options(k.o, max_of(pos) + 1, t.width, true, &k.mismatches, hf);
+  const auto opts = figure_options(k.o, layout_end(max_of(pos)), t.width, true, &k.mismatches, hf);
   compare::figures cos(opts), sin(opts);
   // MRoPE rows hold [S, rows] positions (docs/encodings.md §4.6): each chunk takes its rows of
   // every stream.
@@ -401,7 +401,8 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   const auto Du = static_cast<std::size_t>(D), H = static_cast<std::size_t>(q.heads);
   const std::string name = q.name + "_out";
   const bool hf = ref.spec().type != spec::rope_type::ggml;
-  const auto opts = figure_options(k.o, max_of(pos) + 1, q.heads * D, true, &k.mismatches, hf);
+  const auto opts =
+      figure_options(k.o, layout_end(max_of(pos)), q.heads * D, true, &k.mismatches, hf);
   compare::figures f(opts);
   const std::vector<std::int64_t> dim_pair = spec::dim_pairs(ref.spec());
   const std::vector<std::int64_t>& map = ref.stream_of_pair();

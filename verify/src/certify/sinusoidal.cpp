@@ -29,8 +29,8 @@ void pe_check(const spec::sinusoidal& s, context& k, const io::array& a, const s
   const metric::libm& lib = *k.o.libm;
   const impl::sinusoidal_contract hf(s, strategy::hf, lib), v16(s, strategy::table_fp16, lib),
       vbf(s, strategy::table_bf16, lib);
-  compare::figures f(figure_options(k.o, *std::max_element(pos.begin(), pos.end()) + 1, s.d_model,
-                                    false, &k.mismatches));
+  compare::figures f(figure_options(k.o, layout_end(*std::max_element(pos.begin(), pos.end())),
+                                    s.d_model, false, &k.mismatches));
   // A value's bounds by name, of its position p, column c and exact magnitude ay: one ulp,
   // drift-free (2 ulps of 1, the largest magnitude), and the recipes' contracts.
   const double drift = 2 * metric::ulp_at(1.0, out);

@@ -51,7 +51,7 @@ void certify_t5(const spec::t5& s, context& k) {
   compare::figures::options fo;
   std::int64_t top = 0;  // the octaves of positive distances (negative ones: the first)
   for (std::int64_t r : dist) top = std::max(top, r);
-  fo.max_position = top == INT64_MAX ? top : top + 1;
+  fo.max_position = layout_end(top);
   fo.indices = std::max<std::int64_t>(1, static_cast<std::int64_t>(got.size()));
   fo.bounds = {"exact"};
   fo.worst = compare::worst_by::ulp_error;

@@ -121,7 +121,9 @@ figures::figures(options o) : o_(std::move(o)) {
   octaves_.resize(static_cast<std::size_t>(octave_count(o_.max_position)));
   for (std::size_t k = 0; k < octaves_.size(); ++k) {
     octaves_[k].lo = k == 0 ? 0 : std::int64_t{1} << k;
-    octaves_[k].hi = std::min(std::int64_t{1} << (k + 1), o_.max_position);
+    // The last octave of position 2^63 − 1 ends at the layout's end (2^63 is no int64).
+    octaves_[k].hi =
+        k + 1 >= 63 ? o_.max_position : std::min(std::int64_t{1} << (k + 1), o_.max_position);
     octaves_[k].rho_by_index.assign(static_cast<std::size_t>(o_.indices), 0.0);
   }
   max_rho_.assign(o_.bounds.size(), 0.0);

@@ -351,6 +351,14 @@ struct suite_spec {
   bool operator==(const suite_spec&) const = default;
 };
 
+/// A plot the writers could not draw (gnuplot missing or failing on its script): the report or
+/// certificate stands without it (docs/design.md §8.3).
+struct skipped_plot {
+  std::string file;    // the SVG's path in the output directory, e.g. "plots/heatmap_cos.svg"
+  std::string reason;  // why, e.g. "gnuplot failed (exit status 1): …"
+  bool operator==(const skipped_plot&) const = default;
+};
+
 /// Everything a report shows; with `certification`, a certificate.
 struct results {
   int schema_version = kSchemaVersion;
@@ -361,6 +369,9 @@ struct results {
   std::vector<wavelength_series> wavelengths;
   std::vector<std::string> notes;  // suite-level remarks (e.g. cells left out and why)
   std::optional<report::certification> certification;
+  /// Plots not drawn and why (set by the writers; the JSON's "plots_skipped", written only when
+  /// some are): never part of a verdict.
+  std::vector<skipped_plot> plots_skipped;
 
   bool all_pass() const {
     for (const auto& c : checks) {

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "pev/report/result.h"
 
@@ -54,13 +55,15 @@ struct write_options {
 
 /// Writes the whole report as `dir`, as one unit (io::write_directory_atomic: a run killed at any
 /// moment leaves the previous report or none, never a torn one; a non-empty `dir` that is not a
-/// previous report is refused). Throws pev::error naming the file on I/O failure or when gnuplot
-/// fails, leaving `dir` as it was.
-void write_report(const results& r, const std::filesystem::path& dir, const write_options& o = {});
+/// previous report is refused). Throws pev::error naming the file on I/O failure, leaving `dir` as
+/// it was. A plot gnuplot cannot draw (gnuplot missing, or failing on its script) is skipped: the
+/// page shows a note in its place and the JSON lists it (results::plots_skipped); returns them.
+std::vector<skipped_plot> write_report(const results& r, const std::filesystem::path& dir,
+                                       const write_options& o = {});
 
 /// Writes the report's files into the existing directory `dir`, one file at a time (for a caller
-/// that adds its own files to the same unit, inside io::write_directory_atomic).
-void write_report_files(const results& r, const std::filesystem::path& dir,
-                        const write_options& o = {});
+/// that adds its own files to the same unit, inside io::write_directory_atomic); the plots skipped.
+std::vector<skipped_plot> write_report_files(const results& r, const std::filesystem::path& dir,
+                                             const write_options& o = {});
 
 }  // namespace pev::report

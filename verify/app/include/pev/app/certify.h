@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pev/certify/certify.h"
+#include "pev/report/result.h"
 
 namespace pev::app {
 
@@ -16,8 +18,12 @@ void set_certify_options(certify::options& o, const std::string& reference, cons
                          std::optional<double> max_trig_ulp);
 
 /// Writes certificate.json and the report's other files (summary.md for a CI job summary,
-/// junit.xml, data/*.csv, index.html; no plots: a dump has no position sweep to draw) as `dir`,
-/// replacing it as one unit (io::write_directory_atomic).
-void write_certificate(const certify::certificate& c, const std::filesystem::path& dir);
+/// junit.xml, data/*.csv, index.html and plots/) as `dir`,
+/// replacing it as one unit (io::write_directory_atomic). Returns the plots gnuplot could not draw
+/// (listed in certificate.json and noted on the page; docs/design.md §8.3).
+std::vector<report::skipped_plot> write_certificate(const certify::certificate& c,
+                                                    const std::filesystem::path& dir);
+/// Warns on stderr of each plot not drawn: "plot X not drawn: REASON".
+void warn_skipped_plots(const std::vector<report::skipped_plot>& skipped);
 
 }  // namespace pev::app
