@@ -46,9 +46,11 @@ std::string temp_dir(const std::string& name) {
   return dir.string();
 }
 
-run_result run_pev(const std::vector<std::string>& args) {
-  const std::string dir = temp_dir("run");
-  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+namespace {
+
+// Runs PEV_BINARY with `args`, stdout to `out_path`, stderr to `err_path`; its exit code.
+int run_into(const std::vector<std::string>& args, const std::string& out_path,
+             const std::string& err_path) {
   const pid_t pid = fork();
   if (pid == 0) {
     const int o = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -68,9 +70,25 @@ run_result run_pev(const std::vector<std::string>& args) {
   }
   int status = 0;
   waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+run_result run_pev(const std::vector<std::string>& args) {
+  const std::string dir = temp_dir("run");
+  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
   run_result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.exit_code = run_into(args, out_path, err_path);
   r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  return r;
+}
+
+run_result run_pev_with_stdout(const std::vector<std::string>& args, const std::string& out) {
+  const std::string err_path = temp_dir("run_with_stdout") + "/stderr";
+  run_result r;
+  r.exit_code = run_into(args, out, err_path);
   r.err = slurp(err_path);
   return r;
 }

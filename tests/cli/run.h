@@ -15,6 +15,10 @@ struct run_result {
 /// Runs PEV_BINARY with `args` (no shell: arguments are passed as they are).
 run_result run_pev(const std::vector<std::string>& args);
 
+/// Runs PEV_BINARY with `args` and its stdout opened on `out` (e.g. /dev/full); `out` is not read
+/// back (run_result::out stays empty).
+run_result run_pev_with_stdout(const std::vector<std::string>& args, const std::string& out);
+
 /// Starts PEV_BINARY with `args` in the background, its output discarded; returns its pid (for
 /// tests that kill it).
 int spawn_pev(const std::vector<std::string>& args);

@@ -2,7 +2,6 @@
 // is left on disk after a refusal, plugins that end the process, signals, floods and races. Each
 // case asserts the exit code and the message, as the corpus does, and what must hold besides.
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -211,33 +210,6 @@ TEST(Hostile, TwoRunsWritingTheSameFreshOutBothSucceed) {
   }
 }
 
-// pev with its stdout on /dev/full (every write fails with ENOSPC, as on a full disk behind `>`):
-// its exit code and stderr.
-test::run_result run_into_dev_full(const std::vector<std::string>& args) {
-  const std::string err_path = test::temp_dir("dev-full") + "/stderr";
-  std::vector<std::string> all = {PEV_BINARY};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int full = open("/dev/full", O_WRONLY);
-    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (full < 0 || err < 0) _exit(127);
-    dup2(full, 1);
-    dup2(err, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  test::run_result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = slurp(err_path);
-  return r;
-}
-
 TEST(Hostile, AFullStdoutIsExitTwoForEveryCommandAndFormat) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   std::vector<std::vector<std::string>> cases = {
@@ -259,7 +231,7 @@ TEST(Hostile, AFullStdoutIsExitTwoForEveryCommandAndFormat) {
     std::string line;
     for (const auto& a : args) line += a + " ";
     SCOPED_TRACE(line);
-    const auto r = run_into_dev_full(args);
+    const auto r = test::run_pev_with_stdout(args, "/dev/full");
     EXPECT_EQ(r.exit_code, 2) << r.err;
     // Named: "standard output", or the `--out -` that stands for it (with its reason; standard
     // output's only when the failed write was the last, as errno is not kept by stdio).
@@ -267,8 +239,8 @@ TEST(Hostile, AFullStdoutIsExitTwoForEveryCommandAndFormat) {
                 r.err.find("cannot write '-': No space left on device") != std::string::npos)
         << r.err;
   }
-  // The same commands into a pipe that is read: exit 0 (the check is of the writes, not of the
-  // kind of file).
+  // The same command into a file that takes the writes: exit 0 (the check is of the writes, not of
+  // the kind of file).
   EXPECT_EQ(run_pev({"reference", "--spec", kSpec, "--positions", "0:8"}).exit_code, 0);
 }
 

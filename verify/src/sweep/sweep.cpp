@@ -130,10 +130,20 @@ struct cell {
   }
 };
 
+// The provenance count of a family whose reference counts its values and MPFR fallbacks (RoPE,
+// sinusoidal); ALiBi's and T5's references count nothing.
+struct counts_reference_stats {
+  template <class Reference>
+  static void count(const Reference& ref, report::provenance& p) {
+    p.reference_values += ref.stats().values;
+    p.reference_fallbacks += ref.stats().fallbacks;
+  }
+};
+
 // ---------------------------------------------------------------------------------------------
 // RoPE tables.
 
-struct rope_family {
+struct rope_family : counts_reference_stats {
   using spec_type = spec::rope;
   using reference = compare::rope_reference;
   /// m·cos and m·sin, [pos, pair], in every type.
@@ -197,16 +207,12 @@ struct rope_family {
       c.out->note = "stateful rope_type: frequencies for sequence length " + std::to_string(*seq);
     }
   }
-  static void count(const reference& ref, report::provenance& p) {
-    p.reference_values += ref.stats().values;
-    p.reference_fallbacks += ref.stats().fallbacks;
-  }
 };
 
 // ---------------------------------------------------------------------------------------------
 // Sinusoidal PE tables.
 
-struct pe_family {
+struct pe_family : counts_reference_stats {
   using spec_type = spec::sinusoidal;
   using reference = compare::sinusoidal_reference;
   using exact = rounded_values;  // [pos, column]
@@ -249,10 +255,6 @@ struct pe_family {
   }
 
   static void finish(cell<pe_family>&, reference&, const options&) {}
-  static void count(const reference& ref, report::provenance& p) {
-    p.reference_values += ref.stats().values;
-    p.reference_fallbacks += ref.stats().fallbacks;
-  }
 };
 
 // ---------------------------------------------------------------------------------------------
