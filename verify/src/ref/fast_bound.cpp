@@ -157,14 +157,14 @@ frequency prepare(mpfr_srcptr theta, double m_abs, unsigned work_bits) {
   }
   if (!mpfr_number_p(theta)) return f;  // mpfr_only
   {
-    mp a(mpfr_get_prec(theta));
+    mpfr_value a(mpfr_get_prec(theta));
     mpfr_abs(a.get(), theta, MPFR_RNDN);
     if (mpfr_cmp_d(a.get(), kMinMagnitude) < 0 || mpfr_cmp_d(a.get(), kMaxMagnitude) > 0) {
       return f;
     }
   }
   const mpfr_prec_t prec = mpfr_get_prec(theta) + 128;
-  mp q(prec), pi(prec);
+  mpfr_value q(prec), pi(prec);
   mpfr_const_pi(pi.get(), MPFR_RNDN);
   mpfr_mul_2ui(q.get(), theta, 1, MPFR_RNDN);  // exact
   mpfr_div(q.get(), q.get(), pi.get(), MPFR_RNDN);

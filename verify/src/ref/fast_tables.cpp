@@ -16,7 +16,7 @@ namespace pev::ref::fast_detail {
 // (underflow) or a part is not finite. Each subtraction r − RN(r) is exact at r's precision: RN(r)
 // is a multiple of r's last-bit weight and |r − RN(r)| < |r|.
 double split(mpfr_srcptr x, double* d, int n) {
-  mp r(mpfr_get_prec(x));
+  mpfr_value r(mpfr_get_prec(x));
   mpfr_set(r.get(), x, MPFR_RNDN);
   for (int j = 0; j < n; ++j) {
     d[j] = mpfr_get_d(r.get(), MPFR_RNDN);
@@ -33,7 +33,7 @@ constants make_constants() {
   constexpr mpfr_prec_t kPrec = 320;
   constexpr double kMpfrError = 0x1p-316;  // bound on the 320-bit evaluations below (|x| ≤ 2)
   constants c;
-  mp pi(kPrec), a(kPrec), v(kPrec);
+  mpfr_value pi(kPrec), a(kPrec), v(kPrec);
   mpfr_const_pi(pi.get(), MPFR_RNDN);
   auto need = [](double residual, double bound, const char* what) {
     if (!(residual + kMpfrError <= bound)) {

@@ -8,6 +8,7 @@
 #include <array>
 
 #include "fast_eft.h"
+#include "pev/core/mpfr_value.h"
 
 namespace pev::ref::fast_detail {
 
@@ -15,18 +16,6 @@ namespace pev::ref::fast_detail {
 constexpr int kTableBits = 9;
 constexpr int kN = 1 << kTableBits;
 constexpr int kHalfN = kN / 2;
-
-class mp {
- public:
-  explicit mp(mpfr_prec_t prec) { mpfr_init2(v_, prec); }
-  ~mp() { mpfr_clear(v_); }
-  mp(const mp&) = delete;
-  mp& operator=(const mp&) = delete;
-  mpfr_ptr get() { return v_; }
-
- private:
-  mpfr_t v_;
-};
 
 // Splits x into n doubles, each the nearest double to the remaining residual, and returns an
 // upper bound on |x − Σd| (the final residual, rounded up), or +Inf if a subtraction was inexact

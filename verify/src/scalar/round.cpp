@@ -5,21 +5,10 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "pev/core/mpfr_value.h"
+
 namespace pev {
 namespace {
-
-// An mpfr_t scratch value that is cleared on every path out of scope.
-class scratch {
- public:
-  explicit scratch(mpfr_prec_t prec) { mpfr_init2(v_, prec); }
-  ~scratch() { mpfr_clear(v_); }
-  scratch(const scratch&) = delete;
-  scratch& operator=(const scratch&) = delete;
-  mpfr_ptr get() { return v_; }
-
- private:
-  mpfr_t v_;
-};
 
 template <class T>
 T from_bits(typename scalar_traits<T>::bits_type b) {
@@ -80,7 +69,7 @@ T round_to(const real& x) {
 
   const mpfr_exp_t e = mpfr_get_exp(src);
   const mpfr_exp_t q = std::max<mpfr_exp_t>(e - tr::precision, tr::mpfr_emin - 1);
-  scratch t(std::max<mpfr_prec_t>(mpfr_get_prec(src), tr::precision + 1));
+  mpfr_value t(std::max<mpfr_prec_t>(mpfr_get_prec(src), tr::precision + 1));
   mpfr_mul_2si(t.get(), src, -q, MPFR_RNDN);  // exact
   mpfr_rint(t.get(), t.get(), MPFR_RNDN);     // nearest integer, ties to even
   // Anything below half the smallest subnormal went to zero; keep the sign of x (−tiny → −0).
