@@ -66,8 +66,14 @@ std::string verdict(const certification& c) {
 }
 
 std::string claim_text(const certification& c) {
-  if (!c.claimed_recipe) return "no claim (--recipe): the grade is reported";
-  return fmt::format("recipe {}: {}", *c.claimed_recipe, c.claim_holds ? "holds" : "does NOT hold");
+  std::string s = !c.claimed_recipe            ? "no claim (--recipe): the grade is reported"
+                  : c.claim_unchecked.empty() ? fmt::format("recipe {}: {}", *c.claimed_recipe,
+                                                            c.claim_holds ? "holds" : "does NOT hold")
+                                              : fmt::format("recipe {}", *c.claimed_recipe);
+  if (!c.claim_unchecked.empty()) {
+    s += "; a claim NOT CHECKED, so it does not hold: " + c.claim_unchecked;
+  }
+  return s;
 }
 
 std::string held_text(const certification& c) {
@@ -78,19 +84,20 @@ std::string held_text(const certification& c) {
 /// ρ of the bound a check is held to: the certificate's, else hf (a check without the claimed
 /// recipe's pipeline, e.g. inv_freq under a ggml claim), else ggml (the ggml form), marked so.
 std::string held_rho(const certification& c, const check& k) {
-  if (const auto it = k.recipe_rho.find(c.held_to); it != k.recipe_rho.end()) {
+  if (const auto it = k.ladder_rho.find(c.held_to); it != k.ladder_rho.end()) {
     return figure(it->second);
   }
   for (const char* b : {"hf", "ggml"}) {
-    if (const auto it = k.recipe_rho.find(b); it != k.recipe_rho.end()) {
+    if (const auto it = k.ladder_rho.find(b); it != k.ladder_rho.end()) {
       return figure(it->second) + " (" + b + ")";
     }
   }
   return "-";
 }
 
-/// One recipe cell: its own ρ, and whether the check holds on that rung (ladder ρ ≤ 1, no bound up
-/// to it vacuous); empty when the check has no such bound.
+/// One recipe cell: the ρ that decides the rung (its ladder ρ: against B_k, or the replay's), and
+/// whether the check holds on that rung (report::rungs_holding); empty when the check has no such
+/// bound.
 struct rung_cell {
   bool present = false;
   std::string rho;
@@ -99,14 +106,15 @@ struct rung_cell {
 };
 std::vector<rung_cell> rung_cells(const check& k) {
   std::vector<rung_cell> v;
+  const std::vector<std::string> names(std::begin(kRecipes), std::end(kRecipes));
+  const std::vector<bool> holds = rungs_holding(k, names);
   bool vacuous = false;
-  for (const char* name : kRecipes) {
+  for (std::size_t j = 0; j < names.size(); ++j) {
     rung_cell cell;
-    const auto own = k.recipe_rho.find(name);
-    const auto lad = k.ladder_rho.find(name);
-    if (own != k.recipe_rho.end() && lad != k.ladder_rho.end()) {
-      vacuous = vacuous || k.vacuous.count(name) > 0;
-      cell = {true, figure(own->second), !vacuous && lad->second <= 1, vacuous};
+    const auto lad = k.ladder_rho.find(names[j]);
+    vacuous = vacuous || k.vacuous.count(names[j]) > 0;
+    if (k.recipe_rho.count(names[j]) > 0 && lad != k.ladder_rho.end()) {
+      cell = {true, figure(lad->second), holds[j], vacuous && !holds[j] && lad->second <= 1};
     }
     v.push_back(cell);
   }
@@ -143,6 +151,12 @@ std::string library_text(const library_figures& lib) {
         *lib.trig_ulp, lib.trig_abs.value_or(0), lib.trig_class, lib.angles,
         lib.pow_ulp ? fmt::format(", pow {:.3g} ulp", *lib.pow_ulp) : "",
         lib.measured_on.empty() ? "" : " on " + lib.measured_on, lib.assumed);
+  }
+  if (lib.trig_ulp_at_least) {
+    return fmt::format(
+        "trig at least {:.3g} ulp ({:.3g} absolute) around the hf recipe's replayed angles: {}; "
+        "bounds assume {}",
+        *lib.trig_ulp_at_least, lib.trig_abs_at_least.value_or(0), lib.trig_class, lib.assumed);
   }
   return fmt::format("bounds assume {}{}", lib.assumed,
                      lib.note.empty() ? "" : "; not measured: " + lib.note);
@@ -236,7 +250,9 @@ std::string certificate_text(const results& r) {
                      *lib.trig_ulp, *lib.max_trig_ulp);
   }
   s += fmt::format("grade     {}\n", to_string(c.result));
-  if (c.claimed_recipe) s += fmt::format("claim     {}\n", claim_text(c));
+  if (c.claimed_recipe || !c.claim_unchecked.empty()) {
+    s += fmt::format("claim     {}\n", claim_text(c));
+  }
   if (c.why) {
     s += fmt::format("diagnosis max rho against the exact value ({} bounds): {}\n", c.held_to,
                      figure(c.why->max_rho_without));

@@ -139,6 +139,8 @@ json certification_fields(const certification& c, json j) {
                     {"exhaustive", c.exhaustive}};
   j["claimed_recipe"] = c.claimed_recipe ? json(*c.claimed_recipe) : json(nullptr);
   j["claim_holds"] = c.claim_holds;
+  j["libm_claimed"] = c.libm_claimed;
+  j["claim_unchecked"] = c.claim_unchecked.empty() ? json(nullptr) : json(c.claim_unchecked);
   j["live"] = c.live;
   j["grade"] = to_string(c.result);
   j["certified"] = c.exit_code() == 0;
@@ -148,7 +150,10 @@ json certification_fields(const certification& c, json j) {
                   {"trig_ulp", opt(lib.trig_ulp)}, {"trig_abs", opt(lib.trig_abs)},
                   {"pow_ulp", opt(lib.pow_ulp)},   {"trig_class", lib.trig_class},
                   {"angles", lib.angles},          {"note", lib.note},
-                  {"measured_on", lib.measured_on}};
+                  {"measured_on", lib.measured_on},
+                  {"trig_ulp_at_least", opt(lib.trig_ulp_at_least)},
+                  {"trig_abs_at_least", opt(lib.trig_abs_at_least)},
+                  {"trig_slope_at_least", opt(lib.trig_slope_at_least)}};
   j["diagnosis"] = nullptr;
   if (c.why) {
     json first = json::array();
@@ -211,6 +216,22 @@ void certificate_check_fields(const check& c, json& j) {
     j["replay"] = c.replay;
   }
   j["worst"]["ulp_error"] = num(c.worst.ulp_error);
+  if (c.replayed) {
+    const check::recipe_replay& r = *c.replayed;
+    json rr = json::object();
+    for (const auto& [name, v] : r.rho) rr[name] = num(v);
+    json nf = json::object();
+    for (const auto& [name, v] : r.not_followed) nf[name] = v;
+    j["recipe_replay"] = {{"rho", rr},
+                          {"not_followed", nf},
+                          {"ggml_angles", r.ggml_angles},
+                          {"frequencies", r.frequencies},
+                          {"octave_bound", nums(r.octave_bound)},
+                          {"octave_rho", nums(r.octave_rho)},
+                          {"trig_at_least", num(r.trig_at_least)},
+                          {"trig_at_least_ulp", num(r.trig_at_least_ulp)},
+                          {"trig_slope_at_least", num(r.trig_slope_at_least)}};
+  }
   if (c.state) j["figures_state"] = state_json(*c.state);
 }
 
@@ -316,6 +337,22 @@ void certificate_check_from(const nlohmann::json& c, check& k, const std::string
     k.replay = c.at("replay").get<std::string>();
   }
   k.worst.ulp_error = to_num(c.at("worst").at("ulp_error"));
+  if (c.contains("recipe_replay")) {
+    const nlohmann::json& rr = c.at("recipe_replay");
+    check::recipe_replay r;
+    for (const auto& [name, v] : rr.at("rho").items()) r.rho[name] = to_num(v);
+    for (const auto& [name, v] : rr.at("not_followed").items()) {
+      r.not_followed[name] = v.get<std::string>();
+    }
+    r.ggml_angles = rr.at("ggml_angles").get<bool>();
+    r.frequencies = rr.at("frequencies").get<std::string>();
+    r.octave_bound = to_nums(rr.at("octave_bound"));
+    r.octave_rho = to_nums(rr.at("octave_rho"));
+    r.trig_at_least = to_num(rr.at("trig_at_least"));
+    r.trig_at_least_ulp = to_num(rr.at("trig_at_least_ulp"));
+    r.trig_slope_at_least = to_num(rr.at("trig_slope_at_least"));
+    k.replayed = r;
+  }
   if (c.contains("figures_state")) k.state = state_from(c.at("figures_state"));
 }
 
@@ -360,6 +397,10 @@ certification certification_from(const nlohmann::json& j, const std::string& sou
   if (!j.at("claimed_recipe").is_null())
     c.claimed_recipe = j.at("claimed_recipe").get<std::string>();
   c.claim_holds = j.at("claim_holds").get<bool>();
+  c.libm_claimed = j.value("libm_claimed", false);
+  if (j.contains("claim_unchecked") && !j.at("claim_unchecked").is_null()) {
+    c.claim_unchecked = j.at("claim_unchecked").get<std::string>();
+  }
   c.live = j.at("live").get<bool>();
   c.result = grade_from(j.at("grade").get<std::string>(), source);
   const auto& lib = j.at("library");
@@ -372,6 +413,11 @@ certification certification_from(const nlohmann::json& j, const std::string& sou
   c.library.angles = lib.at("angles").get<std::string>();
   c.library.note = lib.at("note").get<std::string>();
   c.library.measured_on = lib.value("measured_on", std::string());
+  for (const auto& [name, v] : {std::pair{"trig_ulp_at_least", &c.library.trig_ulp_at_least},
+                                std::pair{"trig_abs_at_least", &c.library.trig_abs_at_least},
+                                std::pair{"trig_slope_at_least", &c.library.trig_slope_at_least}}) {
+    if (lib.contains(name)) *v = opt_num(lib.at(name));
+  }
   if (!j.at("diagnosis").is_null()) {
     const auto& d = j.at("diagnosis");
     diagnosis& why = c.why.emplace();

@@ -25,6 +25,18 @@ const char* to_string(grade g) { return kGrades.name(g); }
 
 std::optional<grade> parse_grade(std::string_view name) { return kGrades.find(name); }
 
+std::vector<bool> rungs_holding(const check& c, const std::vector<std::string>& rungs) {
+  std::vector<bool> holds;
+  bool vacuous = false;
+  for (const std::string& name : rungs) {
+    vacuous = vacuous || c.vacuous.count(name) > 0;
+    const auto it = c.ladder_rho.find(name);
+    const bool in_bound = it != c.ladder_rho.end() && it->second <= 1.0;
+    holds.push_back(in_bound && (c.replayed.has_value() || !vacuous));
+  }
+  return holds;
+}
+
 provenance this_build() {
   provenance p;
   p.pev_version = version();

@@ -12,10 +12,11 @@ enum class reference_kind { fast, mpfr };
 constexpr name_table<reference_kind, 2> kReferences({{{reference_kind::fast, "fast"},
                                                       {reference_kind::mpfr, "mpfr"}}});
 
-constexpr name_table<const metric::libm*, 4> kLibms({{{&metric::kAnyConforming, "any"},
+constexpr name_table<const metric::libm*, 5> kLibms({{{&metric::kAnyConforming, "any"},
                                                       {&metric::kOneUlp, "one-ulp"},
                                                       {&metric::kGlibc, "glibc"},
-                                                      {&metric::kCorrectlyRounded, "cr"}}});
+                                                      {&metric::kCorrectlyRounded, "cr"},
+                                                      {&metric::kFastMath, "fast-math"}}});
 
 }  // namespace
 

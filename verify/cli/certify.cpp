@@ -174,11 +174,15 @@ command add_certify(CLI::App& app) {
   cmd->add_option("--libm", st->libm,
                   "The math library class the recipe bounds assume: any (default: any conforming "
                   "library, as CUDA's libdevice: sin/cos 2 ulp, pow 4), one-ulp (glibc, SLEEF, "
-                  "PyTorch CPU), glibc (pev's own kernels), cr (correctly rounded)")
+                  "PyTorch CPU), glibc (pev's own kernels), cr (correctly rounded), or fast-math "
+                  "(__sinf/__cosf, -use_fast_math: error 1.6e-7·|angle| + 2^-21.19; only when "
+                  "asked, and only for RoPE tables, whose angles pev replays). A claim whose "
+                  "library pev cannot measure (a 16-bit table, q/k) is not certified")
       ->capture_default_str();
   cmd->add_option("--max-trig-ulp", st->max_trig_ulp,
                   "Tighten the claim: the trig error measured against the recipe's own angles "
-                  "(fp32 tables) must not exceed this many ulps");
+                  "must not exceed this many ulps; where pev cannot measure it (16-bit tables "
+                  "leave only a lower bound, q/k none) the claim is not certified (exit 1)");
   cmd->add_option("--threads", st->threads,
                   "Worker threads (oneTBB) comparing a dump's table rows and rotated q/k tokens, "
                   "at most 1024; 0 = all cores. The certificate is the same for any number. The "

@@ -49,7 +49,7 @@ void alibi_checks(const spec::alibi& s, context& k, const io::array* slopes_t,
                   const io::array* bias_t, const std::vector<std::int64_t>& qs,
                   const std::vector<std::int64_t>& ks) {
   const compare::alibi_reference ref(s);
-  const metric::libm& lib = *k.o.libm;
+  const metric::libm& lib = contract_libm(k.o);
   const impl::alibi_contract hf(s, kernel::strategy::hf, lib),
       v16(s, kernel::strategy::table_fp16, lib), vbf(s, kernel::strategy::table_bf16, lib);
   const alibi_bounds bounds = alibi_bounds_of<T>(hf, v16, vbf);

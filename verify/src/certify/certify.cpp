@@ -85,6 +85,7 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
   z.claimed_recipe = o.recipe;
   z.explain_threshold = kExplainRho;
   z.library.assumed = o.libm->name;
+  z.libm_claimed = o.libm != &metric::kAnyConforming;
   z.library.max_trig_ulp = o.max_trig_ulp;
   detail::context k{e, d, o, cert, {}};
   if (const auto* s = std::get_if<spec::rope>(&e)) {

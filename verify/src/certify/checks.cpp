@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "detail.h"
+#include "replay.h"
 #include "pev/core/error.h"
 
 namespace pev::certify::detail {
@@ -26,14 +27,11 @@ constexpr rung kLadder[] = {
     {"vllm-fp16", grade::recipe_vllm}, {"vllm-bf16", grade::recipe_vllm},
 };
 
-/// Whether a rung holds for a check: its ladder ρ ≤ 1 and no bound up to it vacuous.
-bool rung_holds(const check& c, std::size_t k) {
-  const auto it = c.ladder_rho.find(kLadder[k].bound);
-  if (it == c.ladder_rho.end() || !(it->second <= 1.0)) return false;
-  for (std::size_t j = 0; j <= k; ++j) {
-    if (c.vacuous.count(kLadder[j].bound)) return false;
-  }
-  return true;
+/// The names of the ladder's rungs, tightest first.
+std::vector<std::string> ladder_names() {
+  std::vector<std::string> v;
+  for (const rung& r : kLadder) v.push_back(r.bound);
+  return v;
 }
 
 }  // namespace
@@ -108,17 +106,7 @@ check make_check(const std::string& name, const std::string& source, dtype t,
       bound_names(c.recipe_rho.count("ggml") > 0, c.recipe_rho.count("hf") > 0);
   const auto drift = std::find(names.begin(), names.end(), "drift-free") - names.begin();
   c.drift_free_bound = f.max_bound(static_cast<std::size_t>(drift));
-  c.best = grade_of(c);
-  // The bound of figure_options' gate (the check has a ρ for every bound it was held to).
-  std::string held = held_bound(o, c.recipe_rho.count("ggml") > 0, c.recipe_rho.count("hf") > 0);
-  if (c.recipe_rho.count(held) == 0) {
-    held = c.recipe_rho.count("hf") > 0     ? "hf"
-           : c.recipe_rho.count("ggml") > 0 ? "ggml"
-                                            : "drift-free";
-  }
-  c.bound_name = held + (held == "drift-free" ? " bound" : " recipe bound") + " (rho); grade " +
-                 std::string(to_string(*c.best));
-  c.pass = *c.best != grade::not_certified;
+  settle(c, o);
   if (o.shard_count > 1) {
     // A shard's figures for `pev merge`, with the worst value as reported (its exact value
     // recomputed when worst_exact is given).
@@ -128,11 +116,31 @@ check make_check(const std::string& name, const std::string& source, dtype t,
   return c;
 }
 
+void settle(check& c, const options& o) {
+  // The bound of figure_options' gate (the check has a ρ for every bound it was held to).
+  std::string held = held_bound(o, c.recipe_rho.count("ggml") > 0, c.recipe_rho.count("hf") > 0);
+  if (c.recipe_rho.count(held) == 0) {
+    held = c.recipe_rho.count("hf") > 0     ? "hf"
+           : c.recipe_rho.count("ggml") > 0 ? "ggml"
+                                            : "drift-free";
+  }
+  decide_ladder(c, held);
+  c.best = grade_of(c);
+  const bool replay = c.replayed && c.replayed->rho.count(held) > 0;
+  c.bound_name = held +
+                 (held == "drift-free" ? " bound"
+                  : replay             ? " recipe replayed on the table's angles"
+                                       : " recipe bound") +
+                 " (rho); grade " + std::string(to_string(*c.best));
+  c.pass = *c.best != grade::not_certified;
+}
+
 grade grade_of(const check& c) {
   if (c.non_finite > 0) return grade::not_certified;
   if (c.correctly_rounded == c.values) return grade::correctly_rounded;
+  const std::vector<bool> holds = report::rungs_holding(c, ladder_names());
   for (std::size_t k = 0; k < std::size(kLadder); ++k) {
-    if (rung_holds(c, k)) return kLadder[k].g;
+    if (holds[k]) return kLadder[k].g;
   }
   return grade::not_certified;
 }
@@ -149,9 +157,39 @@ void grade_and_claim(certificate& cert) {
   // within the tightened limit, when one is set.
   z.claim_holds = true;
   if (z.claimed_recipe) z.claim_holds = z.result <= claim_grade(*z.claimed_recipe);
-  if (z.library.max_trig_ulp && z.library.trig_ulp &&
-      *z.library.trig_ulp > *z.library.max_trig_ulp) {
+  // A claim on the library holds only where pev measured it (docs/numerics.md §13.4): the fit of
+  // an fp32 table's angles, or the least error a replayed table's values imply.
+  z.claim_unchecked.clear();
+  const report::library_figures& lib = z.library;
+  double least_ulp = 0;
+  bool replayed = false;
+  for (const check& c : cert.checks) {
+    if (!c.replayed) continue;
+    replayed = true;
+    least_ulp = std::max(least_ulp, c.replayed->trig_at_least_ulp);
+  }
+  if (lib.max_trig_ulp) {
+    if (lib.trig_ulp) {
+      if (*lib.trig_ulp > *lib.max_trig_ulp) z.claim_holds = false;
+    } else if (replayed && least_ulp > *lib.max_trig_ulp) {
+      z.claim_holds = false;
+    } else {
+      z.claim_holds = false;
+      z.claim_unchecked = fmt::format(
+          "--max-trig-ulp {:.3g}: the library's trig error was not measured ({})",
+          *lib.max_trig_ulp,
+          replayed ? fmt::format("the output's rounding leaves only a lower bound, {:.3g} ulp",
+                                 least_ulp)
+          : lib.note.empty() ? std::string("no RoPE table whose angles pev replays")
+                             : lib.note);
+    }
+  }
+  if (z.libm_claimed && !replayed) {
     z.claim_holds = false;
+    z.claim_unchecked = fmt::format(
+        "--libm: the library ({}) cannot be measured without a RoPE table whose angles pev "
+        "replays",
+        lib.assumed);
   }
 }
 

@@ -98,6 +98,12 @@ std::pair<std::size_t, std::size_t> shard_rows(std::size_t rows, const options& 
 /// The threads of certify's oneTBB arenas: --threads, at most the cores (more would only queue,
 /// and oneTBB warns about it); 0: every core.
 int arena_threads(const options& o);
+/// The library class the contracts (the analytic bounds) are built for: --libm's, except that the
+/// fast-math class, whose error grows with the angle, is only held by the replay of a table
+/// (replay.h): the contracts keep any conforming library (docs/numerics.md §13.7).
+inline const metric::libm& contract_libm(const options& o) {
+  return o.libm->fast_math ? metric::kAnyConforming : *o.libm;
+}
 /// Whether checks without rows (and the library fit) run in this shard: shard 0.
 inline bool whole_checks(const options& o) { return o.shard_index == 0; }
 /// Records what the certificate covers: count, range, whether every position 0 … max is there.
@@ -153,6 +159,9 @@ compare::figures::options figure_options(const options& o, std::int64_t max_posi
 check make_check(const std::string& name, const std::string& source, dtype t,
                  const compare::figures& f, const options& o,
                  std::optional<double> worst_exact = std::nullopt);
+/// Settles a check from its figures (and its replay, check::replayed): the held rung's ρ, the
+/// deciding ladder (replay.h: decide_ladder), the grade, its bound's name and pass.
+void settle(check& c, const options& o);
 /// Grades a check from its figures (certify.h's grade list).
 grade grade_of(const check& c);
 /// The certificate's grade (the worst over its checks) and whether the claimed recipe holds.

@@ -19,6 +19,9 @@ struct replay_base {
   kernel::strategy st;
   const impl::rope_contract* contract;
   bool rotate_in_output_type = false;
+  /// hf: the fp32 frequencies the table follows (the replay's, replay.h), so that mistakes are
+  /// replayed on them; empty: the hf kernel's own.
+  std::vector<float> inv_freq = {};
 };
 
 /// RoPE: the table (when t) and rotated q/k, every mistake replayed on every base; a mistake

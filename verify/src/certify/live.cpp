@@ -176,7 +176,7 @@ certificate certify_live(const spec::encoding& e, const impl::live_implementatio
   // The properties run in shard 0 (docs/design.md §9.3).
   if (!failure && lo.properties && lo.property_checks && detail::whole_checks(o)) {
     live_options with_lib = lo;
-    if (!with_lib.libm) with_lib.libm = o.libm;
+    if (!with_lib.libm) with_lib.libm = &detail::contract_libm(o);
     for (check& c : lo.property_checks(im, with_lib)) cert.checks.push_back(std::move(c));
   }
   detail::finish(cert);

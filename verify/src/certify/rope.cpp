@@ -26,6 +26,7 @@
 #include "pev/metric/ulp.h"
 #include "pev/scalar/round.h"
 #include "recover.h"
+#include "replay.h"
 
 namespace pev::certify::detail {
 
@@ -117,7 +118,7 @@ std::vector<compare::named_bound> rope_recipes(const options& o, bool hf_pipelin
   using compare::named_bound;
   using impl::rotation_arithmetic;
   using kernel::strategy;
-  const metric::libm& lib = *o.libm;
+  const metric::libm& lib = contract_libm(o);
   return on_ladder<named_bound>(
       true, hf_pipeline,
       {{"exact", named_bound::one_ulp()},
@@ -225,6 +226,31 @@ std::optional<table_fit> library_fit(const context& k, const compare::rope_refer
                                      std::optional<std::int64_t> seq);
 void record_library(context& k, const std::optional<table_fit>& found, table_fit& fit);
 
+/// The library a replayed table shows where the fit did not measure it (a 16-bit table, or angles
+/// the fit did not take for the hf recipe's — fast-math's): the least trig error its values imply
+/// around the replayed angles, and the class that names it (docs/numerics.md §13.7).
+void record_replay_library(context& k, const replay_acc& c, const replay_acc& s) {
+  report::library_figures& lib = k.c().library;
+  if (lib.trig_ulp || !whole_checks(k.o)) return;
+  const double ulp = std::max(c.trig_least_ulp, s.trig_least_ulp);
+  const double abs = std::max(c.trig_least, s.trig_least);
+  const double slope = std::max(c.slope_least, s.slope_least);
+  lib.trig_ulp_at_least = ulp;
+  lib.trig_abs_at_least = abs;
+  lib.trig_slope_at_least = slope;
+  if (ulp <= metric::kAnyConforming.sin_cos) {
+    lib.trig_class = "within every conforming class (the output's rounding hides the rest)";
+  } else if (slope <= metric::kFastMathSlope) {
+    lib.trig_class = fmt::format(
+        "{}: beyond every conforming class, growing as {:.3g}·|angle| (the class allows {:.4g})",
+        metric::kFastMath.name, std::max(slope, 0.0), metric::kFastMathSlope);
+  } else {
+    lib.trig_class =
+        "beyond every documented class around the hf recipe's angles (not its angles, or no "
+        "conforming library)";
+  }
+}
+
 /// A dump's table values for compare::compare_table: row q of a chunk starting at row r0.
 template <class T>
 struct dump_rows {
@@ -248,7 +274,7 @@ struct dump_rows {
 template <class T>
 void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
                   const table_source& t, const std::vector<std::int64_t>& pos,
-                  std::optional<std::int64_t> seq, table_fit& fit) {
+                  std::optional<std::int64_t> seq, table_fit& fit, std::vector<float>& replayed) {
   const bool hf = ref.spec().type != spec::rope_type::ggml;
   const auto opts = figure_options(k.o, layout_end(max_of(pos)), t.width, true, &k.mismatches, hf);
   compare::figures cos(opts), sin(opts);
@@ -268,7 +294,16 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     compare::typed_values<T> rc, rs;
     std::vector<report::mismatch> mismatches;
     std::optional<compare::figures> cos, sin;
+    replay_acc rcos, rsin;
   };
+  // The recipe replay (replay.h): its frequencies from the whole table, the same in every shard.
+  const io::array* inv_freq = k.d.find("inv_freq");
+  const replay_plan plan =
+      hf ? plan_replay<T>(ref.spec(), *bounds.contract(*bounds.find("hf")), ref.attention_factor(),
+                          ref.fast().inv_freq<double>(), t, pos, inv_freq, *k.o.libm)
+         : replay_plan{};
+  replay_acc rcos, rsin;
+  replayed = plan.freq;
   tbb::task_arena arena(arena_threads(k.o));
   // Eight chunks per thread in a group: a thread that finishes its last chunk waits for the
   // others' at the group's end, which a group of many short chunks keeps short.
@@ -320,10 +355,18 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     compare::compare_table<T>(
         w.positions, map, static_cast<std::int64_t>(S), [](std::size_t q) { return q; }, rows_ref,
         t.pair, dump_rows<T>{t, w.r0}, local_bounds.local(), *w.cos, *w.sin);
+    w.rcos = {};
+    w.rsin = {};
+    if (plan.on) {
+      replay_rows<T>(plan, t, w.r0, w.positions, w.rc.exact, w.rs.exact, ref.pairs(), w.rcos,
+                     w.rsin);
+    }
   };
   in_groups<chunk_work>(arena, chunks, group, prepare, compare_chunk, [&](chunk_work& w) {
     cos.merge(*w.cos);
     sin.merge(*w.sin);
+    rcos.merge(w.rcos);
+    rsin.merge(w.rsin);
     append_mismatches(k, w.mismatches, opts.max_mismatches);
   });
   refs.count(k);
@@ -344,6 +387,15 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     record_library(k, fitting.get(), fit);
   } else if (whole_checks(k.o)) {
     table_library<T>(k, ref, t, pos, seq, fit);
+  }
+  if (plan.on) {
+    // The rungs the replay decides, now that the fit says whose angles the table follows.
+    for (int which = 0; which < 2; ++which) {
+      check& c = k.cert.checks[k.cert.checks.size() - 2 + static_cast<std::size_t>(which)];
+      record_replay(c, which == 0 ? rcos : rsin, plan, format_of<T>(), fit.angles == "ggml");
+      settle(c, k.o);
+    }
+    record_replay_library(k, rcos, rsin);
   }
 }
 
@@ -584,9 +636,10 @@ void certify_rope(const spec::rope& s, context& k) {
     });
   }
   table_fit fit;
+  std::vector<float> replayed;  // the frequencies the table's replay follows
   if (t) {
     visit_tensor(*t->cos.a, t->source, [&](auto tag) {
-      table_checks<typename decltype(tag)::type>(k, ref, bounds, *t, pos, seq, fit);
+      table_checks<typename decltype(tag)::type>(k, ref, bounds, *t, pos, seq, fit, replayed);
     });
   }
   for (const qk_source& q : qk) {
@@ -610,7 +663,7 @@ void certify_rope(const spec::rope& s, context& k) {
   std::string pipeline = k.o.recipe.value_or(fit.angles);
   if (pipeline == "exact" || pipeline == "vllm") pipeline = "hf";
   if (!hf_pipeline) pipeline = "ggml";
-  if (pipeline != "ggml") bases.push_back({kernel::strategy::hf, hf, true});
+  if (pipeline != "ggml") bases.push_back({kernel::strategy::hf, hf, true, replayed});
   if (pipeline != "hf") bases.push_back({kernel::strategy::ggml, ggml_contract, false});
   evidence_map ev;
   diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);

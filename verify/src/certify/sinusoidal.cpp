@@ -26,7 +26,7 @@ void pe_check(const spec::sinusoidal& s, context& k, const io::array& a, const s
   const auto dm = static_cast<std::size_t>(s.d_model);
   compare::sinusoidal_reference ref(s, k.path());
   using kernel::strategy;
-  const metric::libm& lib = *k.o.libm;
+  const metric::libm& lib = contract_libm(k.o);
   const impl::sinusoidal_contract hf(s, strategy::hf, lib), v16(s, strategy::table_fp16, lib),
       vbf(s, strategy::table_bf16, lib);
   compare::figures f(figure_options(k.o, layout_end(*std::max_element(pos.begin(), pos.end())),

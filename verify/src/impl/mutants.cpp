@@ -22,6 +22,7 @@
 #include "pev/core/names.h"
 #include "pev/core/real.h"
 #include "pev/kernel/apply.h"
+#include "pev/kernel/fast_math.h"
 #include "pev/kernel/rope.h"
 #include "pev/ref/rope.h"
 
@@ -583,6 +584,13 @@ const mutant_info kCatalogue[] = {
             for (float& v : c) v = static_cast<float>(bfloat16(v));
             for (float& v : s) v = static_cast<float>(bfloat16(v));
           }}},
+    {"fast-math-trig",
+     "rope",
+     "sin/cos by fast-math intrinsics (__sinf/__cosf, -use_fast_math): the angle reduced as "
+     "RZ(θ·fl32(1/2π)), an error growing as 1.6e-7·|angle|",
+     "CUDA -use_fast_math (custom RoPE kernels built with it); docs/numerics.md §5.5",
+     rope_two_pairs,
+     {.trig = kernel::fast_math_trig}},
     {"rope-theta-wrong",
      "rope",
      "rope_theta of another model (10000 for 500000, or back)",
@@ -679,7 +687,8 @@ class mutant final : public typed_implementation<mutant> {
       : info_(info),
         claimed_(e),
         base_strategy_(o.base.value_or(info.base)),
-        output_rotation_(o.rotate_in_output_type) {
+        output_rotation_(o.rotate_in_output_type),
+        freq_override_(o.inv_freq) {
     if (!info.applies(e)) {
       throw error(std::string("mutant ") + info.id + " does not apply to " +
                   spec::to_spec_string(e));
@@ -719,7 +728,7 @@ class mutant final : public typed_implementation<mutant> {
 
   // RoPE -----------------------------------------------------------------------------------------
   std::vector<float> inv_freq(std::optional<std::int64_t> seq) const override {
-    std::vector<float> f = base_->inv_freq(length(seq));
+    std::vector<float> f = own_frequencies() ? freq_override_ : base_->inv_freq(length(seq));
     if (hooks().frequencies) hooks().frequencies(std::get<spec::rope>(claimed_), f);
     return f;
   }
@@ -858,8 +867,8 @@ class mutant final : public typed_implementation<mutant> {
   // The fp32 table (what the hf recipe stores before the cast to the output type).
   void table_f32(std::span<const std::int64_t> p, std::optional<std::int64_t> seq,
                  std::span<float> c, std::span<float> s) const {
-    const bool restate =
-        hooks().restates_table() || (hooks().magnitude && base_strategy_ == kernel::strategy::hf);
+    const bool restate = hooks().restates_table() || own_frequencies() ||
+                         (hooks().magnitude && base_strategy_ == kernel::strategy::hf);
     if (!restate) {
       base_->rope_table(p, length(seq), c, s);
       if (hooks().magnitude) {  // another magnitude on the base's table
@@ -877,8 +886,10 @@ class mutant final : public typed_implementation<mutant> {
         for (std::size_t i = 0; i < P; ++i) {
           float angle = pos * f[i];
           if (hooks().angle) angle = hooks().angle(angle);
-          c[r * P + i] = std::cos(angle) * m;
-          s[r * P + i] = std::sin(angle) * m;
+          const float ct = hooks().trig ? hooks().trig(angle, false) : std::cos(angle);
+          const float st = hooks().trig ? hooks().trig(angle, true) : std::sin(angle);
+          c[r * P + i] = ct * m;
+          s[r * P + i] = st * m;
         }
       }
     }
@@ -894,6 +905,13 @@ class mutant final : public typed_implementation<mutant> {
     return m;
   }
 
+  /// Whether the pipeline takes the caller's frequencies (mutant_options::inv_freq).
+  bool own_frequencies() const {
+    return !freq_override_.empty() && !hooks().plan && !hooks().sequence_length &&
+           base_strategy_ == kernel::strategy::hf &&
+           freq_override_.size() == base_->inv_freq(std::nullopt).size();
+  }
+
   const mutant_info& info_;
   spec::encoding claimed_;
   kernel::strategy base_strategy_;
@@ -901,6 +919,7 @@ class mutant final : public typed_implementation<mutant> {
   spec::rope rotation_;  // the spec the rotation is applied with
   std::unique_ptr<implementation> base_;
   std::unique_ptr<implementation> rotation_kernel_;  // the rotation spec's own table
+  std::vector<float> freq_override_;                  // mutant_options::inv_freq
 };
 
 }  // namespace

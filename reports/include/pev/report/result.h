@@ -180,7 +180,35 @@ struct check {
   /// A shard's certificate (`pev certify --shard I/N`): the figures of this check over the shard's
   /// rows, for `pev merge` (none otherwise).
   std::optional<figure_state> state;
+  /// RoPE tables: the recipes replayed on the table's own angles (docs/numerics.md §13.7) — the
+  /// rungs they decide hold when every value lies in what the recipe's arithmetic can produce from
+  /// its fp32 angles with the assumed library. Absent: the rungs are the bounds' (ladder_rho).
+  struct recipe_replay {
+    /// Per replayed rung ("hf", "vllm-fp16", "vllm-bf16"): max ρ of |got − m·cos θ̂| against the
+    /// radius the recipe's trig, attention factor and roundings allow. A rung is left out where
+    /// the data cannot follow it (vllm: values not in that 16-bit format).
+    std::map<std::string, double> rho;
+    /// Per rung left out, why ("values not representable in bf16: 1234").
+    std::map<std::string, std::string> not_followed;
+    /// Whose angles the ggml rung may hold (the library fit found ggml's recurrence): otherwise
+    /// that rung adds nothing.
+    bool ggml_angles = false;
+    /// How the replayed fp32 frequencies were taken (tensor 'inv_freq', or chosen per pair).
+    std::string frequencies;
+    /// Per octave of the check (check::octaves' order): the largest bound the hf replay implies on
+    /// |got − exact| (max(hi − y, y − lo) of its interval) and the largest ρ against the replay.
+    std::vector<double> octave_bound, octave_rho;
+    /// 16-bit tables: the least trig error every value implies (absolute, and over |θ̂| beyond the
+    /// fast-math constant): what the output's rounding leaves resolvable of the library's error.
+    double trig_at_least = 0, trig_at_least_ulp = 0, trig_slope_at_least = 0;
+  };
+  std::optional<recipe_replay> replayed;
 };
+
+/// Whether each rung of `rungs` (tightest first) holds for a certified check: its ladder ρ ≤ 1
+/// and, where no replay decided the check (check::replayed), no bound up to it vacuous (a replay
+/// folds vacuity into its ladder ρ). One rule for grading and for every page that marks a rung.
+std::vector<bool> rungs_holding(const check& c, const std::vector<std::string>& rungs);
 
 /// Relative-position invariance drift |⟨R(m)q, R(n)k⟩ − ⟨q, R(n−m)k⟩| (exact right-hand side) for
 /// one spec × strategy × dtype, n − m fixed, per position m.
@@ -290,6 +318,11 @@ struct library_figures {
   std::string note;    // why a figure was not measured
   /// The rows the figures were measured on when not every row: "16384 of 1048576 positions".
   std::string measured_on;
+  /// Where the fit did not measure the trig error (16-bit tables; angles it did not recognise,
+  /// as fast-math's): the least error the table's values imply around the hf recipe's replayed
+  /// angles (docs/numerics.md §13.7), in ulps and absolute, and its growth with the angle
+  /// (max (least − the fast-math constant)/|θ̂|); trig_class then names what they show.
+  std::optional<double> trig_ulp_at_least, trig_abs_at_least, trig_slope_at_least;
 };
 
 /// How certification read one role of a dump (docs/design.md §6.2): which tensors, in which
@@ -318,6 +351,11 @@ struct certification {
   bool exhaustive = false;  // the rows cover every position 0 … max_position
   std::optional<std::string> claimed_recipe;
   bool claim_holds = true;
+  /// --libm named a class (not the default): a claim on the library, which holds only where pev
+  /// measured the library (docs/numerics.md §13.4).
+  bool libm_claimed = false;
+  /// A claim pev could not check (it then does not hold): what could not be measured.
+  std::string claim_unchecked;
   /// A live implementation (plugin or command): pev drew its positions and inputs, and ran the
   /// property suites, from provenance.seed. A dump's certification draws nothing at random.
   bool live = false;

@@ -39,6 +39,8 @@ struct mutant_hooks {
   float (*position)(std::int64_t p) = nullptr;
   /// The fp32 angle p·θ_i after the product.
   float (*angle)(float a) = nullptr;
+  /// The fp32 sin/cos of the angle (the library's: cosf/sinf by default).
+  float (*trig)(float a, bool is_sin) = nullptr;
   /// The attention factor applied (from the hf one).
   float (*magnitude)(const spec::rope& s, float m) = nullptr;
   /// The sequence length the frequencies are planned for (stateful types).
@@ -63,7 +65,7 @@ struct mutant_hooks {
   std::int64_t (*bucket)(const spec::t5& s, std::int64_t r, std::int64_t hf) = nullptr;
 
   /// Whether the RoPE table is restated from the hf recipe (any of its table hooks is set).
-  bool restates_table() const { return frequencies || position || angle; }
+  bool restates_table() const { return frequencies || position || angle || trig; }
 };
 
 struct mutant_info {
@@ -89,6 +91,11 @@ struct mutant_options {
   /// How q/k are rotated: in fp32, stored once (pev's kernels, vLLM, ggml), or in the output
   /// type with the table cast to it (transformers in the model dtype).
   bool rotate_in_output_type = false;
+  /// The fp32 frequencies of the hf pipeline the bug is planted in (empty: the hf kernel's own):
+  /// the diagnosis passes those the data follows (a GPU's inv_freq may differ from pev's by an ulp,
+  /// which moves an angle at 10^6 by far more than any bound). Mistakes that change the spec (a
+  /// plan, a sequence length) keep their own.
+  std::vector<float> inv_freq;
 };
 
 /// Every mutant, in a fixed order.

@@ -7,6 +7,8 @@
 // holds a claim to the loosest conforming class by default and measures the library the data
 // actually used.
 
+#include <cmath>
+
 namespace pev::metric {
 
 /// A math library's maximum errors, in ulps of the exact result (binary32 functions, and the
@@ -18,6 +20,12 @@ struct libm {
   double log;      // logf
   double exp;      // expf
   double f64;      // double pow, log, exp, sin, cos (Python floats, host scalars)
+  /// Fast-math classes only: sin/cos err by at most sin_cos_slope·|θ| + sin_cos_abs in absolute
+  /// terms (on top of sin_cos ulps), from a reduction of θ that is not exact.
+  double sin_cos_slope = 0;
+  double sin_cos_abs = 0;
+  /// A class outside the conforming ones: a claim accepts it only when asked (--libm).
+  bool fast_math = false;
 };
 
 /// Correctly rounded (CORE-MATH, LLVM libc's correctly rounded functions).
@@ -44,6 +52,30 @@ inline constexpr const libm& kAnyConforming = kCuda;
 inline constexpr double kFastMathAbs = 4.1800e-7;  // 2^−21.19, rounded up
 inline constexpr const char* kFastMathName =
     "fast-math intrinsics (CUDA __sinf/__cosf: absolute 2^-21.19 on [-pi, pi])";
+
+/// The slope of the fast-math class (docs/numerics.md §5.5): __sinf/__cosf reduce θ to turns as
+/// RZ_32(θ·fl32(1/2π)) before the hardware's approximation, so the angle they evaluate errs by
+/// 2π·(|θ|·|fl32(1/2π) − 1/2π| + ulp_32(θ·fl32(1/2π))) ≤ (4.0343e-8 + 1.1921e-7)·|θ|, rounded up.
+inline constexpr double kFastMathSlope = 1.596e-7;
+/// Fast-math trig (CUDA __sinf/__cosf/__sincosf, -use_fast_math; the same design as sin.approx and
+/// Metal's fast::sin): |t − cos θ̂| ≤ kFastMathSlope·|θ̂| + kFastMathAbs. pow, log and exp are the
+/// CUDA class's (fast-math changes them too, but the recipes' frequencies come from the host or
+/// from PyTorch, outside the kernel).
+inline constexpr libm kFastMath{"fast-math trig (CUDA __sinf/__cosf, -use_fast_math)",
+                                0.0,
+                                4.0,
+                                1.0,
+                                2.0,
+                                1.0,
+                                kFastMathSlope,
+                                kFastMathAbs,
+                                true};
+
+/// A class's bound on |t − cos θ̂| for an fp32 angle θ̂, `ulp` the fp32 ulp of its result's
+/// magnitude: its ulps plus the fast-math terms.
+inline double trig_error(const libm& l, double ulp, double angle) {
+  return l.sin_cos * ulp + l.sin_cos_slope * std::fabs(angle) + l.sin_cos_abs;
+}
 
 /// The library classes in order of accuracy, for naming a measured error.
 inline constexpr const libm* kLibmClasses[] = {&kCorrectlyRounded, &kGlibc, &kOneUlp, &kCuda};
