@@ -245,6 +245,9 @@ std::string certificate_text(const results& r) {
   }
   const library_figures& lib = c.library;
   s += fmt::format("library   {}\n", library_text(lib));
+  if (!lib.outside_class.empty()) {
+    s += fmt::format("claim     does NOT hold: {}\n", lib.outside_class);
+  }
   if (lib.max_trig_ulp && lib.trig_ulp && *lib.trig_ulp > *lib.max_trig_ulp) {
     s += fmt::format("claim     measured trig {:.3g} ulp > --max-trig-ulp {:.3g}: does NOT hold\n",
                      *lib.trig_ulp, *lib.max_trig_ulp);

@@ -153,7 +153,8 @@ json certification_fields(const certification& c, json j) {
                   {"measured_on", lib.measured_on},
                   {"trig_ulp_at_least", opt(lib.trig_ulp_at_least)},
                   {"trig_abs_at_least", opt(lib.trig_abs_at_least)},
-                  {"trig_slope_at_least", opt(lib.trig_slope_at_least)}};
+                  {"trig_slope_at_least", opt(lib.trig_slope_at_least)},
+                  {"outside_class", lib.outside_class}};
   j["diagnosis"] = nullptr;
   if (c.why) {
     json first = json::array();
@@ -224,7 +225,6 @@ void certificate_check_fields(const check& c, json& j) {
     for (const auto& [name, v] : r.not_followed) nf[name] = v;
     j["recipe_replay"] = {{"rho", rr},
                           {"not_followed", nf},
-                          {"ggml_angles", r.ggml_angles},
                           {"frequencies", r.frequencies},
                           {"octave_bound", nums(r.octave_bound)},
                           {"octave_rho", nums(r.octave_rho)},
@@ -344,7 +344,6 @@ void certificate_check_from(const nlohmann::json& c, check& k, const std::string
     for (const auto& [name, v] : rr.at("not_followed").items()) {
       r.not_followed[name] = v.get<std::string>();
     }
-    r.ggml_angles = rr.at("ggml_angles").get<bool>();
     r.frequencies = rr.at("frequencies").get<std::string>();
     r.octave_bound = to_nums(rr.at("octave_bound"));
     r.octave_rho = to_nums(rr.at("octave_rho"));
@@ -418,6 +417,7 @@ certification certification_from(const nlohmann::json& j, const std::string& sou
                                 std::pair{"trig_slope_at_least", &c.library.trig_slope_at_least}}) {
     if (lib.contains(name)) *v = opt_num(lib.at(name));
   }
+  c.library.outside_class = lib.value("outside_class", std::string());
   if (!j.at("diagnosis").is_null()) {
     const auto& d = j.at("diagnosis");
     diagnosis& why = c.why.emplace();

@@ -184,6 +184,7 @@ void grade_and_claim(certificate& cert) {
                              : lib.note);
     }
   }
+  if (!lib.outside_class.empty()) z.claim_holds = false;
   if (z.libm_claimed && !replayed) {
     z.claim_holds = false;
     z.claim_unchecked = fmt::format(

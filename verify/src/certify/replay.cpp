@@ -3,6 +3,8 @@
 #include "replay.h"
 
 #include <fmt/format.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <bit>
@@ -18,10 +20,12 @@ namespace pev::certify::detail {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-/// Rows of the table the frequencies are chosen on (the largest positions first).
-constexpr std::size_t kChooseRows = 2048;
 /// fp32 frequencies tried per side of the exact one.
 constexpr int kMaxCandidates = 32;
+/// fp32 ratios tried per side of ggml's powf(b, −2/d) (recover.cpp's fit tries the same 17).
+constexpr int kRatioSteps = 8;
+/// kReplayRungs' indices.
+constexpr std::size_t kHf = 0, kGgml = 3;
 
 /// x rounded to nearest (ties to even) in format f, from a double (no overflow: |x| is a table
 /// value's). x/ulp is an integer-spaced significand, so nearbyint rounds it as the format would.
@@ -44,8 +48,8 @@ double next_up(double x, format f) {
   return x + u;
 }
 
-/// The outputs a rung can produce for one value: every one lies in [lo, hi]; ρ ≤ 1 exactly for
-/// them. Where the interval was rounded to a format, ρ is measured against the midpoints between
+/// The outputs a rung can produce for one value: every one lies in [lo, hi]. ρ ≤ 1 exactly for
+/// them: where the interval was rounded to a format, ρ is measured against the midpoints between
 /// its ends and the next values out (the first values it cannot produce lie beyond them), so that
 /// a value at an end has ρ < 1 and the first one past it ρ > 1.
 struct span_of {
@@ -63,43 +67,48 @@ double interval_rho(double got, double c, const span_of& s) {
   return std::fabs(dev) / room;
 }
 
-/// What the recipe can produce for one value: centre c = m·cos θ̂ and the fp32 pipeline's radius.
+/// What a recipe can produce for one value: centre c = m·cos θ̂ (or sin) and the fp32 pipeline's
+/// radius r32 around it — the library class at the fp32 angle θ̂, times m̂, the product's
+/// rounding (docs/numerics.md §13.7).
 struct centre {
   double c = 0, a = 0, r32 = 0, ulp_c = 0;
 };
 
-centre centre_of(const replay_plan& p, float angle, bool is_sin) {
+centre centre_of(const metric::libm& lib, const replay_magnitude& mg, float angle, bool is_sin) {
   const double th = angle;
   const double t = is_sin ? std::sin(th) : std::cos(th);
   centre z;
   z.a = std::fabs(t);
-  z.c = p.m * t;
+  z.c = mg.m * t;
   // The ulp of the library's result (|t| < 1 unless θ̂ = 0, where it is exact): trig_f32_bound's.
   z.ulp_c = metric::ulp_at_finite(std::min(z.a, 1.0 - 0x1p-25), metric::kF32);
-  const double te = metric::trig_error(*p.lib, z.ulp_c, th);
+  const double te = metric::trig_error(lib, z.ulp_c, th);
   double r = te;
-  if (!p.m_exact) {
-    const double mm = p.m + p.m_err;
-    r = mm * te + p.m_err * z.a + metric::ulp_at_finite(mm * (z.a + te), metric::kF32) / 2;
+  // An exact zero (θ̂ = 0: sin) computed as a difference of values of the scale's magnitude: at
+  // least ½ ulp_32(m), as the figures' zero floor (docs/numerics.md §13.1).
+  if (t == 0) r = std::max(r, metric::ulp_at_finite(mg.m, metric::kF32) / 2);
+  if (!mg.exact) {
+    const double mm = mg.m + mg.err;
+    r = mm * te + mg.err * z.a + metric::ulp_at_finite(mm * (z.a + te), metric::kF32) / 2;
   }
   // The bound's own evaluation (kSlack) and the double centre's rounding.
   z.r32 = r * (1 + 0x1p-40) + 0x1p-52 * std::fabs(z.c);
   return z;
 }
 
-/// The outputs of a rung: the fp32 interval through storage `s` (vLLM's cache) and the output's
+/// The outputs of a rung: the fp32 interval through storage `s` (vLLM's cache), then the output's
 /// rounding.
 span_of interval(const centre& z, const format* s, format out) {
   span_of v{z.c - z.r32, z.c + z.r32, z.r32, z.r32};
   bool rounded = false;
+  format last = metric::kF32;
   if (s) {
     v.lo = round_in(v.lo, *s);
     v.hi = round_in(v.hi, *s);
     rounded = true;
+    last = *s;
   }
-  const format& cur = s ? *s : metric::kF32;
-  format last = cur;
-  if (!holds_every(out, cur)) {
+  if (!holds_every(out, last)) {
     v.lo = round_in(v.lo, out);
     v.hi = round_in(v.hi, out);
     rounded = true;
@@ -119,36 +128,39 @@ inline float hf_angle(std::int64_t p, float f) {
   return static_cast<float>(p) * f;  // position_ids.float(), then one fp32 product
 }
 
-}  // namespace
-
-void replay_acc::merge(const replay_acc& o) {
-  for (std::size_t k = 0; k < rho.size(); ++k) rho[k] = std::max(rho[k], o.rho[k]);
-  for (std::size_t k = 0; k < off_grid.size(); ++k) off_grid[k] += o.off_grid[k];
-  trig_least = std::max(trig_least, o.trig_least);
-  trig_least_ulp = std::max(trig_least_ulp, o.trig_least_ulp);
-  slope_least = std::max(slope_least, o.slope_least);
-  for (std::size_t k = 0; k < oct_bound.size(); ++k) {
-    oct_bound[k] = std::max(oct_bound[k], o.oct_bound[k]);
-    oct_rho[k] = std::max(oct_rho[k], o.oct_rho[k]);
-  }
+/// A pipeline's attention factor from its contract (m̂ exactly 1: an exact product).
+replay_magnitude magnitude_of(const impl::rope_contract& c, double m, float m_hat) {
+  replay_magnitude mg{m, c.attention_factor_bound(), false};
+  mg.exact = m == 1.0 && m_hat == 1.0f && mg.err == 0.0;
+  return mg;
 }
 
+/// ggml's angles of every pair at position p (pairs past the rotating ones: 0).
+void ggml_row(const kernel::ggml_angle_plan& g, std::int64_t p, std::vector<float>& out) {
+  std::fill(out.begin(), out.end(), 0.0f);
+  const auto n = std::min<std::size_t>(out.size(), static_cast<std::size_t>(g.rotating()));
+  g.angles(p, std::span<float>(out.data(), n));
+}
+
+/// The value at row r, column j of a plane of `t`, as a double.
 template <class T>
-replay_plan plan_replay(const spec::rope& s, const impl::rope_contract& hf, double m,
-                        const std::vector<double>& theta, const table_source& t,
-                        const std::vector<std::int64_t>& pos, const io::array* inv_freq,
-                        const metric::libm& lib) {
-  replay_plan p;
-  if (s.type == spec::rope_type::ggml || s.streams() > 1) return p;
-  p.on = true;
-  p.lib = &lib;
-  p.m = m;
-  p.m_err = hf.attention_factor_bound();
-  p.m_exact = m == 1.0 && p.m_err == 0.0;
+double value_at(const plane& pl, std::size_t r, std::int64_t j) {
+  return scalar_traits<T>::to_double(element<T>(*pl.a, pl.at(static_cast<std::int64_t>(r), j)));
+}
+
+/// The hf frequencies of the plan: the dump's fp32 inv_freq, else per pair the best candidate.
+template <class T>
+void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
+                        const std::vector<double>& theta, float own0, bool own0_fixed,
+                        const table_source& t, const std::vector<std::int64_t>& pos,
+                        const io::array* inv_freq, tbb::task_arena& arena) {
   const std::size_t pairs = theta.size();
   p.freq.assign(pairs, 0.0f);
   std::vector<std::vector<float>> cand(pairs);
-  for (std::size_t i = 0; i < pairs; ++i) {
+  // Pair 0's exponent fl(0/d) is 0, and pow(x, ±0) = 1 in every conforming library (C99 F.9.4.4):
+  // its frequency is what the recipe's exact operations make of 1 — pev's hf kernel's, alone.
+  if (pairs > 0 && own0_fixed) cand[0].push_back(own0);
+  for (std::size_t i = pairs > 0 && own0_fixed ? 1 : 0; i < pairs; ++i) {
     const double eps = hf.inv_freq_bound(static_cast<std::int64_t>(i)).value_or(0) * (1 + 0x1p-40);
     const float f0 = static_cast<float>(theta[i]);
     cand[i].push_back(f0);
@@ -164,7 +176,8 @@ replay_plan plan_replay(const spec::rope& s, const impl::rope_contract& hf, doub
     }
   }
   // The dump's own fp32 inv_freq, where every pair's lies within the contract.
-  if (inv_freq && inv_freq->type == dtype::fp32 && static_cast<std::size_t>(inv_freq->elements()) == pairs) {
+  if (inv_freq && inv_freq->type == dtype::fp32 &&
+      static_cast<std::size_t>(inv_freq->elements()) == pairs) {
     bool within = true;
     std::vector<float> f(pairs);
     for (std::size_t i = 0; i < pairs; ++i) {
@@ -173,51 +186,165 @@ replay_plan plan_replay(const spec::rope& s, const impl::rope_contract& hf, doub
     }
     if (within) {
       p.freq = f;
-      p.frequencies = "the dump's inv_freq (fp32, within the hf recipe's bound of every pair)";
-      return p;
+      p.frequencies = "hf: the dump's inv_freq (fp32, within the recipe's bound of every pair)";
+      return;
     }
   }
-  // Else per pair, the candidate that fits the rows with the largest positions best.
+  // Else per pair, the candidate that fits every row best (the nearest to the exact frequency
+  // first; a candidate stops at the first row that makes it worse than the best so far). Its
+  // score: the largest ρ over the rows on the rung that fits it best (hf, or a vLLM cache whose
+  // format holds every value).
+  std::vector<std::vector<std::int64_t>> columns(pairs);
+  for (std::int64_t j = 0; j < t.width; ++j) {
+    const std::int64_t i = t.pair[static_cast<std::size_t>(j)];
+    if (i >= 0 && static_cast<std::size_t>(i) < pairs) {
+      columns[static_cast<std::size_t>(i)].push_back(j);
+    }
+  }
+  constexpr format out = format_of<T>();
+  std::size_t tried = 0;
+  for (std::size_t i = 0; i < pairs; ++i) tried = std::max(tried, cand[i].size());
+  const auto choose = [&](std::size_t i) {
+    p.freq[i] = cand[i][0];
+    if (cand[i].size() == 1) return;
+    // A candidate's score on a rung: how many values lie beyond it (ρ > 1), then the largest ρ —
+    // so that one wild value does not decide; its score: that of the rung that fits it best.
+    using score_t = std::pair<std::uint64_t, double>;
+    score_t best{std::numeric_limits<std::uint64_t>::max(), kInf};
+    const auto add = [](score_t& s, double rho) {
+      s.first += rho > 1;
+      s.second = std::max(s.second, rho);
+    };
+    for (const float f : cand[i]) {
+      std::array<score_t, 3> worst{};
+      const auto score = [&] { return *std::min_element(worst.begin(), worst.end()); };
+      for (std::size_t r = 0; r < pos.size() && score().first <= best.first; ++r) {
+        const float angle = hf_angle(pos[r], f);
+        for (int w = 0; w < 2; ++w) {
+          const plane& pl = w == 0 ? t.cos : t.sin;
+          const centre z = centre_of(*p.lib, p.hf_m, angle, w == 1);
+          const span_of v[3] = {interval(z, nullptr, out), interval(z, &kStorage[0], out),
+                                interval(z, &kStorage[1], out)};
+          for (const std::int64_t j : columns[i]) {
+            const double got = value_at<T>(pl, r, j);
+            add(worst[0], interval_rho(got, z.c, v[0]));
+            for (std::size_t k = 0; k < 2; ++k) {
+              const bool in = !std::isfinite(got) || round_in(got, kStorage[k]) == got;
+              add(worst[1 + k], in ? interval_rho(got, z.c, v[1 + k]) : kInf);
+            }
+          }
+        }
+      }
+      if (score() < best) {
+        best = score();
+        p.freq[i] = f;
+      }
+    }
+  };
+  arena.execute([&] { tbb::parallel_for(std::size_t{0}, pairs, choose); });
+  p.frequencies = fmt::format(
+      "hf: per pair, the fp32 frequency within the recipe's bound that fits every row best (up "
+      "to {} tried per pair)",
+      tried);
+}
+
+/// ggml's ratio: of the 17 fp32 values nearest the plan's own, the one whose recurrence fits
+/// every row best (rows from the largest position down, a candidate stopping where it is worse
+/// than the best so far; the plan's own first).
+template <class T>
+void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::int64_t>& pos) {
+  kernel::ggml_angle_plan& g = *p.ggml;
+  const float own = g.theta_scale();
+  std::vector<float> cand = {own};
+  float dn = own, up = own;
+  for (int k = 0; k < kRatioSteps; ++k) {
+    dn = std::nextafter(dn, 0.0f);
+    up = std::nextafter(up, 2.0f);
+    cand.push_back(dn);
+    cand.push_back(up);
+  }
   std::vector<std::size_t> order(pos.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return pos[a] > pos[b]; });
-  order.resize(std::min(order.size(), kChooseRows));
   constexpr format out = format_of<T>();
-  std::size_t tried = 0;
-  for (std::size_t i = 0; i < pairs; ++i) {
-    tried = std::max(tried, cand[i].size());
-    if (cand[i].size() == 1) {
-      p.freq[i] = cand[i][0];
-      continue;
-    }
-    double best = kInf;
-    for (const float f : cand[i]) {
-      double worst = 0;
-      for (const std::size_t r : order) {
-        const float angle = hf_angle(pos[r], f);
-        for (std::int64_t j = 0; j < t.width && worst <= best; ++j) {
-          if (t.pair[static_cast<std::size_t>(j)] != static_cast<std::int64_t>(i)) continue;
-          for (int w = 0; w < 2; ++w) {
-            const plane& pl = w == 0 ? t.cos : t.sin;
-            const double got = scalar_traits<T>::to_double(
-                element<T>(*pl.a, pl.at(static_cast<std::int64_t>(r), j)));
-            const centre z = centre_of(p, angle, w == 1);
-            worst = std::max(worst, interval_rho(got, z.c, interval(z, nullptr, out)));
-          }
+  const auto pairs = static_cast<std::size_t>(g.rotating());
+  std::vector<double> score(cand.size(), kInf);
+  const auto evaluate = [&](kernel::ggml_angle_plan& plan, float ts, double best) {
+    plan.set_theta_scale(ts);
+    std::vector<float> angles(static_cast<std::size_t>(t.width) + pairs + 1);
+    double worst = 0;
+    for (std::size_t q = 0; q < order.size() && worst <= best; ++q) {
+      const std::size_t r = order[q];
+      ggml_row(plan, pos[r], angles);
+      for (std::int64_t j = 0; j < t.width; ++j) {
+        const std::int64_t i = t.pair[static_cast<std::size_t>(j)];
+        if (i < 0) continue;
+        const float angle = angles[static_cast<std::size_t>(i)];
+        for (int w = 0; w < 2; ++w) {
+          const centre z = centre_of(*p.lib, p.ggml_m, angle, w == 1);
+          worst = std::max(worst, interval_rho(value_at<T>(w == 0 ? t.cos : t.sin, r, j), z.c,
+                                               interval(z, nullptr, out)));
         }
-        if (worst > best) break;
       }
-      if (worst < best) {
-        best = worst;
-        p.freq[i] = f;
-      }
+    }
+    return worst;
+  };
+  // The plan's own ratio first (it sets the bar the others stop at), then the others.
+  score[0] = evaluate(g, cand[0], kInf);
+  double best = score[0];
+  std::size_t at = 0;
+  for (std::size_t c = 1; c < cand.size() && best > 1; ++c) {
+    score[c] = evaluate(g, cand[c], best);
+    if (score[c] < best) {
+      best = score[c];
+      at = c;
     }
   }
-  p.frequencies = fmt::format(
-      "per pair, the fp32 frequency within the hf recipe's bound that fits the {} rows of the "
-      "largest positions best (up to {} tried per pair)",
-      order.size(), tried);
+  g.set_theta_scale(cand[at]);
+  p.ratio = at == 0 ? "ggml: the recurrence with its own ratio powf(b, -2/d)"
+                    : fmt::format("ggml: the recurrence with the ratio {:a} ({} fp32 steps from "
+                                  "powf(b, -2/d)), which fits the rows best",
+                                  double(cand[at]), (at + 1) / 2);
+}
+
+}  // namespace
+
+void replay_acc::merge(const replay_acc& o) {
+  for (std::size_t k = 0; k < rho.size(); ++k) rho[k] = std::max(rho[k], o.rho[k]);
+  for (std::size_t k = 0; k < off_grid.size(); ++k) off_grid[k] += o.off_grid[k];
+  trig_least = std::max(trig_least, o.trig_least);
+  trig_least_ulp = std::max(trig_least_ulp, o.trig_least_ulp);
+  slope_least = std::max(slope_least, o.slope_least);
+  for (std::size_t k = 0; k < oct_bound.size(); ++k) {
+    oct_bound[k] = std::max(oct_bound[k], o.oct_bound[k]);
+    oct_rho[k] = std::max(oct_rho[k], o.oct_rho[k]);
+  }
+}
+
+template <class T>
+replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
+                        const impl::rope_contract* hf, const impl::rope_contract& ggml, double m,
+                        const std::vector<double>& theta, const table_source& t,
+                        const std::vector<std::int64_t>& pos, const io::array* inv_freq,
+                        const metric::libm& lib, int threads) {
+  replay_plan p;
+  if (s.streams() > 1) return p;
+  p.on = true;
+  p.lib = &lib;
+  tbb::task_arena arena(threads);
+  if (hf) {
+    p.hf_on = true;
+    p.hf_m = magnitude_of(*hf, m, static_cast<float>(m));
+    // pev's hf kernel runs the recipe's exact operations on pow(b, 0) = 1 for pair 0.
+    const kernel::rope_kernel own(s, kernel::strategy::hf, seq);
+    const bool fixed = !own.inv_freq().empty() && s.type != spec::rope_type::ggml;
+    choose_frequencies<T>(p, *hf, theta, fixed ? own.inv_freq()[0] : 0.0f, fixed, t, pos,
+                          inv_freq, arena);
+  }
+  p.ggml.emplace(s, seq);
+  p.ggml_m = magnitude_of(ggml, m, p.ggml->mscale());
+  choose_ratio<T>(p, t, pos);
   return p;
 }
 
@@ -229,24 +356,35 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
   constexpr format out = format_of<T>();
   constexpr bool narrow = !holds_every(out, metric::kF32);
   const auto P = static_cast<std::size_t>(pairs);
+  std::vector<float> gangles(P + 1);
   for (std::size_t q = 0; q < positions.size(); ++q) {
     const std::int64_t pq = positions[q];
     const auto key = static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(pq)));
-    const auto r = static_cast<std::int64_t>(r0 + q);
+    const std::size_t r = r0 + q;
+    ggml_row(*p.ggml, pq, gangles);
     for (std::int64_t j = 0; j < t.width; ++j) {
       const std::int64_t i = t.pair[static_cast<std::size_t>(j)];
       if (i < 0) continue;
       const auto iu = static_cast<std::size_t>(i);
-      const float angle = hf_angle(pq, p.freq[iu]);
       for (int w = 0; w < 2; ++w) {
         replay_acc& a = w == 0 ? cos : sin;
-        const plane& pl = w == 0 ? t.cos : t.sin;
-        const double got = scalar_traits<T>::to_double(element<T>(*pl.a, pl.at(r, j)));
+        const double got = value_at<T>(w == 0 ? t.cos : t.sin, r, j);
         const double y = (w == 0 ? exact_cos : exact_sin)[q * P + iu];
-        const centre z = centre_of(p, angle, w == 1);
+        // ggml's recurrence (its rung; the octave figures of the ggml form).
+        const centre zg = centre_of(*p.lib, p.ggml_m, gangles[iu], w == 1);
+        const span_of vg = interval(zg, nullptr, out);
+        const double rg = interval_rho(got, zg.c, vg);
+        a.rho[kGgml] = std::max(a.rho[kGgml], rg);
+        if (!p.hf_on) {
+          a.oct_rho[key] = std::max(a.oct_rho[key], rg);
+          a.oct_bound[key] = std::max(a.oct_bound[key], std::max(vg.hi - y, y - vg.lo));
+          continue;
+        }
+        const float angle = hf_angle(pq, p.freq[iu]);
+        const centre z = centre_of(*p.lib, p.hf_m, angle, w == 1);
         const span_of v = interval(z, nullptr, out);
         const double rho = interval_rho(got, z.c, v);
-        a.rho[0] = std::max(a.rho[0], rho);
+        a.rho[kHf] = std::max(a.rho[kHf], rho);
         a.oct_rho[key] = std::max(a.oct_rho[key], rho);
         a.oct_bound[key] = std::max(a.oct_bound[key], std::max(v.hi - y, y - v.lo));
         for (std::size_t s = 0; s < 2; ++s) {
@@ -257,13 +395,15 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
           a.rho[1 + s] =
               std::max(a.rho[1 + s], interval_rho(got, z.c, interval(z, &kStorage[s], out)));
         }
-        // The least trig error this value implies: its distance from the centre less what the
-        // output's rounding (a whole ulp of T: either binade), the product and m̂ can explain.
+        // The least trig error this value implies around the hf angle: its distance from the
+        // centre less what the output's rounding (a whole ulp of T: either binade), the product
+        // and m̂ can explain.
         if (std::isfinite(got)) {
-          const double mm = p.m + p.m_err;
+          const replay_magnitude& mg = p.hf_m;
+          const double mm = mg.m + mg.err;
           const double hidden =
               (narrow ? metric::ulp_at_finite(std::fabs(got), out) : 0.0) +
-              (p.m_exact ? 0.0 : metric::ulp_at_finite(mm, metric::kF32) / 2 + p.m_err * z.a);
+              (mg.exact ? 0.0 : metric::ulp_at_finite(mm, metric::kF32) / 2 + mg.err * z.a);
           const double least = std::max(0.0, (std::fabs(got - z.c) - hidden) / mm);
           a.trig_least = std::max(a.trig_least, least);
           a.trig_least_ulp = std::max(a.trig_least_ulp, least / z.ulp_c);
@@ -277,28 +417,28 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
   }
 }
 
-void record_replay(check& c, const replay_acc& a, const replay_plan& p, format out,
-                   bool ggml_angles) {
-  (void)out;
+void record_replay(check& c, const replay_acc& a, const replay_plan& p) {
   check::recipe_replay r;
-  r.rho["hf"] = a.rho[0];
-  for (std::size_t s = 0; s < 2; ++s) {
-    const std::string name = kReplayRungs[1 + s];
-    if (a.off_grid[s] == 0) {
-      r.rho[name] = a.rho[1 + s];
-    } else {
-      r.not_followed[name] = fmt::format("{} value(s) not representable in {}: not a {} cache",
-                                         a.off_grid[s], s == 0 ? "fp16" : "bf16",
-                                         s == 0 ? "fp16" : "bf16");
+  if (p.hf_on) {
+    r.rho["hf"] = a.rho[kHf];
+    for (std::size_t s = 0; s < 2; ++s) {
+      const std::string name = kReplayRungs[1 + s];
+      const char* fmt_name = s == 0 ? "fp16" : "bf16";
+      if (a.off_grid[s] == 0) {
+        r.rho[name] = a.rho[1 + s];
+      } else {
+        r.not_followed[name] = fmt::format("{} value(s) not representable in {}: not a {} cache",
+                                           a.off_grid[s], fmt_name, fmt_name);
+      }
     }
   }
-  r.ggml_angles = ggml_angles;
-  r.frequencies = p.frequencies;
+  r.rho["ggml"] = a.rho[kGgml];
+  r.frequencies = p.hf_on ? p.frequencies + "; " + p.ratio : p.ratio;
   for (const report::octave& o : c.octaves) {
     double b = 0, rho = 0;
-    for (std::size_t k = 0; k < a.oct_bound.size(); ++k) {
+    for (std::size_t k = 0; k < 64; ++k) {
       const std::int64_t rp = k == 0 ? 0 : std::int64_t{1} << (k - 1);
-      if (k < 64 && rp >= o.lo && rp < o.hi) {
+      if (rp >= o.lo && rp < o.hi) {
         b = std::max(b, a.oct_bound[k]);
         rho = std::max(rho, a.oct_rho[k]);
       }
@@ -326,15 +466,17 @@ void decide_ladder(check& c, const std::string& held) {
     double own = kInf;
     if (replayed) {
       if (const auto rr = r.rho.find(name); rr != r.rho.end()) own = rr->second;
-    } else if (!vacuous && (name != "ggml" || r.ggml_angles)) {
+    } else if (!vacuous) {
       own = it->second;
     }
     prev = std::min(prev, own);
     it->second = prev;
   }
   if (const auto it = c.ladder_rho.find(held); it != c.ladder_rho.end()) c.max_rho = it->second;
-  // The octave figures of the held rung: the replay's bound and ρ where it decides.
-  if (std::find(kReplayRungs.begin(), kReplayRungs.end(), held) != kReplayRungs.end()) {
+  // The octave figures of the held rung: the replay's bound and ρ where it decides (hf's, or
+  // ggml's for the ggml form).
+  const bool gate_replayed = r.rho.count(held) > 0 && (held == "hf" || r.rho.count("hf") == 0);
+  if (gate_replayed) {
     for (std::size_t o = 0; o < c.octaves.size() && o < r.octave_bound.size(); ++o) {
       c.octaves[o].max_bound = r.octave_bound[o];
       c.octaves[o].max_rho = r.octave_rho[o];
@@ -343,10 +485,10 @@ void decide_ladder(check& c, const std::string& held) {
 }
 
 #define PEV_REPLAY(T)                                                                             \
-  template replay_plan plan_replay<T>(const spec::rope&, const impl::rope_contract&, double,     \
-                                      const std::vector<double>&, const table_source&,           \
-                                      const std::vector<std::int64_t>&, const io::array*,        \
-                                      const metric::libm&);                                      \
+  template replay_plan plan_replay<T>(                                                           \
+      const spec::rope&, std::optional<std::int64_t>, const impl::rope_contract*,                \
+      const impl::rope_contract&, double, const std::vector<double>&, const table_source&,       \
+      const std::vector<std::int64_t>&, const io::array*, const metric::libm&, int);             \
   template void replay_rows<T>(const replay_plan&, const table_source&, std::size_t,             \
                                std::span<const std::int64_t>, std::span<const double>,           \
                                std::span<const double>, std::int64_t, replay_acc&, replay_acc&);

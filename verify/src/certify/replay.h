@@ -7,6 +7,7 @@
 // the contracts stays for what has no replay (q/k, the ggml form, MRoPE tables).
 
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -15,27 +16,40 @@
 #include "detail.h"
 #include "layout.h"
 #include "pev/impl/contract.h"
+#include "pev/kernel/rope.h"
 #include "pev/metric/libm.h"
 
 namespace pev::certify::detail {
 
-/// The rungs a replay decides, in ladder order, and the storage format of each (none: hf).
-inline constexpr std::array<const char*, 3> kReplayRungs = {"hf", "vllm-fp16", "vllm-bf16"};
+/// The rungs a replay decides, in ladder order of the accumulators (hf, its vLLM caches, ggml).
+inline constexpr std::array<const char*, 4> kReplayRungs = {"hf", "vllm-fp16", "vllm-bf16",
+                                                            "ggml"};
 
-/// How a table is replayed: its fp32 frequencies and attention factor.
+/// A pipeline's fp32 attention factor m̂: the exact m, a bound on |m̂ − m|, and whether m̂ is
+/// exactly 1 (the product by it is then exact).
+struct replay_magnitude {
+  double m = 1, err = 0;
+  bool exact = true;
+};
+
+/// How a table is replayed: the hf recipe's fp32 frequencies, ggml's recurrence with its ratio,
+/// and each pipeline's attention factor.
 struct replay_plan {
-  bool on = false;         // a replay exists (a 1-D RoPE table of an hf pipeline)
-  std::vector<float> freq;  // per pair: the fp32 frequency f̂_i of the replayed angles
-  double m = 1;             // the exact attention factor
-  double m_err = 0;         // bound on |m̂ − m| of the pipeline's fp32 factor
-  bool m_exact = true;      // m̂ is exactly 1: the product by it is exact
-  const metric::libm* lib = nullptr;
+  bool on = false;     // a replay exists (a 1-D RoPE table)
+  bool hf_on = false;  // the hf recipe's (and vLLM's caches): an hf pipeline
+  std::vector<float> freq;  // per pair: the fp32 frequency f̂_i of the hf angles
+  replay_magnitude hf_m;
   std::string frequencies;  // how freq was taken, for the certificate
+  /// ggml's recurrence (kernel::ggml_angle_plan) with the ratio ts that fits the table best.
+  std::optional<kernel::ggml_angle_plan> ggml;
+  replay_magnitude ggml_m;
+  std::string ratio;  // how ts was taken, for the certificate
+  const metric::libm* lib = nullptr;
 };
 
 /// One check's replay figures over its rows (mergeable: maxima and counts).
 struct replay_acc {
-  std::array<double, 3> rho{};               // per kReplayRungs
+  std::array<double, 4> rho{};               // per kReplayRungs
   std::array<std::uint64_t, 2> off_grid{};   // values not in fp16, bf16 (vllm-fp16, vllm-bf16)
   double trig_least = 0, trig_least_ulp = 0;  // the least trig error the values imply
   double slope_least = 0;                     // max (least − kFastMathAbs)/|θ̂|
@@ -44,16 +58,20 @@ struct replay_acc {
   void merge(const replay_acc& o);
 };
 
-/// The replay of table `t` (dtype T) of spec `s`: off (plan.on false) for the ggml form and MRoPE
-/// tables. Frequencies: the dump's fp32 `inv_freq` where it lies within the hf contract's bound
-/// of every pair's exact frequency; else, per pair, the fp32 frequency within that bound (up to
-/// 64 nearest the exact one) whose replay fits the table's rows best (ρ of the hf rung over a
-/// fixed sample of rows, the largest positions first; the same in every shard).
+/// The replay of table `t` (dtype T) of spec `s` (`seq`: stateful types' sequence length), off
+/// (plan.on false) for MRoPE tables; `hf` null: no hf pipeline (the ggml form), `ggml` the ggml
+/// contract; m the exact attention factor, theta the exact frequencies. hf frequencies: the dump's
+/// fp32 `inv_freq` where it lies within the hf contract's bound of every pair's exact frequency;
+/// else, per pair, the fp32 frequency within that bound (up to 64 nearest the exact one) whose
+/// replay fits every row of the table best (on the rung that fits it best: hf or a vLLM cache).
+/// ggml's ratio: of the 17 fp32 values nearest powf(b, −2/d), the one that fits every row best.
+/// The same in every shard; chosen on `threads` threads.
 template <class T>
-replay_plan plan_replay(const spec::rope& s, const impl::rope_contract& hf, double m,
+replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
+                        const impl::rope_contract* hf, const impl::rope_contract& ggml, double m,
                         const std::vector<double>& theta, const table_source& t,
                         const std::vector<std::int64_t>& pos, const io::array* inv_freq,
-                        const metric::libm& lib);
+                        const metric::libm& lib, int threads);
 
 /// Replays rows r0 … r0 + positions.size() − 1 of `t` into the cos and sin checks' figures;
 /// exact_cos/exact_sin: the reference's exact values of those rows, [rows, pairs].
@@ -63,16 +81,15 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
                  std::span<const double> exact_sin, std::int64_t pairs, replay_acc& cos,
                  replay_acc& sin);
 
-/// Records a check's replay (check::replayed, its octaves mapped onto c.octaves) and settles its
-/// grade: decide_ladder, then grade_of.
-void record_replay(check& c, const replay_acc& a, const replay_plan& p, format out,
-                   bool ggml_angles);
+/// Records a check's replay (check::replayed, its octaves mapped onto c.octaves); settle() then
+/// grades it on the deciding ladder.
+void record_replay(check& c, const replay_acc& a, const replay_plan& p);
 
 /// The deciding ladder ρ of a replayed check, from its figures' ladder (check::ladder_rho as
 /// compare::figures wrote it): exact and drift-free keep theirs; each recipe rung k takes
-/// min(ρ of rung k − 1, its own), its own being the replay's ρ (hf, vllm: where the data follows
-/// the cache), the figures' ρ (ggml: where the angles are ggml's recurrence and no bound up to it
-/// is vacuous), else none (+∞: the rung adds nothing). The max ρ is then the held rung's.
+/// min(ρ of rung k − 1, its own), its own being the replay's ρ where the data can follow the
+/// recipe (vLLM: values in its 16-bit format), else none (+∞: the rung adds nothing). The max ρ is
+/// then the held rung's, and the octave figures the held rung's replay where it decides.
 void decide_ladder(check& c, const std::string& held);
 
 }  // namespace pev::certify::detail

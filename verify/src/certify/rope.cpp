@@ -22,6 +22,7 @@
 #include "pev/core/error.h"
 #include "pev/core/interrupt.h"
 #include "pev/impl/contract.h"
+#include "pev/impl/mutants.h"
 #include "pev/metric/error_model.h"
 #include "pev/metric/ulp.h"
 #include "pev/scalar/round.h"
@@ -251,6 +252,57 @@ void record_replay_library(context& k, const replay_acc& c, const replay_acc& s)
   }
 }
 
+/// Fast-math under a tighter grade (docs/numerics.md §13.7): a 16-bit table may stay within two
+/// ulps of the exact values (drift-free) at the positions given although its values are fast-math
+/// trig's. When a table graded drift-free is, where it is not correctly rounded, the fast-math
+/// model's bit for bit at least four times as often as not, the data's library is fast-math: the
+/// claim (a conforming class unless --libm fast-math) does not hold. An accurate table that is not
+/// correctly rounded is further from fast-math's values than from the exact ones, so it does not
+/// meet the ratio. Unsharded runs only (the counts need every row of the table).
+template <class T>
+void fast_math_outside(context& k, const table_source& t, const std::vector<std::int64_t>& pos,
+                       std::optional<std::int64_t> seq, const std::vector<float>& freq) {
+  if (k.o.libm->fast_math || freq.empty() || k.o.shard_count > 1) return;
+  const impl::mutant_info& info = impl::find_mutant("fast-math-trig");
+  if (!info.applies(k.e)) return;
+  std::uint64_t off_exact = 0;
+  bool drift_free = false;
+  for (const check& c : k.cert.checks) {
+    if ((c.id != "cos" && c.id != "sin") || !c.best) continue;
+    off_exact += c.values - c.correctly_rounded;
+    drift_free = drift_free || *c.best == grade::drift_free;
+  }
+  if (!drift_free || off_exact < 32) return;
+  // The model on pev's own frequencies and on the replay's (the diagnosis's two hf bases).
+  std::uint64_t off_model = std::numeric_limits<std::uint64_t>::max();
+  for (const std::vector<float>& f : {std::vector<float>{}, freq}) {
+    const auto m = impl::make_mutant(info.id, k.e, {kernel::strategy::hf, false, f});
+    const std::size_t rows = pos.size(), P = freq.size();
+    std::vector<T> mc(rows * P), ms(rows * P);
+    m->rope_table(pos, seq, std::span<T>(mc), std::span<T>(ms));
+    std::uint64_t off = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::int64_t j = 0; j < t.width; ++j) {
+        const std::int64_t i = t.pair[static_cast<std::size_t>(j)];
+        if (i < 0) continue;
+        const std::size_t e = r * P + static_cast<std::size_t>(i);
+        const auto rr = static_cast<std::int64_t>(r);
+        off += scalar_traits<T>::to_bits(element<T>(*t.cos.a, t.cos.at(rr, j))) !=
+               scalar_traits<T>::to_bits(mc[e]);
+        off += scalar_traits<T>::to_bits(element<T>(*t.sin.a, t.sin.at(rr, j))) !=
+               scalar_traits<T>::to_bits(ms[e]);
+      }
+    }
+    off_model = std::min(off_model, off);
+  }
+  if (4 * off_model > off_exact) return;
+  k.c().library.outside_class = fmt::format(
+      "the table is fast-math trig's (pev's model of __sinf/__cosf on the hf recipe's angles) "
+      "bit for bit at all but {} values, against {} not correctly rounded: its library is "
+      "outside the assumed class ({}); --libm fast-math accepts it",
+      off_model, off_exact, k.o.libm->name);
+}
+
 /// A dump's table values for compare::compare_table: row q of a chunk starting at row r0.
 template <class T>
 struct dump_rows {
@@ -298,10 +350,10 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   };
   // The recipe replay (replay.h): its frequencies from the whole table, the same in every shard.
   const io::array* inv_freq = k.d.find("inv_freq");
-  const replay_plan plan =
-      hf ? plan_replay<T>(ref.spec(), *bounds.contract(*bounds.find("hf")), ref.attention_factor(),
-                          ref.fast().inv_freq<double>(), t, pos, inv_freq, *k.o.libm)
-         : replay_plan{};
+  const replay_plan plan = plan_replay<T>(
+      ref.spec(), seq, hf ? bounds.contract(*bounds.find("hf")) : nullptr,
+      *bounds.contract(*bounds.find("ggml")), ref.attention_factor(), ref.fast().inv_freq<double>(),
+      t, pos, inv_freq, *k.o.libm, arena_threads(k.o));
   replay_acc rcos, rsin;
   replayed = plan.freq;
   tbb::task_arena arena(arena_threads(k.o));
@@ -389,10 +441,10 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     table_library<T>(k, ref, t, pos, seq, fit);
   }
   if (plan.on) {
-    // The rungs the replay decides, now that the fit says whose angles the table follows.
+    // The rungs the replay decides.
     for (int which = 0; which < 2; ++which) {
       check& c = k.cert.checks[k.cert.checks.size() - 2 + static_cast<std::size_t>(which)];
-      record_replay(c, which == 0 ? rcos : rsin, plan, format_of<T>(), fit.angles == "ggml");
+      record_replay(c, which == 0 ? rcos : rsin, plan);
       settle(c, k.o);
     }
     record_replay_library(k, rcos, rsin);
@@ -648,6 +700,12 @@ void certify_rope(const spec::rope& s, context& k) {
     });
   }
   k.count(ref.stats());
+  if (t && t->batch == 1) {
+    visit_tensor(*t->cos.a, t->source, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!std::is_same_v<T, double>) fast_math_outside<T>(k, *t, pos, seq, replayed);
+    });
+  }
   grade_and_claim(k.cert);
   if (!k.o.diagnose || k.cert.exit_code() != 1) return;  // certified: nothing to explain
   // A failing shard diagnoses the whole dump (docs/design.md §9.3): the fit of every row first.
@@ -663,7 +721,17 @@ void certify_rope(const spec::rope& s, context& k) {
   std::string pipeline = k.o.recipe.value_or(fit.angles);
   if (pipeline == "exact" || pipeline == "vllm") pipeline = "hf";
   if (!hf_pipeline) pipeline = "ggml";
-  if (pipeline != "ggml") bases.push_back({kernel::strategy::hf, hf, true, replayed});
+  if (pipeline != "ggml") {
+    bases.push_back({kernel::strategy::hf, hf, true});
+    // The frequencies the table's replay follows, where they are not pev's own (a GPU's powf may
+    // round an inv_freq differently, and the angles at 10^6 then differ by more than any bound):
+    // a second hf base, each mistake keeping the better of the two.
+    const kernel::rope_kernel own(s, kernel::strategy::hf, seq);
+    const std::span<const float> f = own.inv_freq();
+    if (!replayed.empty() && !std::equal(f.begin(), f.end(), replayed.begin(), replayed.end())) {
+      bases.push_back({kernel::strategy::hf, hf, true, replayed});
+    }
+  }
   if (pipeline != "hf") bases.push_back({kernel::strategy::ggml, ggml_contract, false});
   evidence_map ev;
   diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);

@@ -184,16 +184,14 @@ struct check {
   /// rungs they decide hold when every value lies in what the recipe's arithmetic can produce from
   /// its fp32 angles with the assumed library. Absent: the rungs are the bounds' (ladder_rho).
   struct recipe_replay {
-    /// Per replayed rung ("hf", "vllm-fp16", "vllm-bf16"): max ρ of |got − m·cos θ̂| against the
-    /// radius the recipe's trig, attention factor and roundings allow. A rung is left out where
-    /// the data cannot follow it (vllm: values not in that 16-bit format).
+    /// Per replayed rung ("hf", "vllm-fp16", "vllm-bf16", "ggml"): max ρ of |got − m·cos θ̂|
+    /// against what the recipe's trig, attention factor and roundings allow around its own
+    /// angle θ̂. A rung is left out where the data cannot follow it (vllm: values not in that
+    /// 16-bit format).
     std::map<std::string, double> rho;
-    /// Per rung left out, why ("values not representable in bf16: 1234").
+    /// Per rung left out, why ("1234 value(s) not representable in bf16").
     std::map<std::string, std::string> not_followed;
-    /// Whose angles the ggml rung may hold (the library fit found ggml's recurrence): otherwise
-    /// that rung adds nothing.
-    bool ggml_angles = false;
-    /// How the replayed fp32 frequencies were taken (tensor 'inv_freq', or chosen per pair).
+    /// How the replayed hf frequencies and ggml's ratio were taken.
     std::string frequencies;
     /// Per octave of the check (check::octaves' order): the largest bound the hf replay implies on
     /// |got − exact| (max(hi − y, y − lo) of its interval) and the largest ρ against the replay.
@@ -323,6 +321,10 @@ struct library_figures {
   /// angles (docs/numerics.md §13.7), in ulps and absolute, and its growth with the angle
   /// (max (least − the fast-math constant)/|θ̂|); trig_class then names what they show.
   std::optional<double> trig_ulp_at_least, trig_abs_at_least, trig_slope_at_least;
+  /// The data's library lies outside the class the bounds assume, shown by more than its grade:
+  /// e.g. a table within two ulps of the exact values whose values are fast-math's bit for bit
+  /// where they are not the exact ones' (docs/numerics.md §13.7). A claim then does not hold.
+  std::string outside_class;
 };
 
 /// How certification read one role of a dump (docs/design.md §6.2): which tensors, in which

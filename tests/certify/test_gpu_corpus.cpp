@@ -1,0 +1,129 @@
+// RoPE computed on an NVIDIA H100 by real engines (tests/data/gpu-h100/README.md): every dump,
+// certified from the config.json beside it, gets the verdict the README states — with and without
+// a claim of the hf recipe — and the fast-math dumps are named as such (docs/numerics.md §13.7).
+// The fast-math model of the mistake catalogue (pev/kernel/fast_math.h) is measured against the
+// hardware's __sincosf on the same angles.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "pev/certify/certify.h"
+#include "pev/kernel/fast_math.h"
+#include "pev/metric/libm.h"
+#include "pev/spec/config.h"
+
+namespace pev {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kCorpus = fs::path(PEV_SOURCE_DIR) / "tests" / "data" / "gpu-h100";
+
+struct expected {
+  const char* model;
+  const char* file;
+  bool certified;     // with and without --recipe hf
+  const char* named;  // the mistake the diagnosis names (not certified only)
+};
+
+constexpr expected kCases[] = {
+    {"llama3.1-8b", "hf-eager-fp32", true, ""},
+    {"llama3.1-8b", "hf-eager-bf16", true, ""},
+    {"llama3.1-8b", "hf-compile-bf16", true, ""},
+    {"llama3.1-8b", "cupy-sincosf-fp32", true, ""},
+    {"llama3.1-8b", "cupy-fastmath-fp32", false, "fast-math-trig"},
+    {"llama3.1-8b", "cupy-fastmath-bf16", false, "fast-math-trig"},
+    {"llama3.1-8b", "bug-autocast-fp32", false, "autocast-bf16"},
+    {"llama3.1-8b", "qk-eager-bf16", true, ""},
+    {"llama3.1-8b", "qk-compile-bf16", true, ""},
+    {"llama2-7b", "jax-fp32", true, ""},
+    {"llama2-7b", "vllm-cache-bf16", true, ""},
+};
+
+std::string rho_of(const report::check& c, const std::string& rung) {
+  const auto it = c.ladder_rho.find(rung);
+  return it == c.ladder_rho.end() ? "-" : fmt::format("{:.3g}", it->second);
+}
+
+TEST(GpuCorpus, EveryDumpGetsTheVerdictItsReadmeStates) {
+  std::string table;
+  for (const expected& x : kCases) {
+    const fs::path dir = kCorpus / x.model;
+    const spec::encoding e = spec::parse_config_encoding_file(dir / "config.json");
+    const certify::dump d = certify::read_dump({dir / (std::string(x.file) + ".safetensors")});
+    for (const bool claim : {false, true}) {
+      certify::options o;
+      if (claim) o.recipe = "hf";
+      const certify::certificate cert = certify::certify_dump(e, d, o);
+      const std::string what = fmt::format("{}/{}{}", x.model, x.file, claim ? " --recipe hf" : "");
+      EXPECT_EQ(cert.exit_code(), x.certified ? 0 : 1) << what << "\n" << certify::to_text(cert);
+      const auto& z = *cert.certification;
+      if (!x.certified) {
+        ASSERT_TRUE(z.why) << what;
+        EXPECT_EQ(z.why->named.value_or("none"), x.named) << what << "\n" << certify::to_text(cert);
+      }
+      std::string rhos;
+      for (const report::check& c : cert.checks) {
+        if (c.id == "cos" || c.id == "sin" || c.id == "q_out" || c.id == "k_out") {
+          rhos += fmt::format(" {} {}", c.id, rho_of(c, "hf"));
+        }
+      }
+      table += fmt::format("  {:<44} exit {} {:<14} hf rho:{}{}\n", what, cert.exit_code(),
+                           report::to_string(z.result), rhos,
+                           z.why && z.why->named ? " named " + *z.why->named : "");
+    }
+  }
+  std::cout << "GPU corpus verdicts:\n" << table;
+}
+
+// The model takes the hardware's reduction (RZ of θ·fl32(1/2π)) and evaluates sin(2π·t) exactly:
+// against the H100's __sincosf it differs by the hardware's approximation alone, within the
+// fast-math absolute constant; against the accurate kernel's sincosf on the same angles it is far
+// off (the reduction's error, 1.6e-7·|θ|), so the comparison could fail.
+TEST(GpuCorpus, TheFastMathModelIsTheHardwareUpToItsApproximation) {
+  const auto gap = [](const char* file) {
+    const certify::dump d =
+        certify::read_dump({kCorpus / "llama3.1-8b" / (std::string(file) + ".safetensors")});
+    const io::array& pos = *d.find("positions");
+    const io::array& f = *d.find("inv_freq");
+    const io::array& c = *d.find("cos");
+    const io::array& s = *d.find("sin");
+    const auto P = static_cast<std::size_t>(pos.shape[0]);
+    const auto pairs = static_cast<std::size_t>(f.shape[0]);
+    const auto width = static_cast<std::size_t>(c.shape[1]);
+    const auto at = [](const io::array& a, std::size_t k, auto tag) {
+      decltype(tag) v;
+      std::memcpy(&v, a.data.data() + k * sizeof(v), sizeof(v));
+      return v;
+    };
+    double worst = 0;
+    for (std::size_t r = 0; r < P; ++r) {
+      const auto p = at(pos, r, std::int64_t{});
+      for (std::size_t i = 0; i < pairs; ++i) {
+        const float angle = static_cast<float>(p) * at(f, i, 0.0f);
+        worst = std::max(worst, std::fabs(double(at(c, r * width + i, 0.0f)) -
+                                          double(kernel::fast_math_trig(angle, false))));
+        worst = std::max(worst, std::fabs(double(at(s, r * width + i, 0.0f)) -
+                                          double(kernel::fast_math_trig(angle, true))));
+      }
+    }
+    return worst;
+  };
+  const double fast = gap("cupy-fastmath-fp32"), accurate = gap("cupy-sincosf-fp32");
+  std::cout << fmt::format(
+      "fast-math model against the H100: {:.3g} (__sincosf), {:.3g} (sincosf); the class's "
+      "absolute constant {:.3g}\n",
+      fast, accurate, metric::kFastMathAbs);
+  EXPECT_LE(fast, metric::kFastMathAbs);
+  EXPECT_GT(accurate, 100 * metric::kFastMathAbs);
+}
+
+}  // namespace
+}  // namespace pev
