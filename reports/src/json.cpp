@@ -342,7 +342,7 @@ void certificate_check_from(const nlohmann::json& c, check& k, const std::string
     check::recipe_replay r;
     for (const auto& [name, v] : rr.at("rho").items()) r.rho[name] = to_num(v);
     for (const auto& [name, v] : rr.at("not_followed").items()) {
-      r.not_followed[name] = v.get<std::string>();
+      r.not_followed[name] = v.get<std::uint64_t>();
     }
     r.frequencies = rr.at("frequencies").get<std::string>();
     r.octave_bound = to_nums(rr.at("octave_bound"));

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,24 @@ constexpr expected kCases[] = {
     {"llama2-7b", "vllm-cache-bf16", true, ""},
 };
 
+// The rungs a summary marks holding (✓) with a printed ρ above 1: none may be (the printed ρ is
+// the one that decides, docs/numerics.md §13.7).
+std::vector<std::string> rho_marked_holding(const std::string& text) {
+  std::vector<std::string> bad;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("recipes", 0) != 0) continue;
+    std::istringstream cells(line.substr(line.find(':') + 1));
+    std::vector<std::string> w{std::istream_iterator<std::string>(cells), {}};
+    for (std::size_t k = 0; k + 2 < w.size(); ++k) {
+      if (w[k + 2] == "✓" && std::stod(w[k + 1]) > 1) {
+        bad.push_back(line);
+      }
+    }
+  }
+  return bad;
+}
+
 std::string rho_of(const report::check& c, const std::string& rung) {
   const auto it = c.ladder_rho.find(rung);
   return it == c.ladder_rho.end() ? "-" : fmt::format("{:.3g}", it->second);
@@ -64,6 +84,7 @@ TEST(GpuCorpus, EveryDumpGetsTheVerdictItsReadmeStates) {
       const certify::certificate cert = certify::certify_dump(e, d, o);
       const std::string what = fmt::format("{}/{}{}", x.model, x.file, claim ? " --recipe hf" : "");
       EXPECT_EQ(cert.exit_code(), x.certified ? 0 : 1) << what << "\n" << certify::to_text(cert);
+      EXPECT_TRUE(rho_marked_holding(certify::to_text(cert)).empty()) << what;
       const auto& z = *cert.certification;
       if (!x.certified) {
         ASSERT_TRUE(z.why) << what;

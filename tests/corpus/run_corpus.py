@@ -29,6 +29,7 @@ import concurrent.futures
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -154,6 +155,36 @@ def summarize_cert(r: dict) -> dict:
     }
 
 
+RECIPE_CELL = re.compile(r" (exact|drift-free|hf|ggml|vllm-fp16|vllm-bf16) (\S+)( ✓)?")
+
+
+def rho_marked_holding(text: str) -> list[str]:
+    """Rungs a summary marks as holding (✓) with a printed ρ above 1 (docs/numerics.md §13.7:
+    the printed ρ is the one that decides)."""
+    bad = []
+    for line in text.splitlines():
+        if not line.startswith("recipes"):
+            continue
+        for name, rho, tick in RECIPE_CELL.findall(line):
+            if tick and _f(rho) > 1:
+                bad.append(f"{line.split(':')[0][10:]} {name} {rho} marked holding")
+    return bad
+
+
+def octave_ratios(cert: dict) -> list[tuple[int, float]]:
+    """Per octave from position 2^12 of a certificate's cos/sin checks: (octave start, deciding
+    bound / largest error)."""
+    out = []
+    for ch in (cert or {}).get("checks") or []:
+        if ch.get("id") not in ("cos", "sin"):
+            continue
+        for o in ch.get("octaves") or []:
+            lo, err, bound = o.get("lo", 0), _f(o.get("max_abs")), _f(o.get("max_bound"))
+            if lo >= 4096 and err > 0:
+                out.append((lo, bound / err))
+    return out
+
+
 def _f(v) -> float:
     try:
         return float(v)
@@ -245,6 +276,7 @@ def main() -> int:
         by_case[c["case"]]["runs"][claim] = r
 
     failures: list[str] = []
+    tight: dict[str, list[float]] = {}  # dtype -> deciding bound / largest error, per octave
     rows = []
     bugs = named = 0
     unnamed_notes = []
@@ -293,6 +325,13 @@ def main() -> int:
         if ladder_bad:
             problems.append(f"ladder: graded {s['grade']} but --recipe {', '.join(ladder_bad)} "
                             "exits non-zero")
+        for claim, run in entry["runs"].items():
+            for bad in rho_marked_holding(run["text"]):
+                problems.append(f"{'--recipe ' + claim if claim else 'no claim'}: {bad}")
+        if c["bug"] is None and c["kind"] == "table":
+            for lo, ratio in octave_ratios(base["cert"]):
+                key = c["dtype"]
+                tight.setdefault(key, []).append(ratio)
         for p in problems:
             failures.append(f"{c['case']}: {p}")
         claim_rc = entry["runs"].get(c["recipe"], {}).get("rc") if c["bug"] is None else None
@@ -317,6 +356,10 @@ def main() -> int:
                and e["runs"].get(e["case"]["recipe"], {}).get("rc") == 0)
     print(f"corpus: genuine dumps certified (and under their recipe): {g_ok} of {len(genuine)}")
     print(f"corpus: planted bugs named correctly: {named} of {bugs}")
+    for dt, v in sorted(tight.items()):
+        v = sorted(v)
+        print(f"corpus: genuine tables, {dt}: deciding bound / largest error per octave from 2^12: "
+              f"median {v[len(v) // 2]:.3g}, max {v[-1]:.3g} over {len(v)} octaves")
     if unnamed_notes:
         print("corpus: bugs not named with their tag:")
         print("\n".join(unnamed_notes))

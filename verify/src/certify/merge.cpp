@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "detail.h"
+#include "replay.h"
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
 
@@ -167,6 +168,20 @@ certificate merge_shards(std::vector<certificate> shards) {
     c.family = c0.family;
     c.note = c0.note;
     c.worst.intermediates = c0.worst.intermediates;
+    // The table's replayed rungs (docs/numerics.md §13.7): maxima over the shards' rows, a rung
+    // some shard's values cannot follow left out.
+    if (c0.replayed) {
+      check::recipe_replay r = *c0.replayed;
+      for (std::size_t k = 1; k < shards.size(); ++k) {
+        const auto& cs = shards[k].checks;
+        const auto it =
+            std::find_if(cs.begin(), cs.end(), [&](const check& x) { return x.id == c0.id; });
+        if (it == cs.end() || !it->replayed) continue;
+        detail::merge_replay(r, *it->replayed);
+      }
+      c.replayed = r;
+      detail::settle(c, o);
+    }
     out.checks.push_back(std::move(c));
   }
   // A check only a later shard has (a live implementation that failed there): its own.
@@ -180,6 +195,7 @@ certificate merge_shards(std::vector<certificate> shards) {
     }
   }
 
+  detail::library_from_replay(z.library, out.checks);
   detail::grade_and_claim(out);
   if (out.exit_code() == 0) return out;
   // Not certified: the diagnosis of the first failing shard (each failing shard diagnoses the

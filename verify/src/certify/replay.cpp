@@ -423,33 +423,75 @@ void record_replay(check& c, const replay_acc& a, const replay_plan& p) {
     r.rho["hf"] = a.rho[kHf];
     for (std::size_t s = 0; s < 2; ++s) {
       const std::string name = kReplayRungs[1 + s];
-      const char* fmt_name = s == 0 ? "fp16" : "bf16";
       if (a.off_grid[s] == 0) {
         r.rho[name] = a.rho[1 + s];
       } else {
-        r.not_followed[name] = fmt::format("{} value(s) not representable in {}: not a {} cache",
-                                           a.off_grid[s], fmt_name, fmt_name);
+        r.not_followed[name] = a.off_grid[s];
       }
     }
   }
   r.rho["ggml"] = a.rho[kGgml];
   r.frequencies = p.hf_on ? p.frequencies + "; " + p.ratio : p.ratio;
-  for (const report::octave& o : c.octaves) {
-    double b = 0, rho = 0;
-    for (std::size_t k = 0; k < 64; ++k) {
-      const std::int64_t rp = k == 0 ? 0 : std::int64_t{1} << (k - 1);
-      if (rp >= o.lo && rp < o.hi) {
-        b = std::max(b, a.oct_bound[k]);
-        rho = std::max(rho, a.oct_rho[k]);
-      }
-    }
-    r.octave_bound.push_back(b);
-    r.octave_rho.push_back(rho);
+  std::size_t last = 0;
+  for (std::size_t k = 0; k < a.oct_bound.size(); ++k) {
+    if (a.oct_bound[k] > 0 || a.oct_rho[k] > 0) last = k + 1;
   }
+  r.octave_bound.assign(a.oct_bound.begin(), a.oct_bound.begin() + static_cast<std::ptrdiff_t>(last));
+  r.octave_rho.assign(a.oct_rho.begin(), a.oct_rho.begin() + static_cast<std::ptrdiff_t>(last));
   r.trig_at_least = a.trig_least;
   r.trig_at_least_ulp = a.trig_least_ulp;
   r.trig_slope_at_least = a.slope_least;
   c.replayed = r;
+}
+
+void library_from_replay(report::library_figures& lib, const std::vector<check>& checks) {
+  if (lib.trig_ulp) return;
+  double ulp = 0, abs = 0, slope = -kInf;
+  bool any = false;
+  for (const check& c : checks) {
+    if (!c.replayed || c.replayed->rho.count("hf") == 0) continue;
+    any = true;
+    ulp = std::max(ulp, c.replayed->trig_at_least_ulp);
+    abs = std::max(abs, c.replayed->trig_at_least);
+    slope = std::max(slope, c.replayed->trig_slope_at_least);
+  }
+  if (!any) return;
+  lib.trig_ulp_at_least = ulp;
+  lib.trig_abs_at_least = abs;
+  lib.trig_slope_at_least = slope;
+  if (ulp <= metric::kAnyConforming.sin_cos) {
+    lib.trig_class = "within every conforming class (the output's rounding hides the rest)";
+  } else if (slope <= metric::kFastMathSlope) {
+    lib.trig_class = fmt::format(
+        "{}: beyond every conforming class, growing as {:.3g}·|angle| (the class allows {:.4g})",
+        metric::kFastMath.name, std::max(slope, 0.0), metric::kFastMathSlope);
+  } else {
+    lib.trig_class =
+        "beyond every documented class around the hf recipe's angles (not its angles, or no "
+        "conforming library)";
+  }
+}
+
+void merge_replay(check::recipe_replay& into, const check::recipe_replay& later) {
+  for (const auto& [name, n] : later.not_followed) into.not_followed[name] += n;
+  for (auto it = into.rho.begin(); it != into.rho.end();) {
+    const auto other = later.rho.find(it->first);
+    if (into.not_followed.count(it->first) || other == later.rho.end()) {
+      it = into.rho.erase(it);
+    } else {
+      it->second = std::max(it->second, other->second);
+      ++it;
+    }
+  }
+  const auto max_into = [](std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() < b.size()) a.resize(b.size(), 0.0);
+    for (std::size_t k = 0; k < b.size(); ++k) a[k] = std::max(a[k], b[k]);
+  };
+  max_into(into.octave_bound, later.octave_bound);
+  max_into(into.octave_rho, later.octave_rho);
+  into.trig_at_least = std::max(into.trig_at_least, later.trig_at_least);
+  into.trig_at_least_ulp = std::max(into.trig_at_least_ulp, later.trig_at_least_ulp);
+  into.trig_slope_at_least = std::max(into.trig_slope_at_least, later.trig_slope_at_least);
 }
 
 void decide_ladder(check& c, const std::string& held) {
@@ -477,9 +519,17 @@ void decide_ladder(check& c, const std::string& held) {
   // ggml's for the ggml form).
   const bool gate_replayed = r.rho.count(held) > 0 && (held == "hf" || r.rho.count("hf") == 0);
   if (gate_replayed) {
-    for (std::size_t o = 0; o < c.octaves.size() && o < r.octave_bound.size(); ++o) {
-      c.octaves[o].max_bound = r.octave_bound[o];
-      c.octaves[o].max_rho = r.octave_rho[o];
+    for (report::octave& o : c.octaves) {
+      double b = 0, rho = 0;
+      for (std::size_t k = 0; k < r.octave_bound.size() && k < 64; ++k) {
+        const std::int64_t rp = k == 0 ? 0 : std::int64_t{1} << (k - 1);
+        if (rp >= o.lo && rp < o.hi) {
+          b = std::max(b, r.octave_bound[k]);
+          rho = std::max(rho, r.octave_rho[k]);
+        }
+      }
+      o.max_bound = b;
+      o.max_rho = rho;
     }
   }
 }

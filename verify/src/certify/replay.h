@@ -85,6 +85,16 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
 /// grades it on the deciding ladder.
 void record_replay(check& c, const replay_acc& a, const replay_plan& p);
 
+/// The library a replayed table shows where the fit did not measure it (a 16-bit table, or angles
+/// the fit did not take for the hf recipe's — fast-math's): the least trig error the values of
+/// `checks`' replays imply around the hf angles, and the class that names it. Unchanged where the
+/// fit measured the library (trig_ulp) or nothing was replayed.
+void library_from_replay(report::library_figures& lib, const std::vector<check>& checks);
+
+/// Merges the replay of a later shard's rows into `into` (maxima; a rung either cannot follow is
+/// left out, its counts added).
+void merge_replay(check::recipe_replay& into, const check::recipe_replay& later);
+
 /// The deciding ladder ρ of a replayed check, from its figures' ladder (check::ladder_rho as
 /// compare::figures wrote it): exact and drift-free keep theirs; each recipe rung k takes
 /// min(ρ of rung k − 1, its own), its own being the replay's ρ where the data can follow the

@@ -227,31 +227,6 @@ std::optional<table_fit> library_fit(const context& k, const compare::rope_refer
                                      std::optional<std::int64_t> seq);
 void record_library(context& k, const std::optional<table_fit>& found, table_fit& fit);
 
-/// The library a replayed table shows where the fit did not measure it (a 16-bit table, or angles
-/// the fit did not take for the hf recipe's — fast-math's): the least trig error its values imply
-/// around the replayed angles, and the class that names it (docs/numerics.md §13.7).
-void record_replay_library(context& k, const replay_acc& c, const replay_acc& s) {
-  report::library_figures& lib = k.c().library;
-  if (lib.trig_ulp || !whole_checks(k.o)) return;
-  const double ulp = std::max(c.trig_least_ulp, s.trig_least_ulp);
-  const double abs = std::max(c.trig_least, s.trig_least);
-  const double slope = std::max(c.slope_least, s.slope_least);
-  lib.trig_ulp_at_least = ulp;
-  lib.trig_abs_at_least = abs;
-  lib.trig_slope_at_least = slope;
-  if (ulp <= metric::kAnyConforming.sin_cos) {
-    lib.trig_class = "within every conforming class (the output's rounding hides the rest)";
-  } else if (slope <= metric::kFastMathSlope) {
-    lib.trig_class = fmt::format(
-        "{}: beyond every conforming class, growing as {:.3g}·|angle| (the class allows {:.4g})",
-        metric::kFastMath.name, std::max(slope, 0.0), metric::kFastMathSlope);
-  } else {
-    lib.trig_class =
-        "beyond every documented class around the hf recipe's angles (not its angles, or no "
-        "conforming library)";
-  }
-}
-
 /// Fast-math under a tighter grade (docs/numerics.md §13.7): a 16-bit table may stay within two
 /// ulps of the exact values (drift-free) at the positions given although its values are fast-math
 /// trig's. When a table graded drift-free is, where it is not correctly rounded, the fast-math
@@ -447,7 +422,7 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
       record_replay(c, which == 0 ? rcos : rsin, plan);
       settle(c, k.o);
     }
-    record_replay_library(k, rcos, rsin);
+    library_from_replay(k.c().library, k.cert.checks);
   }
 }
 

@@ -572,13 +572,20 @@ const mutant_info kCatalogue[] = {
                       std::int64_t j) { return j + 1 < s.d_model || j % 2 == 1 ? j ^ 1 : j; }}},
     {"autocast-bf16",
      "rope",
-     "the angle computed under bf16 autocast: bf16(bf16(inv_freq)·bf16(p)), cos/sin in bf16",
+     "the angle computed under bf16 autocast: bf16(bf16(inv_freq)·bf16(p)), cos/sin in bf16, "
+     "then times the attention factor in bf16",
      "transformers PR #29285 (before it)",
      rope_two_pairs,
      {.frequencies = inv_freq_bf16,
       .position =
           [](std::int64_t p) { return static_cast<float>(bfloat16(static_cast<float>(p))); },
       .angle = [](float a) { return static_cast<float>(bfloat16(a)); },
+      // emb.cos() of a bf16 tensor is bf16; `* attention_scaling` rounds to bf16 again (the table
+      // hook), which a factor ≠ 1 (YaRN, LongRoPE) makes a second rounding.
+      .trig =
+          [](float a, bool is_sin) {
+            return static_cast<float>(bfloat16(is_sin ? std::sin(a) : std::cos(a)));
+          },
       .table =
           [](std::span<float> c, std::span<float> s) {
             for (float& v : c) v = static_cast<float>(bfloat16(v));
@@ -625,6 +632,14 @@ const mutant_info kCatalogue[] = {
      "llama.cpp PR #2268",
      yarn_scaled,
      {.plan = yarn_ramp_off, .magnitude = yarn_attn_as_passed},
+     kernel::strategy::ggml},
+    {"ggml-yarn-ramp-off-attn-one",
+     "rope",
+     "ggml YaRN with ext_factor 0 and attn_factor reset to 1: no ramp, magnitude 1 (llama.cpp's "
+     "call when ext_factor is 0)",
+     "llama.cpp rope_yarn with ext_factor 0",
+     yarn_scaled,
+     {.plan = yarn_ramp_off, .magnitude = [](const spec::rope&, float) { return 1.0f; }},
      kernel::strategy::ggml},
     {"ggml-attn-factor-not-divided",
      "rope",

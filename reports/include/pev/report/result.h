@@ -189,12 +189,14 @@ struct check {
     /// angle θ̂. A rung is left out where the data cannot follow it (vllm: values not in that
     /// 16-bit format).
     std::map<std::string, double> rho;
-    /// Per rung left out, why ("1234 value(s) not representable in bf16").
-    std::map<std::string, std::string> not_followed;
+    /// Per rung left out (vllm-fp16, vllm-bf16): how many values its 16-bit format does not hold
+    /// (so the data is no such cache).
+    std::map<std::string, std::uint64_t> not_followed;
     /// How the replayed hf frequencies and ggml's ratio were taken.
     std::string frequencies;
-    /// Per octave of the check (check::octaves' order): the largest bound the hf replay implies on
-    /// |got − exact| (max(hi − y, y − lo) of its interval) and the largest ρ against the replay.
+    /// Per key k = bit_width(position) (positions [2^(k−1), 2^k); k = 0: position 0): the largest
+    /// bound the gate's replay implies on |got − exact| (max(H − y, y − L) of its interval) and
+    /// the largest ρ against it; up to the last key with values.
     std::vector<double> octave_bound, octave_rho;
     /// 16-bit tables: the least trig error every value implies (absolute, and over |θ̂| beyond the
     /// fast-math constant): what the output's rounding leaves resolvable of the library's error.
