@@ -219,6 +219,11 @@ void certificate_check_fields(const check& c, json& j) {
   j["worst"]["ulp_error"] = num(c.worst.ulp_error);
   if (c.replayed) {
     const check::recipe_replay& r = *c.replayed;
+    const auto by_rung = [](const std::map<std::string, std::vector<double>>& m) {
+      json o = json::object();
+      for (const auto& [name, v] : m) o[name] = nums(v);
+      return o;
+    };
     json rr = json::object();
     for (const auto& [name, v] : r.rho) rr[name] = num(v);
     json nf = json::object();
@@ -226,8 +231,8 @@ void certificate_check_fields(const check& c, json& j) {
     j["recipe_replay"] = {{"rho", rr},
                           {"not_followed", nf},
                           {"frequencies", r.frequencies},
-                          {"octave_bound", nums(r.octave_bound)},
-                          {"octave_rho", nums(r.octave_rho)},
+                          {"octave_bound", by_rung(r.octave_bound)},
+                          {"octave_rho", by_rung(r.octave_rho)},
                           {"trig_at_least", num(r.trig_at_least)},
                           {"trig_at_least_ulp", num(r.trig_at_least_ulp)},
                           {"trig_slope_at_least", num(r.trig_slope_at_least)}};
@@ -345,8 +350,8 @@ void certificate_check_from(const nlohmann::json& c, check& k, const std::string
       r.not_followed[name] = v.get<std::uint64_t>();
     }
     r.frequencies = rr.at("frequencies").get<std::string>();
-    r.octave_bound = to_nums(rr.at("octave_bound"));
-    r.octave_rho = to_nums(rr.at("octave_rho"));
+    for (const auto& [name, v] : rr.at("octave_bound").items()) r.octave_bound[name] = to_nums(v);
+    for (const auto& [name, v] : rr.at("octave_rho").items()) r.octave_rho[name] = to_nums(v);
     r.trig_at_least = to_num(rr.at("trig_at_least"));
     r.trig_at_least_ulp = to_num(rr.at("trig_at_least_ulp"));
     r.trig_slope_at_least = to_num(rr.at("trig_slope_at_least"));

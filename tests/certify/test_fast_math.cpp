@@ -71,14 +71,17 @@ certify::dump table_dump(const impl::implementation& im, const spec::rope& r,
   return d;
 }
 
-// The first position of the first octave where a check's replayed hf rung fails (−1: none).
+// The first position of the first octave [2^(k−1), 2^k) where a check's replayed hf rung fails
+// (check::recipe_replay::octave_rho by key k; −1: none).
 std::int64_t first_visible(const certify::certificate& cert) {
   std::int64_t first = -1;
   for (const report::check& c : cert.checks) {
-    if (!c.replayed) continue;
-    for (std::size_t o = 0; o < c.octaves.size() && o < c.replayed->octave_rho.size(); ++o) {
-      if (c.replayed->octave_rho[o] > 1) {
-        if (first < 0 || c.octaves[o].lo < first) first = c.octaves[o].lo;
+    if (!c.replayed || c.replayed->octave_rho.count("hf") == 0) continue;
+    const std::vector<double>& rho = c.replayed->octave_rho.at("hf");
+    for (std::size_t k = 0; k < rho.size(); ++k) {
+      if (rho[k] > 1) {
+        const std::int64_t lo = k == 0 ? 0 : std::int64_t{1} << (k - 1);
+        if (first < 0 || lo < first) first = lo;
         break;
       }
     }

@@ -90,6 +90,22 @@ TEST(GpuCorpus, EveryDumpGetsTheVerdictItsReadmeStates) {
         ASSERT_TRUE(z.why) << what;
         EXPECT_EQ(z.why->named.value_or("none"), x.named) << what << "\n" << certify::to_text(cert);
       }
+      // The ladder: a grade implies every claim it ranks above (docs/numerics.md §13.1).
+      if (!claim && cert.exit_code() == 0) {
+        for (const char* r : {"exact", "hf", "ggml", "vllm"}) {
+          certify::options oc;
+          oc.recipe = r;
+          const bool implied =
+              z.result <= (std::string(r) == "exact" ? report::grade::faithful
+                           : std::string(r) == "hf"  ? report::grade::recipe_hf
+                           : std::string(r) == "ggml" ? report::grade::recipe_ggml
+                                                      : report::grade::recipe_vllm);
+          if (!implied) continue;
+          EXPECT_EQ(certify::certify_dump(e, d, oc).exit_code(), 0)
+              << what << ": graded " << report::to_string(z.result) << " but --recipe " << r
+              << " does not hold";
+        }
+      }
       std::string rhos;
       for (const report::check& c : cert.checks) {
         if (c.id == "cos" || c.id == "sin" || c.id == "q_out" || c.id == "k_out") {

@@ -172,16 +172,25 @@ def rho_marked_holding(text: str) -> list[str]:
 
 
 def octave_ratios(cert: dict) -> list[tuple[int, float]]:
-    """Per octave from position 2^12 of a certificate's cos/sin checks: (octave start, deciding
-    bound / largest error)."""
+    """Per octave from position 2^12 of a recipe-graded table's cos/sin checks: (octave start, the
+    bound of the rung that decides its grade, from its replay, / the largest error there)."""
     out = []
     for ch in (cert or {}).get("checks") or []:
-        if ch.get("id") not in ("cos", "sin"):
+        if ch.get("id") not in ("cos", "sin") or not ch.get("recipe_replay"):
             continue
+        rr = ch["recipe_replay"]
+        grade = ch.get("grade") or ""
+        rungs = {"recipe:hf": ["hf"], "recipe:ggml": ["ggml"],
+                 "recipe:vllm": ["vllm-fp16", "vllm-bf16"]}.get(grade, [])
+        rung = next((r for r in rungs if _f(rr["rho"].get(r)) <= 1), None)
+        if rung is None:
+            continue
+        bounds = rr["octave_bound"].get(rung) or []
         for o in ch.get("octaves") or []:
-            lo, err, bound = o.get("lo", 0), _f(o.get("max_abs")), _f(o.get("max_bound"))
-            if lo >= 4096 and err > 0:
-                out.append((lo, bound / err))
+            lo, err = o.get("lo", 0), _f(o.get("max_abs"))
+            k = lo.bit_length()  # octave [2^(k-1), 2^k)
+            if lo >= 4096 and err > 0 and k < len(bounds):
+                out.append((lo, bounds[k] / err))
     return out
 
 
@@ -330,8 +339,11 @@ def main() -> int:
                 problems.append(f"{'--recipe ' + claim if claim else 'no claim'}: {bad}")
         if c["bug"] is None and c["kind"] == "table":
             for lo, ratio in octave_ratios(base["cert"]):
-                key = c["dtype"]
-                tight.setdefault(key, []).append(ratio)
+                tight.setdefault(c["dtype"], []).append(ratio)
+                # The replayed rung is as tight as its recipe (docs/numerics.md §13.7).
+                if ratio > 2:
+                    problems.append(f"deciding bound {ratio:.3g} x the largest error in the "
+                                    f"octave from {lo}")
         for p in problems:
             failures.append(f"{c['case']}: {p}")
         claim_rc = entry["runs"].get(c["recipe"], {}).get("rc") if c["bug"] is None else None

@@ -316,9 +316,11 @@ void replay_acc::merge(const replay_acc& o) {
   trig_least = std::max(trig_least, o.trig_least);
   trig_least_ulp = std::max(trig_least_ulp, o.trig_least_ulp);
   slope_least = std::max(slope_least, o.slope_least);
-  for (std::size_t k = 0; k < oct_bound.size(); ++k) {
-    oct_bound[k] = std::max(oct_bound[k], o.oct_bound[k]);
-    oct_rho[k] = std::max(oct_rho[k], o.oct_rho[k]);
+  for (std::size_t g = 0; g < oct_bound.size(); ++g) {
+    for (std::size_t k = 0; k < oct_bound[g].size(); ++k) {
+      oct_bound[g][k] = std::max(oct_bound[g][k], o.oct_bound[g][k]);
+      oct_rho[g][k] = std::max(oct_rho[g][k], o.oct_rho[g][k]);
+    }
   }
 }
 
@@ -374,26 +376,24 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
         const centre zg = centre_of(*p.lib, p.ggml_m, gangles[iu], w == 1);
         const span_of vg = interval(zg, nullptr, out);
         const double rg = interval_rho(got, zg.c, vg);
-        a.rho[kGgml] = std::max(a.rho[kGgml], rg);
-        if (!p.hf_on) {
-          a.oct_rho[key] = std::max(a.oct_rho[key], rg);
-          a.oct_bound[key] = std::max(a.oct_bound[key], std::max(vg.hi - y, y - vg.lo));
-          continue;
-        }
+        const auto note = [&](std::size_t g, const span_of& v, double rho) {
+          a.rho[g] = std::max(a.rho[g], rho);
+          a.oct_rho[g][key] = std::max(a.oct_rho[g][key], rho);
+          a.oct_bound[g][key] = std::max(a.oct_bound[g][key], std::max(v.hi - y, y - v.lo));
+        };
+        note(kGgml, vg, rg);
+        if (!p.hf_on) continue;
         const float angle = hf_angle(pq, p.freq[iu]);
         const centre z = centre_of(*p.lib, p.hf_m, angle, w == 1);
         const span_of v = interval(z, nullptr, out);
-        const double rho = interval_rho(got, z.c, v);
-        a.rho[kHf] = std::max(a.rho[kHf], rho);
-        a.oct_rho[key] = std::max(a.oct_rho[key], rho);
-        a.oct_bound[key] = std::max(a.oct_bound[key], std::max(v.hi - y, y - v.lo));
+        note(kHf, v, interval_rho(got, z.c, v));
         for (std::size_t s = 0; s < 2; ++s) {
           if (std::isfinite(got) && round_in(got, kStorage[s]) != got) {
             ++a.off_grid[s];
             continue;
           }
-          a.rho[1 + s] =
-              std::max(a.rho[1 + s], interval_rho(got, z.c, interval(z, &kStorage[s], out)));
+          const span_of vs = interval(z, &kStorage[s], out);
+          note(1 + s, vs, interval_rho(got, z.c, vs));
         }
         // The least trig error this value implies around the hf angle: its distance from the
         // centre less what the output's rounding (a whole ulp of T: either binade), the product
@@ -432,12 +432,17 @@ void record_replay(check& c, const replay_acc& a, const replay_plan& p) {
   }
   r.rho["ggml"] = a.rho[kGgml];
   r.frequencies = p.hf_on ? p.frequencies + "; " + p.ratio : p.ratio;
-  std::size_t last = 0;
-  for (std::size_t k = 0; k < a.oct_bound.size(); ++k) {
-    if (a.oct_bound[k] > 0 || a.oct_rho[k] > 0) last = k + 1;
+  for (const auto& [name, rho] : r.rho) {
+    const auto g = static_cast<std::size_t>(
+        std::find(kReplayRungs.begin(), kReplayRungs.end(), name) - kReplayRungs.begin());
+    std::size_t last = 0;
+    for (std::size_t k = 0; k < a.oct_bound[g].size(); ++k) {
+      if (a.oct_bound[g][k] > 0 || a.oct_rho[g][k] > 0) last = k + 1;
+    }
+    const auto end = static_cast<std::ptrdiff_t>(last);
+    r.octave_bound[name].assign(a.oct_bound[g].begin(), a.oct_bound[g].begin() + end);
+    r.octave_rho[name].assign(a.oct_rho[g].begin(), a.oct_rho[g].begin() + end);
   }
-  r.octave_bound.assign(a.oct_bound.begin(), a.oct_bound.begin() + static_cast<std::ptrdiff_t>(last));
-  r.octave_rho.assign(a.oct_rho.begin(), a.oct_rho.begin() + static_cast<std::ptrdiff_t>(last));
   r.trig_at_least = a.trig_least;
   r.trig_at_least_ulp = a.trig_least_ulp;
   r.trig_slope_at_least = a.slope_least;
@@ -487,8 +492,21 @@ void merge_replay(check::recipe_replay& into, const check::recipe_replay& later)
     if (a.size() < b.size()) a.resize(b.size(), 0.0);
     for (std::size_t k = 0; k < b.size(); ++k) a[k] = std::max(a[k], b[k]);
   };
-  max_into(into.octave_bound, later.octave_bound);
-  max_into(into.octave_rho, later.octave_rho);
+  for (auto* m : {&into.octave_bound, &into.octave_rho}) {
+    for (auto it = m->begin(); it != m->end();) {
+      it = into.rho.count(it->first) ? std::next(it) : m->erase(it);
+    }
+  }
+  for (auto& [name, v] : into.octave_bound) {
+    if (const auto it = later.octave_bound.find(name); it != later.octave_bound.end()) {
+      max_into(v, it->second);
+    }
+  }
+  for (auto& [name, v] : into.octave_rho) {
+    if (const auto it = later.octave_rho.find(name); it != later.octave_rho.end()) {
+      max_into(v, it->second);
+    }
+  }
   into.trig_at_least = std::max(into.trig_at_least, later.trig_at_least);
   into.trig_at_least_ulp = std::max(into.trig_at_least_ulp, later.trig_at_least_ulp);
   into.trig_slope_at_least = std::max(into.trig_slope_at_least, later.trig_slope_at_least);
@@ -515,21 +533,21 @@ void decide_ladder(check& c, const std::string& held) {
     it->second = prev;
   }
   if (const auto it = c.ladder_rho.find(held); it != c.ladder_rho.end()) c.max_rho = it->second;
-  // The octave figures of the held rung: the replay's bound and ρ where it decides (hf's, or
-  // ggml's for the ggml form).
-  const bool gate_replayed = r.rho.count(held) > 0 && (held == "hf" || r.rho.count("hf") == 0);
-  if (gate_replayed) {
+  // The octave figures of the held rung: its replay's bound and ρ.
+  const auto bound = r.octave_bound.find(held);
+  const auto rho = r.octave_rho.find(held);
+  if (bound != r.octave_bound.end() && rho != r.octave_rho.end()) {
     for (report::octave& o : c.octaves) {
-      double b = 0, rho = 0;
-      for (std::size_t k = 0; k < r.octave_bound.size() && k < 64; ++k) {
+      double b = 0, x = 0;
+      for (std::size_t k = 0; k < bound->second.size() && k < 64; ++k) {
         const std::int64_t rp = k == 0 ? 0 : std::int64_t{1} << (k - 1);
         if (rp >= o.lo && rp < o.hi) {
-          b = std::max(b, r.octave_bound[k]);
-          rho = std::max(rho, r.octave_rho[k]);
+          b = std::max(b, bound->second[k]);
+          x = std::max(x, k < rho->second.size() ? rho->second[k] : 0.0);
         }
       }
       o.max_bound = b;
-      o.max_rho = rho;
+      o.max_rho = x;
     }
   }
 }

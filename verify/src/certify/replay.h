@@ -53,8 +53,9 @@ struct replay_acc {
   std::array<std::uint64_t, 2> off_grid{};   // values not in fp16, bf16 (vllm-fp16, vllm-bf16)
   double trig_least = 0, trig_least_ulp = 0;  // the least trig error the values imply
   double slope_least = 0;                     // max (least − kFastMathAbs)/|θ̂|
-  /// By octave key bit_width(p): the hf replay's largest bound on |got − exact| and largest ρ.
-  std::array<double, 65> oct_bound{}, oct_rho{};
+  /// Per kReplayRungs, by octave key bit_width(p): the replay's largest bound on |got − exact|
+  /// and largest ρ.
+  std::array<std::array<double, 65>, 4> oct_bound{}, oct_rho{};
   void merge(const replay_acc& o);
 };
 

@@ -491,6 +491,15 @@ const mutant_info kCatalogue[] = {
             return std::optional<std::int64_t>(static_cast<std::int64_t>(
                 static_cast<double>(r.max_position_embeddings) * r.factor));
           }}},
+    {"dynamic-length-off-by-one",
+     "rope",
+     "dynamic NTK evaluated at the largest position instead of the sequence length (max + 1)",
+     "engines taking max(position_ids) for transformers' max(position_ids) + 1",
+     dynamic_scaled,
+     {.sequence_length =
+          [](const spec::rope&, std::optional<std::int64_t> seq) {
+            return seq ? std::optional<std::int64_t>(*seq - 1) : seq;
+          }}},
     {"llama3-band-edge",
      "rope",
      "Llama-3 band chosen from the neighbouring pair's wavelength (off by one)",

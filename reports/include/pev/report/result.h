@@ -194,10 +194,10 @@ struct check {
     std::map<std::string, std::uint64_t> not_followed;
     /// How the replayed hf frequencies and ggml's ratio were taken.
     std::string frequencies;
-    /// Per key k = bit_width(position) (positions [2^(k−1), 2^k); k = 0: position 0): the largest
-    /// bound the gate's replay implies on |got − exact| (max(H − y, y − L) of its interval) and
-    /// the largest ρ against it; up to the last key with values.
-    std::vector<double> octave_bound, octave_rho;
+    /// Per replayed rung, per key k = bit_width(position) (positions [2^(k−1), 2^k); k = 0:
+    /// position 0): the largest bound the rung's replay implies on |got − exact| (max(H − y,
+    /// y − L) of its interval) and the largest ρ against it; up to the last key with values.
+    std::map<std::string, std::vector<double>> octave_bound, octave_rho;
     /// 16-bit tables: the least trig error every value implies (absolute, and over |θ̂| beyond the
     /// fast-math constant): what the output's rounding leaves resolvable of the library's error.
     double trig_at_least = 0, trig_at_least_ulp = 0, trig_slope_at_least = 0;
