@@ -24,6 +24,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMaxCandidates = 32;
 /// fp32 ratios tried per side of ggml's powf(b, −2/d) (recover.cpp's fit tries the same 17).
 constexpr int kRatioSteps = 8;
+/// Rows (the largest positions) ggml's ratios are ranked on.
+constexpr std::size_t kRankRows = 64;
 /// kReplayRungs' indices.
 constexpr std::size_t kHf = 0, kGgml = 3;
 
@@ -42,9 +44,9 @@ constexpr bool holds_every(format a, format b) { return a.p >= b.p && a.emin <= 
 double next_up(double x, format f) {
   if (x >= 0) return x + metric::ulp_at_finite(x, f);
   double u = metric::ulp_at_finite(-x, f);
-  int e = 0;
   // −2^e: the values above it are the binade below's, half as far apart (not subnormals).
-  if (std::frexp(-x, &e) == 0.5 && u > metric::ulp_at_finite(0, f)) u /= 2;
+  const bool power_of_two = (std::bit_cast<std::uint64_t>(x) & ((std::uint64_t{1} << 52) - 1)) == 0;
+  if (power_of_two && u > metric::ulp_at_finite(0, f)) u /= 2;
   return x + u;
 }
 
@@ -148,6 +150,15 @@ double value_at(const plane& pl, std::size_t r, std::int64_t j) {
   return scalar_traits<T>::to_double(element<T>(*pl.a, pl.at(static_cast<std::int64_t>(r), j)));
 }
 
+/// The rows of `pos` from the largest position down (ties in row order).
+std::vector<std::size_t> largest_first(const std::vector<std::int64_t>& pos) {
+  std::vector<std::size_t> order(pos.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return pos[a] > pos[b]; });
+  return order;
+}
+
 /// The hf frequencies of the plan: the dump's fp32 inv_freq, else per pair the best candidate.
 template <class T>
 void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
@@ -204,6 +215,22 @@ void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
   constexpr format out = format_of<T>();
   std::size_t tried = 0;
   for (std::size_t i = 0; i < pairs; ++i) tried = std::max(tried, cand[i].size());
+  // The vLLM caches the choice weighs: those whose format holds every value of the table, and
+  // that differ from hf's rung (a cache in the output's own format is the output's rounding).
+  std::array<bool, 2> cache{};
+  for (std::size_t k = 0; k < 2; ++k) {
+    cache[k] = !(kStorage[k] == out);
+    for (std::size_t r = 0; r < pos.size() && cache[k]; ++r) {
+      for (std::int64_t j = 0; j < t.width && cache[k]; ++j) {
+        for (const plane* pl : {&t.cos, &t.sin}) {
+          const double got = value_at<T>(*pl, r, j);
+          if (std::isfinite(got) && round_in(got, kStorage[k]) != got) cache[k] = false;
+        }
+      }
+    }
+  }
+  // Rows from the largest position down: a wrong frequency fails there first.
+  const std::vector<std::size_t> order = largest_first(pos);
   const auto choose = [&](std::size_t i) {
     p.freq[i] = cand[i][0];
     if (cand[i].size() == 1) return;
@@ -218,19 +245,23 @@ void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
     for (const float f : cand[i]) {
       std::array<score_t, 3> worst{};
       const auto score = [&] { return *std::min_element(worst.begin(), worst.end()); };
-      for (std::size_t r = 0; r < pos.size() && score().first <= best.first; ++r) {
+      // Both parts of a score only grow: once above the best it cannot win.
+      for (std::size_t q = 0; q < order.size() && score() <= best; ++q) {
+        const std::size_t r = order[q];
         const float angle = hf_angle(pos[r], f);
         for (int w = 0; w < 2; ++w) {
           const plane& pl = w == 0 ? t.cos : t.sin;
           const centre z = centre_of(*p.lib, p.hf_m, angle, w == 1);
-          const span_of v[3] = {interval(z, nullptr, out), interval(z, &kStorage[0], out),
-                                interval(z, &kStorage[1], out)};
+          const span_of v0 = interval(z, nullptr, out);
+          span_of vs[2];
+          for (std::size_t k = 0; k < 2; ++k) {
+            if (cache[k]) vs[k] = interval(z, &kStorage[k], out);
+          }
           for (const std::int64_t j : columns[i]) {
             const double got = value_at<T>(pl, r, j);
-            add(worst[0], interval_rho(got, z.c, v[0]));
+            add(worst[0], interval_rho(got, z.c, v0));
             for (std::size_t k = 0; k < 2; ++k) {
-              const bool in = !std::isfinite(got) || round_in(got, kStorage[k]) == got;
-              add(worst[1 + k], in ? interval_rho(got, z.c, v[1 + k]) : kInf);
+              add(worst[1 + k], cache[k] ? interval_rho(got, z.c, vs[k]) : kInf);
             }
           }
         }
@@ -248,9 +279,9 @@ void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
       tried);
 }
 
-/// ggml's ratio: of the 17 fp32 values nearest the plan's own, the one whose recurrence fits
-/// every row best (rows from the largest position down, a candidate stopping where it is worse
-/// than the best so far; the plan's own first).
+/// ggml's ratio: of the 17 fp32 values nearest the plan's own, the one whose recurrence fits the
+/// rows best — ranked on the kRankRows rows of the largest positions (where a ratio's error has
+/// grown most), then the plan's own and the best ranked over every row, the better kept.
 template <class T>
 void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::int64_t>& pos) {
   kernel::ggml_angle_plan& g = *p.ggml;
@@ -263,18 +294,14 @@ void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::
     cand.push_back(dn);
     cand.push_back(up);
   }
-  std::vector<std::size_t> order(pos.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return pos[a] > pos[b]; });
+  const std::vector<std::size_t> order = largest_first(pos);
   constexpr format out = format_of<T>();
   const auto pairs = static_cast<std::size_t>(g.rotating());
-  std::vector<double> score(cand.size(), kInf);
-  const auto evaluate = [&](kernel::ggml_angle_plan& plan, float ts, double best) {
+  const auto evaluate = [&](kernel::ggml_angle_plan& plan, float ts, std::size_t rows) {
     plan.set_theta_scale(ts);
     std::vector<float> angles(static_cast<std::size_t>(t.width) + pairs + 1);
     double worst = 0;
-    for (std::size_t q = 0; q < order.size() && worst <= best; ++q) {
+    for (std::size_t q = 0; q < std::min(rows, order.size()); ++q) {
       const std::size_t r = order[q];
       ggml_row(plan, pos[r], angles);
       for (std::int64_t j = 0; j < t.width; ++j) {
@@ -290,16 +317,20 @@ void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::
     }
     return worst;
   };
-  // The plan's own ratio first (it sets the bar the others stop at), then the others.
-  score[0] = evaluate(g, cand[0], kInf);
-  double best = score[0];
+  // The plan's own ratio over every row; where it does not hold, the best ranked on the top rows.
   std::size_t at = 0;
-  for (std::size_t c = 1; c < cand.size() && best > 1; ++c) {
-    score[c] = evaluate(g, cand[c], best);
-    if (score[c] < best) {
-      best = score[c];
-      at = c;
+  const double own_score = evaluate(g, cand[0], order.size());
+  if (own_score > 1) {
+    std::size_t ranked = 0;
+    double rank_best = std::numeric_limits<double>::infinity();
+    for (std::size_t c = 0; c < cand.size(); ++c) {
+      const double s = evaluate(g, cand[c], kRankRows);
+      if (s < rank_best) {
+        rank_best = s;
+        ranked = c;
+      }
     }
+    if (ranked != 0 && evaluate(g, cand[ranked], order.size()) < own_score) at = ranked;
   }
   g.set_theta_scale(cand[at]);
   p.ratio = at == 0 ? "ggml: the recurrence with its own ratio powf(b, -2/d)"
