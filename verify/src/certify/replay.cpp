@@ -31,8 +31,22 @@ constexpr std::size_t kHf = 0, kGgml = 3;
 
 /// x rounded to nearest (ties to even) in format f, from a double (no overflow: |x| is a table
 /// value's). x/ulp is an integer-spaced significand, so nearbyint rounds it as the format would.
+/// The smallest normal number of f, 2^emin (exact: a double's exponent field).
+inline double min_normal(format f) {
+  return std::bit_cast<double>(static_cast<std::uint64_t>(1023 + f.emin) << 52);
+}
+
+/// Where |x| is a normal number of f, on the encoding: the significand rounded to f.p bits, ties
+/// to even (a carry into the exponent is the next binade's first value, as it should be).
 double round_in(double x, format f) {
   if (!std::isfinite(x) || x == 0) return x;
+  if (std::fabs(x) >= min_normal(f)) {
+    const int shift = 53 - f.p;
+    auto b = std::bit_cast<std::uint64_t>(x);
+    b += ((std::uint64_t{1} << (shift - 1)) - 1) + ((b >> shift) & 1);
+    b &= ~((std::uint64_t{1} << shift) - 1);
+    return std::bit_cast<double>(b);
+  }
   const double u = metric::ulp_at_finite(std::fabs(x), f);
   return std::nearbyint(x / u) * u;
 }
@@ -42,6 +56,13 @@ constexpr bool holds_every(format a, format b) { return a.p >= b.p && a.emin <= 
 
 /// The value of format f after x (x finite, in f): the next one up.
 double next_up(double x, format f) {
+  // A normal value of f: one unit in its last place on the encoding, away from zero for x > 0 and
+  // towards it for x < 0 (a borrow from −2^e lands on the binade below, its spacing halved).
+  if (std::fabs(x) >= min_normal(f) * 2) {
+    const std::uint64_t unit = std::uint64_t{1} << (53 - f.p);
+    const auto b = std::bit_cast<std::uint64_t>(x);
+    return std::bit_cast<double>(x > 0 ? b + unit : b - unit);
+  }
   if (x >= 0) return x + metric::ulp_at_finite(x, f);
   double u = metric::ulp_at_finite(-x, f);
   // −2^e: the values above it are the binade below's, half as far apart (not subnormals).
@@ -76,9 +97,9 @@ struct centre {
   double c = 0, a = 0, r32 = 0, ulp_c = 0;
 };
 
-centre centre_of(const metric::libm& lib, const replay_magnitude& mg, float angle, bool is_sin) {
+/// The centre and radius of a value whose exact trig of the fp32 angle is t.
+centre centre_at(const metric::libm& lib, const replay_magnitude& mg, float angle, double t) {
   const double th = angle;
-  const double t = is_sin ? std::sin(th) : std::cos(th);
   centre z;
   z.a = std::fabs(t);
   z.c = mg.m * t;
@@ -96,6 +117,11 @@ centre centre_of(const metric::libm& lib, const replay_magnitude& mg, float angl
   // The bound's own evaluation (kSlack) and the double centre's rounding.
   z.r32 = r * (1 + 0x1p-40) + 0x1p-52 * std::fabs(z.c);
   return z;
+}
+
+centre centre_of(const metric::libm& lib, const replay_magnitude& mg, float angle, bool is_sin) {
+  const double th = angle;
+  return centre_at(lib, mg, angle, is_sin ? std::sin(th) : std::cos(th));
 }
 
 /// The outputs of a rung: the fp32 interval through storage `s` (vLLM's cache), then the output's
@@ -150,12 +176,14 @@ double value_at(const plane& pl, std::size_t r, std::int64_t j) {
   return scalar_traits<T>::to_double(element<T>(*pl.a, pl.at(static_cast<std::int64_t>(r), j)));
 }
 
-/// The rows of `pos` from the largest position down (ties in row order).
-std::vector<std::size_t> largest_first(const std::vector<std::int64_t>& pos) {
+/// The rows of `pos` from the largest position down (ties in row order), at most `rows` of them
+/// (0: every row).
+std::vector<std::size_t> largest_first(const std::vector<std::int64_t>& pos, std::size_t rows) {
   std::vector<std::size_t> order(pos.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return pos[a] > pos[b]; });
+  if (rows > 0 && order.size() > rows) order.resize(rows);
   return order;
 }
 
@@ -164,7 +192,7 @@ template <class T>
 void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
                         const std::vector<double>& theta, float own0, bool own0_fixed,
                         const table_source& t, const std::vector<std::int64_t>& pos,
-                        const io::array* inv_freq, tbb::task_arena& arena) {
+                        const io::array* inv_freq, std::size_t rows, tbb::task_arena& arena) {
   const std::size_t pairs = theta.size();
   p.freq.assign(pairs, 0.0f);
   std::vector<std::vector<float>> cand(pairs);
@@ -229,20 +257,23 @@ void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
       }
     }
   }
-  // Rows from the largest position down: a wrong frequency fails there first.
-  const std::vector<std::size_t> order = largest_first(pos);
-  const auto choose = [&](std::size_t i) {
-    p.freq[i] = cand[i][0];
-    if (cand[i].size() == 1) return;
-    // A candidate's score on a rung: how many values lie beyond it (ρ > 1), then the largest ρ —
-    // so that one wild value does not decide; its score: that of the rung that fits it best.
-    using score_t = std::pair<std::uint64_t, double>;
+  // Rows from the largest position down: a wrong frequency fails there first. The choice is made
+  // on the `rows` of the largest positions; a pair whose choice leaves a value of any other row
+  // beyond every rung is chosen again on every row.
+  const std::vector<std::size_t> top = largest_first(pos, rows);
+  const std::vector<std::size_t> every =
+      top.size() == pos.size() ? top : largest_first(pos, 0);
+  // A candidate's score on a rung: how many values lie beyond it (ρ > 1), then the largest ρ —
+  // so that one wild value does not decide; its score: that of the rung that fits it best.
+  using score_t = std::pair<std::uint64_t, double>;
+  const auto choose_on = [&](std::size_t i, const std::vector<std::size_t>& order,
+                             const std::vector<float>& fs) {
     score_t best{std::numeric_limits<std::uint64_t>::max(), kInf};
     const auto add = [](score_t& s, double rho) {
       s.first += rho > 1;
       s.second = std::max(s.second, rho);
     };
-    for (const float f : cand[i]) {
+    for (const float f : fs) {
       std::array<score_t, 3> worst{};
       const auto score = [&] { return *std::min_element(worst.begin(), worst.end()); };
       // Both parts of a score only grow: once above the best it cannot win.
@@ -271,11 +302,22 @@ void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
         p.freq[i] = f;
       }
     }
+    return best;
+  };
+  const auto choose = [&](std::size_t i) {
+    p.freq[i] = cand[i][0];
+    if (cand[i].size() == 1) return;
+    choose_on(i, top, cand[i]);
+    if (top.size() < every.size() && choose_on(i, every, {p.freq[i]}).first > 0) {
+      choose_on(i, every, cand[i]);
+    }
   };
   arena.execute([&] { tbb::parallel_for(std::size_t{0}, pairs, choose); });
   p.frequencies = fmt::format(
-      "hf: per pair, the fp32 frequency within the recipe's bound that fits every row best (up "
-      "to {} tried per pair)",
+      "hf: per pair, the fp32 frequency within the recipe's bound that fits {} best (up to {} "
+      "tried per pair; on every row where that choice leaves a value beyond every rung)",
+      top.size() == pos.size() ? std::string("every row")
+                               : fmt::format("the {} rows of the largest positions", top.size()),
       tried);
 }
 
@@ -283,7 +325,8 @@ void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
 /// rows best — ranked on the kRankRows rows of the largest positions (where a ratio's error has
 /// grown most), then the plan's own and the best ranked over every row, the better kept.
 template <class T>
-void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::int64_t>& pos) {
+void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::int64_t>& pos,
+                  std::size_t rows) {
   kernel::ggml_angle_plan& g = *p.ggml;
   const float own = g.theta_scale();
   std::vector<float> cand = {own};
@@ -294,7 +337,7 @@ void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::
     cand.push_back(dn);
     cand.push_back(up);
   }
-  const std::vector<std::size_t> order = largest_first(pos);
+  const std::vector<std::size_t> order = largest_first(pos, rows);
   constexpr format out = format_of<T>();
   const auto pairs = static_cast<std::size_t>(g.rotating());
   const auto evaluate = [&](kernel::ggml_angle_plan& plan, float ts, std::size_t rows) {
@@ -360,7 +403,7 @@ replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
                         const impl::rope_contract* hf, const impl::rope_contract& ggml, double m,
                         const std::vector<double>& theta, const table_source& t,
                         const std::vector<std::int64_t>& pos, const io::array* inv_freq,
-                        const metric::libm& lib, int threads) {
+                        const metric::libm& lib, int threads, std::size_t rows) {
   replay_plan p;
   if (s.streams() > 1) return p;
   p.on = true;
@@ -373,11 +416,11 @@ replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
     const kernel::rope_kernel own(s, kernel::strategy::hf, seq);
     const bool fixed = !own.inv_freq().empty() && s.type != spec::rope_type::ggml;
     choose_frequencies<T>(p, *hf, theta, fixed ? own.inv_freq()[0] : 0.0f, fixed, t, pos,
-                          inv_freq, arena);
+                          inv_freq, rows, arena);
   }
   p.ggml.emplace(s, seq);
   p.ggml_m = magnitude_of(ggml, m, p.ggml->mscale());
-  choose_ratio<T>(p, t, pos);
+  choose_ratio<T>(p, t, pos, rows);
   return p;
 }
 
@@ -390,37 +433,64 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
   constexpr bool narrow = !holds_every(out, metric::kF32);
   const auto P = static_cast<std::size_t>(pairs);
   std::vector<float> gangles(P + 1);
+  // Per row, every pair's centres and intervals once (a table may hold a pair in two columns):
+  // [pair][cos | sin], hf's and ggml's.
+  struct per_pair {
+    centre z[2], zg[2];
+    span_of v[2], vg[2];
+    float angle = 0;
+  };
+  std::vector<per_pair> row(P);
   for (std::size_t q = 0; q < positions.size(); ++q) {
     const std::int64_t pq = positions[q];
     const auto key = static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(pq)));
     const std::size_t r = r0 + q;
     ggml_row(*p.ggml, pq, gangles);
+    for (std::size_t i = 0; i < P; ++i) {
+      per_pair& e = row[i];
+      double s = 0, c = 0;
+      ::sincos(static_cast<double>(gangles[i]), &s, &c);
+      e.zg[0] = centre_at(*p.lib, p.ggml_m, gangles[i], c);
+      e.zg[1] = centre_at(*p.lib, p.ggml_m, gangles[i], s);
+      if (p.hf_on) {
+        e.angle = hf_angle(pq, p.freq[i]);
+        ::sincos(static_cast<double>(e.angle), &s, &c);
+        e.z[0] = centre_at(*p.lib, p.hf_m, e.angle, c);
+        e.z[1] = centre_at(*p.lib, p.hf_m, e.angle, s);
+      }
+      for (int w = 0; w < 2; ++w) {
+        e.vg[w] = interval(e.zg[w], nullptr, out);
+        if (p.hf_on) e.v[w] = interval(e.z[w], nullptr, out);
+      }
+    }
     for (std::int64_t j = 0; j < t.width; ++j) {
       const std::int64_t i = t.pair[static_cast<std::size_t>(j)];
-      if (i < 0) continue;
+      if (i < 0 || static_cast<std::size_t>(i) >= P) continue;
       const auto iu = static_cast<std::size_t>(i);
+      const per_pair& e = row[iu];
       for (int w = 0; w < 2; ++w) {
         replay_acc& a = w == 0 ? cos : sin;
         const double got = value_at<T>(w == 0 ? t.cos : t.sin, r, j);
         const double y = (w == 0 ? exact_cos : exact_sin)[q * P + iu];
-        // ggml's recurrence (its rung; the octave figures of the ggml form).
-        const centre zg = centre_of(*p.lib, p.ggml_m, gangles[iu], w == 1);
-        const span_of vg = interval(zg, nullptr, out);
-        const double rg = interval_rho(got, zg.c, vg);
         const auto note = [&](std::size_t g, const span_of& v, double rho) {
           a.rho[g] = std::max(a.rho[g], rho);
           a.oct_rho[g][key] = std::max(a.oct_rho[g][key], rho);
           a.oct_bound[g][key] = std::max(a.oct_bound[g][key], std::max(v.hi - y, y - v.lo));
         };
-        note(kGgml, vg, rg);
+        // ggml's recurrence (its rung; the octave figures of the ggml form).
+        note(kGgml, e.vg[w], interval_rho(got, e.zg[w].c, e.vg[w]));
         if (!p.hf_on) continue;
-        const float angle = hf_angle(pq, p.freq[iu]);
-        const centre z = centre_of(*p.lib, p.hf_m, angle, w == 1);
-        const span_of v = interval(z, nullptr, out);
+        const centre& z = e.z[w];
+        const span_of& v = e.v[w];
         note(kHf, v, interval_rho(got, z.c, v));
         for (std::size_t s = 0; s < 2; ++s) {
           if (std::isfinite(got) && round_in(got, kStorage[s]) != got) {
             ++a.off_grid[s];
+            continue;
+          }
+          if (a.off_grid[s] > 0) continue;  // not followed: its figures no longer matter
+          if (kStorage[s] == out) {
+            note(1 + s, v, interval_rho(got, z.c, v));  // the cache is the output's rounding
             continue;
           }
           const span_of vs = interval(z, &kStorage[s], out);
@@ -438,9 +508,9 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
           const double least = std::max(0.0, (std::fabs(got - z.c) - hidden) / mm);
           a.trig_least = std::max(a.trig_least, least);
           a.trig_least_ulp = std::max(a.trig_least_ulp, least / z.ulp_c);
-          if (angle != 0.0f) {
+          if (e.angle != 0.0f) {
             a.slope_least = std::max(a.slope_least, (least - metric::kFastMathAbs) /
-                                                        std::fabs(static_cast<double>(angle)));
+                                                        std::fabs(static_cast<double>(e.angle)));
           }
         }
       }
@@ -587,7 +657,7 @@ void decide_ladder(check& c, const std::string& held) {
   template replay_plan plan_replay<T>(                                                           \
       const spec::rope&, std::optional<std::int64_t>, const impl::rope_contract*,                \
       const impl::rope_contract&, double, const std::vector<double>&, const table_source&,       \
-      const std::vector<std::int64_t>&, const io::array*, const metric::libm&, int);             \
+      const std::vector<std::int64_t>&, const io::array*, const metric::libm&, int, std::size_t); \
   template void replay_rows<T>(const replay_plan&, const table_source&, std::size_t,             \
                                std::span<const std::int64_t>, std::span<const double>,           \
                                std::span<const double>, std::int64_t, replay_acc&, replay_acc&);

@@ -66,13 +66,14 @@ struct replay_acc {
 /// else, per pair, the fp32 frequency within that bound (up to 64 nearest the exact one) whose
 /// replay fits every row of the table best (on the rung that fits it best: hf or a vLLM cache).
 /// ggml's ratio: of the 17 fp32 values nearest powf(b, −2/d), the one that fits every row best.
-/// The same in every shard; chosen on `threads` threads.
+/// The same in every shard; chosen on `threads` threads, on the `rows` rows of the largest
+/// positions (0: every row).
 template <class T>
 replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
                         const impl::rope_contract* hf, const impl::rope_contract& ggml, double m,
                         const std::vector<double>& theta, const table_source& t,
                         const std::vector<std::int64_t>& pos, const io::array* inv_freq,
-                        const metric::libm& lib, int threads);
+                        const metric::libm& lib, int threads, std::size_t rows = 0);
 
 /// Replays rows r0 … r0 + positions.size() − 1 of `t` into the cos and sin checks' figures;
 /// exact_cos/exact_sin: the reference's exact values of those rows, [rows, pairs].

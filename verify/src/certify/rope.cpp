@@ -39,6 +39,8 @@ constexpr std::size_t kChunkValues = 131072;
 /// Positions the library measure reads (recover.h: fit_table): every one with --max-trig-ulp,
 /// which gates the claim on the measure.
 constexpr std::size_t kFitRows = 8192;
+/// Rows (the largest positions) the replay chooses its frequencies and ratio on (replay.h).
+constexpr std::size_t kReplayChoiceRows = 4096;
 
 /// One copy of the reference per arena slot, for chunks whose reference values come from the
 /// worker that compares them: on the fast path of a 1-D RoPE (on() false for MRoPE streams and the
@@ -328,7 +330,7 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   const replay_plan plan = plan_replay<T>(
       ref.spec(), seq, hf ? bounds.contract(*bounds.find("hf")) : nullptr,
       *bounds.contract(*bounds.find("ggml")), ref.attention_factor(), ref.fast().inv_freq<double>(),
-      t, pos, inv_freq, *k.o.libm, arena_threads(k.o));
+      t, pos, inv_freq, *k.o.libm, arena_threads(k.o), kReplayChoiceRows);
   replay_acc rcos, rsin;
   replayed = plan.freq;
   tbb::task_arena arena(arena_threads(k.o));
