@@ -66,10 +66,11 @@ std::string verdict(const certification& c) {
 }
 
 std::string claim_text(const certification& c) {
-  std::string s = !c.claimed_recipe            ? "no claim (--recipe): the grade is reported"
-                  : c.claim_unchecked.empty() ? fmt::format("recipe {}: {}", *c.claimed_recipe,
-                                                            c.claim_holds ? "holds" : "does NOT hold")
-                                              : fmt::format("recipe {}", *c.claimed_recipe);
+  std::string s = !c.claimed_recipe ? "no claim (--recipe): the grade is reported"
+                  : c.claim_unchecked.empty()
+                      ? fmt::format("recipe {}: {}", *c.claimed_recipe,
+                                    c.claim_holds ? "holds" : "does NOT hold")
+                      : fmt::format("recipe {}", *c.claimed_recipe);
   if (!c.claim_unchecked.empty()) {
     s += "; a claim NOT CHECKED, so it does not hold: " + c.claim_unchecked;
   }

@@ -146,10 +146,14 @@ json certification_fields(const certification& c, json j) {
   j["certified"] = c.exit_code() == 0;
   const library_figures& lib = c.library;
   auto opt = [](const std::optional<double>& v) { return v ? num(*v) : json(nullptr); };
-  j["library"] = {{"assumed", lib.assumed},        {"max_trig_ulp", opt(lib.max_trig_ulp)},
-                  {"trig_ulp", opt(lib.trig_ulp)}, {"trig_abs", opt(lib.trig_abs)},
-                  {"pow_ulp", opt(lib.pow_ulp)},   {"trig_class", lib.trig_class},
-                  {"angles", lib.angles},          {"note", lib.note},
+  j["library"] = {{"assumed", lib.assumed},
+                  {"max_trig_ulp", opt(lib.max_trig_ulp)},
+                  {"trig_ulp", opt(lib.trig_ulp)},
+                  {"trig_abs", opt(lib.trig_abs)},
+                  {"pow_ulp", opt(lib.pow_ulp)},
+                  {"trig_class", lib.trig_class},
+                  {"angles", lib.angles},
+                  {"note", lib.note},
                   {"measured_on", lib.measured_on},
                   {"trig_ulp_at_least", opt(lib.trig_ulp_at_least)},
                   {"trig_abs_at_least", opt(lib.trig_abs_at_least)},

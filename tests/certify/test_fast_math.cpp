@@ -123,9 +123,9 @@ TEST(FastMath, TablesOfTheFastMathModelAreNeverCertifiedAndConformingOnesAre) {
         if (!claim) {
           const std::int64_t at = first_visible(bad);
           visible[dt].push_back(at);
-          table += fmt::format("  {:<5} {:<90} fast-math visible from position {}{}\n", dt,
-                               std::string(text).substr(0, 90), at,
-                               named ? ", named" : ", NOT named");
+          table +=
+              fmt::format("  {:<5} {:<90} fast-math visible from position {}{}\n", dt,
+                          std::string(text).substr(0, 90), at, named ? ", named" : ", NOT named");
         }
       }
     };

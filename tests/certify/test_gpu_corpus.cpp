@@ -96,8 +96,8 @@ TEST(GpuCorpus, EveryDumpGetsTheVerdictItsReadmeStates) {
           certify::options oc;
           oc.recipe = r;
           const bool implied =
-              z.result <= (std::string(r) == "exact" ? report::grade::faithful
-                           : std::string(r) == "hf"  ? report::grade::recipe_hf
+              z.result <= (std::string(r) == "exact"  ? report::grade::faithful
+                           : std::string(r) == "hf"   ? report::grade::recipe_hf
                            : std::string(r) == "ggml" ? report::grade::recipe_ggml
                                                       : report::grade::recipe_vllm);
           if (!implied) continue;
@@ -160,6 +160,60 @@ TEST(GpuCorpus, TheFastMathModelIsTheHardwareUpToItsApproximation) {
       fast, accurate, metric::kFastMathAbs);
   EXPECT_LE(fast, metric::kFastMathAbs);
   EXPECT_GT(accurate, 100 * metric::kFastMathAbs);
+}
+
+}  // namespace
+}  // namespace pev
+
+namespace pev {
+namespace {
+
+certify::certificate certify_corpus(const char* model, const char* file,
+                                    const certify::options& o) {
+  const fs::path dir = kCorpus / model;
+  return certify::certify_dump(spec::parse_config_encoding_file(dir / "config.json"),
+                               certify::read_dump({dir / (std::string(file) + ".safetensors")}), o);
+}
+
+// docs/numerics.md §13.4: a claim pev could not check does not hold (exit 1, and the certificate
+// says what could not be measured); a measured one is decided by the measure.
+TEST(GpuCorpus, AClaimPevCannotCheckDoesNotHold) {
+  certify::options o;
+  o.max_trig_ulp = 1;
+  // bf16: the rounding leaves only a lower bound of the trig error.
+  const auto bf16 = certify_corpus("llama3.1-8b", "hf-eager-bf16", o);
+  EXPECT_EQ(bf16.exit_code(), 1) << certify::to_text(bf16);
+  EXPECT_NE(bf16.certification->claim_unchecked.find("--max-trig-ulp"), std::string::npos);
+  // fp32: measured against the recipe's angles — within 2 ulp (CUDA's class), above 0.5.
+  o.max_trig_ulp = 2;
+  const auto fp32 = certify_corpus("llama3.1-8b", "hf-eager-fp32", o);
+  ASSERT_TRUE(fp32.certification->library.trig_ulp) << certify::to_text(fp32);
+  EXPECT_EQ(fp32.exit_code(), 0) << certify::to_text(fp32);
+  o.max_trig_ulp = 0.5;
+  const auto tight = certify_corpus("llama3.1-8b", "hf-eager-fp32", o);
+  EXPECT_EQ(tight.exit_code(), 1);
+  EXPECT_TRUE(tight.certification->claim_unchecked.empty());
+  // q/k alone: no table whose angles pev replays, so the library class cannot be measured.
+  certify::options lib;
+  lib.libm = &metric::kOneUlp;
+  const auto qk = certify_corpus("llama3.1-8b", "qk-eager-bf16", lib);
+  EXPECT_EQ(qk.exit_code(), 1) << certify::to_text(qk);
+  EXPECT_NE(qk.certification->claim_unchecked.find("--libm"), std::string::npos);
+  std::cout << "unchecked: " << bf16.certification->claim_unchecked << "\n"
+            << "unchecked: " << qk.certification->claim_unchecked << "\n"
+            << "measured trig of hf-eager-fp32: " << *fp32.certification->library.trig_ulp
+            << " ulp\n";
+}
+
+// --libm fast-math accepts the fast-math tables explicitly, and the certificate names the class.
+TEST(GpuCorpus, FastMathIsAcceptedOnlyWhenAskedFor) {
+  certify::options o;
+  o.libm = &metric::kFastMath;
+  for (const char* file : {"cupy-fastmath-fp32", "cupy-fastmath-bf16"}) {
+    const auto cert = certify_corpus("llama3.1-8b", file, o);
+    EXPECT_EQ(cert.exit_code(), 0) << file << "\n" << certify::to_text(cert);
+    EXPECT_EQ(cert.certification->library.assumed, metric::kFastMath.name);
+  }
 }
 
 }  // namespace

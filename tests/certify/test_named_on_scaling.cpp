@@ -57,9 +57,9 @@ certify::certificate certify_table(const impl::implementation& im, const spec::e
 bool named(const certify::certificate& cert, const std::string& id) {
   const auto& why = cert.certification->why;
   if (!why || !why->named) return false;
-  return *why->named == id || std::find(why->indistinguishable.begin(),
-                                        why->indistinguishable.end(),
-                                        id) != why->indistinguishable.end();
+  return *why->named == id ||
+         std::find(why->indistinguishable.begin(), why->indistinguishable.end(), id) !=
+             why->indistinguishable.end();
 }
 
 TEST(NamedOnScaling, Bf16AutocastIsNamedWhereTheAttentionFactorIsNotOne) {

@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "detail.h"
-#include "replay.h"
 #include "pev/core/error.h"
+#include "replay.h"
 
 namespace pev::certify::detail {
 

@@ -406,8 +406,8 @@ void finish(certificate& cert) {
     for (std::size_t k = 1; k < x.size(); ++k) {
       // The same data, or the same ρ within 2^−6 (docs/numerics.md §13.5): the data cannot tell
       // them apart, and the certificate lists them rather than choosing silently.
-      if (x[k].explains && (x[k].digest == x.front().digest ||
-                            x[k].max_rho <= x.front().max_rho * (1 + 0x1p-6))) {
+      if (x[k].explains &&
+          (x[k].digest == x.front().digest || x[k].max_rho <= x.front().max_rho * (1 + 0x1p-6))) {
         z.why->indistinguishable.push_back(x[k].mutant);
       }
     }

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "detail.h"
-#include "replay.h"
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
+#include "replay.h"
 
 namespace pev::certify {
 

@@ -261,8 +261,7 @@ void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
   // on the `rows` of the largest positions; a pair whose choice leaves a value of any other row
   // beyond every rung is chosen again on every row.
   const std::vector<std::size_t> top = largest_first(pos, rows);
-  const std::vector<std::size_t> every =
-      top.size() == pos.size() ? top : largest_first(pos, 0);
+  const std::vector<std::size_t> every = top.size() == pos.size() ? top : largest_first(pos, 0);
   // A candidate's score on a rung: how many values lie beyond it (ρ > 1), then the largest ρ —
   // so that one wild value does not decide; its score: that of the rung that fits it best.
   using score_t = std::pair<std::uint64_t, double>;
@@ -377,9 +376,10 @@ void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::
   }
   g.set_theta_scale(cand[at]);
   p.ratio = at == 0 ? "ggml: the recurrence with its own ratio powf(b, -2/d)"
-                    : fmt::format("ggml: the recurrence with the ratio {:a} ({} fp32 steps from "
-                                  "powf(b, -2/d)), which fits the rows best",
-                                  double(cand[at]), (at + 1) / 2);
+                    : fmt::format(
+                          "ggml: the recurrence with the ratio {:a} ({} fp32 steps from "
+                          "powf(b, -2/d)), which fits the rows best",
+                          double(cand[at]), (at + 1) / 2);
 }
 
 }  // namespace
@@ -415,8 +415,8 @@ replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
     // pev's hf kernel runs the recipe's exact operations on pow(b, 0) = 1 for pair 0.
     const kernel::rope_kernel own(s, kernel::strategy::hf, seq);
     const bool fixed = !own.inv_freq().empty() && s.type != spec::rope_type::ggml;
-    choose_frequencies<T>(p, *hf, theta, fixed ? own.inv_freq()[0] : 0.0f, fixed, t, pos,
-                          inv_freq, rows, arena);
+    choose_frequencies<T>(p, *hf, theta, fixed ? own.inv_freq()[0] : 0.0f, fixed, t, pos, inv_freq,
+                          rows, arena);
   }
   p.ggml.emplace(s, seq);
   p.ggml_m = magnitude_of(ggml, m, p.ggml->mscale());
@@ -654,12 +654,12 @@ void decide_ladder(check& c, const std::string& held) {
 }
 
 #define PEV_REPLAY(T)                                                                             \
-  template replay_plan plan_replay<T>(                                                           \
-      const spec::rope&, std::optional<std::int64_t>, const impl::rope_contract*,                \
-      const impl::rope_contract&, double, const std::vector<double>&, const table_source&,       \
+  template replay_plan plan_replay<T>(                                                            \
+      const spec::rope&, std::optional<std::int64_t>, const impl::rope_contract*,                 \
+      const impl::rope_contract&, double, const std::vector<double>&, const table_source&,        \
       const std::vector<std::int64_t>&, const io::array*, const metric::libm&, int, std::size_t); \
-  template void replay_rows<T>(const replay_plan&, const table_source&, std::size_t,             \
-                               std::span<const std::int64_t>, std::span<const double>,           \
+  template void replay_rows<T>(const replay_plan&, const table_source&, std::size_t,              \
+                               std::span<const std::int64_t>, std::span<const double>,            \
                                std::span<const double>, std::int64_t, replay_acc&, replay_acc&);
 PEV_REPLAY(float)
 PEV_REPLAY(double)

@@ -7,8 +7,8 @@
 // the contracts stays for what has no replay (q/k, the ggml form, MRoPE tables).
 
 #include <array>
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,8 +22,7 @@
 namespace pev::certify::detail {
 
 /// The rungs a replay decides, in ladder order of the accumulators (hf, its vLLM caches, ggml).
-inline constexpr std::array<const char*, 4> kReplayRungs = {"hf", "vllm-fp16", "vllm-bf16",
-                                                            "ggml"};
+inline constexpr std::array<const char*, 4> kReplayRungs = {"hf", "vllm-fp16", "vllm-bf16", "ggml"};
 
 /// A pipeline's fp32 attention factor m̂: the exact m, a bound on |m̂ − m|, and whether m̂ is
 /// exactly 1 (the product by it is then exact).
@@ -35,8 +34,8 @@ struct replay_magnitude {
 /// How a table is replayed: the hf recipe's fp32 frequencies, ggml's recurrence with its ratio,
 /// and each pipeline's attention factor.
 struct replay_plan {
-  bool on = false;     // a replay exists (a 1-D RoPE table)
-  bool hf_on = false;  // the hf recipe's (and vLLM's caches): an hf pipeline
+  bool on = false;          // a replay exists (a 1-D RoPE table)
+  bool hf_on = false;       // the hf recipe's (and vLLM's caches): an hf pipeline
   std::vector<float> freq;  // per pair: the fp32 frequency f̂_i of the hf angles
   replay_magnitude hf_m;
   std::string frequencies;  // how freq was taken, for the certificate
@@ -49,8 +48,8 @@ struct replay_plan {
 
 /// One check's replay figures over its rows (mergeable: maxima and counts).
 struct replay_acc {
-  std::array<double, 4> rho{};               // per kReplayRungs
-  std::array<std::uint64_t, 2> off_grid{};   // values not in fp16, bf16 (vllm-fp16, vllm-bf16)
+  std::array<double, 4> rho{};                // per kReplayRungs
+  std::array<std::uint64_t, 2> off_grid{};    // values not in fp16, bf16 (vllm-fp16, vllm-bf16)
   double trig_least = 0, trig_least_ulp = 0;  // the least trig error the values imply
   double slope_least = 0;                     // max (least − kFastMathAbs)/|θ̂|
   /// Per kReplayRungs, by octave key bit_width(p): the replay's largest bound on |got − exact|

@@ -943,7 +943,7 @@ class mutant final : public typed_implementation<mutant> {
   spec::rope rotation_;  // the spec the rotation is applied with
   std::unique_ptr<implementation> base_;
   std::unique_ptr<implementation> rotation_kernel_;  // the rotation spec's own table
-  std::vector<float> freq_override_;                  // mutant_options::inv_freq
+  std::vector<float> freq_override_;                 // mutant_options::inv_freq
 };
 
 }  // namespace
