@@ -105,15 +105,10 @@ centre centre_at(const metric::libm& lib, const replay_magnitude& mg, float angl
   z.c = mg.m * t;
   // The ulp of the library's result (|t| < 1 unless θ̂ = 0, where it is exact): trig_f32_bound's.
   z.ulp_c = metric::ulp_at_finite(std::min(z.a, 1.0 - 0x1p-25), metric::kF32);
-  const double te = metric::trig_error(lib, z.ulp_c, th);
-  double r = te;
+  double r = impl::times_m(metric::trig_error(lib, z.ulp_c, th), {mg.m, mg.err}, z.a);
   // An exact zero (θ̂ = 0: sin) computed as a difference of values of the scale's magnitude: at
   // least ½ ulp_32(m), as the figures' zero floor (docs/numerics.md §13.1).
   if (t == 0) r = std::max(r, metric::ulp_at_finite(mg.m, metric::kF32) / 2);
-  if (!mg.exact) {
-    const double mm = mg.m + mg.err;
-    r = mm * te + mg.err * z.a + metric::ulp_at_finite(mm * (z.a + te), metric::kF32) / 2;
-  }
   // The bound's own evaluation (kSlack) and the double centre's rounding.
   z.r32 = r * (1 + 0x1p-40) + 0x1p-52 * std::fabs(z.c);
   return z;
@@ -156,11 +151,9 @@ inline float hf_angle(std::int64_t p, float f) {
   return static_cast<float>(p) * f;  // position_ids.float(), then one fp32 product
 }
 
-/// A pipeline's attention factor from its contract (m̂ exactly 1: an exact product).
-replay_magnitude magnitude_of(const impl::rope_contract& c, double m, float m_hat) {
-  replay_magnitude mg{m, c.attention_factor_bound(), false};
-  mg.exact = m == 1.0 && m_hat == 1.0f && mg.err == 0.0;
-  return mg;
+/// A pipeline's attention factor from its contract.
+replay_magnitude magnitude_of(const impl::rope_contract& c, double m) {
+  return {m, c.attention_factor_bound()};
 }
 
 /// ggml's angles of every pair at position p (pairs past the rotating ones: 0).
@@ -339,9 +332,15 @@ void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::
   const std::vector<std::size_t> order = largest_first(pos, rows);
   constexpr format out = format_of<T>();
   const auto pairs = static_cast<std::size_t>(g.rotating());
+  // Angles for every pair a column holds (the rotating ones, and any pass-through: 0).
+  std::size_t columns_pairs = pairs;
+  for (const std::int64_t i : t.pair) {
+    columns_pairs =
+        std::max(columns_pairs, static_cast<std::size_t>(std::max<std::int64_t>(i, 0)) + 1);
+  }
   const auto evaluate = [&](kernel::ggml_angle_plan& plan, float ts, std::size_t rows) {
     plan.set_theta_scale(ts);
-    std::vector<float> angles(static_cast<std::size_t>(t.width) + pairs + 1);
+    std::vector<float> angles(columns_pairs);
     double worst = 0;
     for (std::size_t q = 0; q < std::min(rows, order.size()); ++q) {
       const std::size_t r = order[q];
@@ -411,7 +410,7 @@ replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
   tbb::task_arena arena(threads);
   if (hf) {
     p.hf_on = true;
-    p.hf_m = magnitude_of(*hf, m, static_cast<float>(m));
+    p.hf_m = magnitude_of(*hf, m);
     // pev's hf kernel runs the recipe's exact operations on pow(b, 0) = 1 for pair 0.
     const kernel::rope_kernel own(s, kernel::strategy::hf, seq);
     const bool fixed = !own.inv_freq().empty() && s.type != spec::rope_type::ggml;
@@ -419,7 +418,7 @@ replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
                           rows, arena);
   }
   p.ggml.emplace(s, seq);
-  p.ggml_m = magnitude_of(ggml, m, p.ggml->mscale());
+  p.ggml_m = magnitude_of(ggml, m);
   choose_ratio<T>(p, t, pos, rows);
   return p;
 }
@@ -504,7 +503,7 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
           const double mm = mg.m + mg.err;
           const double hidden =
               (narrow ? metric::ulp_at_finite(std::fabs(got), out) : 0.0) +
-              (mg.exact ? 0.0 : metric::ulp_at_finite(mm, metric::kF32) / 2 + mg.err * z.a);
+              (mg.exact() ? 0.0 : metric::ulp_at_finite(mm, metric::kF32) / 2 + mg.err * z.a);
           const double least = std::max(0.0, (std::fabs(got - z.c) - hidden) / mm);
           a.trig_least = std::max(a.trig_least, least);
           a.trig_least_ulp = std::max(a.trig_least_ulp, least / z.ulp_c);

@@ -24,11 +24,11 @@ namespace pev::certify::detail {
 /// The rungs a replay decides, in ladder order of the accumulators (hf, its vLLM caches, ggml).
 inline constexpr std::array<const char*, 4> kReplayRungs = {"hf", "vllm-fp16", "vllm-bf16", "ggml"};
 
-/// A pipeline's fp32 attention factor m̂: the exact m, a bound on |m̂ − m|, and whether m̂ is
-/// exactly 1 (the product by it is then exact).
+/// A pipeline's fp32 attention factor m̂: the exact m and a bound on |m̂ − m|.
 struct replay_magnitude {
   double m = 1, err = 0;
-  bool exact = true;
+  /// m̂ is exactly 1: the product by it is exact (impl::times_m).
+  bool exact() const { return m == 1.0 && err == 0.0; }
 };
 
 /// How a table is replayed: the hf recipe's fp32 frequencies, ggml's recurrence with its ratio,

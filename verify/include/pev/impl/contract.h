@@ -58,11 +58,15 @@ ggml_model make_ggml_model(const spec::rope& s, std::optional<std::int64_t> seq,
 
 /// Bound on |ĉ − m·cos θ| of an fp32 value m̂·cosf(θ̂) with |θ̂ − θ| ≤ dtheta, |m̂ − m| ≤ m.e,
 /// c = |cos θ| (or |sin θ|), cosf/sinf with `trig_ulps` (the library class's sin_cos).
-inline double trig_times_m(double dtheta, tv m, double c, double trig_ulps) {
-  const double bcs = metric::trig_f32_bound(c, dtheta, trig_ulps);
+/// Bound on |fl32(m̂·t̂) − m·t| for |t̂ − t| ≤ bcs, |m̂ − m| ≤ m.e, c = |t|: the product by the
+/// attention factor and its rounding (none when m̂ is exactly 1).
+inline double times_m(double bcs, tv m, double c) {
   if (m.x == 1.0 && m.e == 0.0) return bcs;  // times exactly 1: no rounding
   const double mm = m.x + m.e;
   return mm * bcs + m.e * c + metric::ulp_at_finite(mm * (c + bcs), metric::kF32) / 2;
+}
+inline double trig_times_m(double dtheta, tv m, double c, double trig_ulps) {
+  return times_m(metric::trig_f32_bound(c, dtheta, trig_ulps), m, c);
 }
 /// The same for library class `lib`.
 inline double trig_times_m(double dtheta, tv m, double c,

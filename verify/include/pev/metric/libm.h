@@ -47,8 +47,8 @@ inline constexpr const libm& kAnyConforming = kCuda;
 
 /// CUDA's fast-math intrinsics __sinf, __cosf (what -use_fast_math maps sinf, cosf to): an
 /// absolute error of at most 2^−21.41 (sin) and 2^−21.19 (cos) for arguments in [−π, π], "larger
-/// otherwise" (CUDA C Programming Guide, intrinsic functions). Outside every class: no recipe
-/// bound holds for it; a measured error is only named with it.
+/// otherwise" (CUDA C Programming Guide, intrinsic functions): the constant of kFastMath below,
+/// a class no default claim accepts (docs/numerics.md §5.5).
 inline constexpr double kFastMathAbs = 4.1800e-7;  // 2^−21.19, rounded up
 inline constexpr const char* kFastMathName =
     "fast-math intrinsics (CUDA __sinf/__cosf: absolute 2^-21.19 on [-pi, pi])";
