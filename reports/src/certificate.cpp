@@ -65,6 +65,16 @@ std::string verdict(const certification& c) {
   return c.exit_code() == 0 ? "CERTIFIED" : "NOT CERTIFIED";
 }
 
+/// A merged certificate's shards and whether merge re-hashed the inputs (docs/certify.md §6).
+std::string merged_text(const certification& c) {
+  return fmt::format(
+      "from {} shard certificates (their SHA-256 in certificate.json); inputs {}",
+      c.merged_from.size(),
+      c.inputs_reverified.value_or(false)
+          ? "re-hashed by the merge: they match"
+          : "not found by the merge, so not re-hashed (`pev verify` re-hashes and re-runs)");
+}
+
 std::string claim_text(const certification& c) {
   std::string s = !c.claimed_recipe ? "no claim (--recipe): the grade is reported"
                   : c.claim_unchecked.empty()
@@ -179,6 +189,7 @@ std::string certificate_text(const results& r) {
   std::string s;
   s += fmt::format("spec      {}\n", c.spec);
   for (const auto& f : c.inputs) s += fmt::format("input     {} (sha256 {})\n", f.path, f.sha256);
+  if (c.inputs_reverified) s += fmt::format("merged    {}\n", merged_text(c));
   s += fmt::format("data      {}; {}\n", c.what, positions_text(c));
   s += fmt::format("{:<18} {:<5} {:>10} {:>9} {:>9} {:>10} {:>8} {:>9}  {}\n", "check", "dtype",
                    "values", "CR %", "faith %", "max abs", "max ulp", "rho " + c.held_to, "grade");
@@ -303,7 +314,9 @@ std::string detail::certificate_markdown(const results& r) {
   os << "- spec: `" << md_escape(c.spec) << "`\n- data: " << md_escape(c.what)
      << "\n- positions: " << positions_text(c) << "\n- held to: " << held_text(c)
      << "\n- claim: " << md_escape(claim_text(c))
-     << "\n- library: " << md_escape(library_text(c.library)) << "\n\n";
+     << "\n- library: " << md_escape(library_text(c.library)) << "\n";
+  if (c.inputs_reverified) os << "- merged: " << md_escape(merged_text(c)) << "\n";
+  os << "\n";
   os << "| input | format | SHA-256 |\n|---|---|---|\n";
   for (const auto& f : c.inputs) {
     os << "| " << md_escape(f.path) << " | " << md_escape(f.format) << " | `" << f.sha256

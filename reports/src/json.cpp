@@ -45,6 +45,30 @@ json nums(const std::vector<double>& v) {
   return a;
 }
 
+/// A count (values, rows): nlohmann's get<std::uint64_t> turns a negative number into 2^64 minus
+/// it, so that a certificate edited to count -1 values read as 18446744073709551615.
+std::uint64_t count_of(const nlohmann::json& j) {
+  if (!j.is_number_unsigned()) {
+    throw nlohmann::json::type_error::create(
+        302, "a count is " + j.dump() + ", not a non-negative integer", &j);
+  }
+  return j.get<std::uint64_t>();
+}
+template <std::size_t N>
+std::array<std::uint64_t, N> counts_of(const nlohmann::json& j) {
+  if (!j.is_array() || j.size() != N) {
+    throw nlohmann::json::type_error::create(302, "expected " + std::to_string(N) + " counts", &j);
+  }
+  std::array<std::uint64_t, N> a{};
+  for (std::size_t i = 0; i < N; ++i) a[i] = count_of(j[i]);
+  return a;
+}
+std::vector<std::uint64_t> counts_of(const nlohmann::json& j) {
+  std::vector<std::uint64_t> v;
+  for (const auto& x : j) v.push_back(count_of(x));
+  return v;
+}
+
 std::vector<double> to_nums(const nlohmann::json& j) {
   std::vector<double> v;
   for (const auto& x : j) v.push_back(to_num(x));
@@ -112,7 +136,14 @@ json state_json(const figure_state& s) {
           {"first_vacuous", s.first_vacuous},
           {"ulp_histogram", s.ulp_histogram},
           {"worst", worst_with_ulp_error(s.worst)},
-          {"worst_ulp", num(s.worst_ulp)}};
+          {"worst_ulp", num(s.worst_ulp)},
+          {"rows", s.rows ? json{{"first", s.rows->first},
+                                 {"end", s.rows->end},
+                                 {"total", s.rows->total},
+                                 {"width", s.rows->width},
+                                 {"digest", s.rows->digest},
+                                 {"dump_digest", s.rows->dump_digest}}
+                          : json(nullptr)}};
 }
 
 json certification_fields(const certification& c, json j) {
@@ -193,6 +224,13 @@ json certification_fields(const certification& c, json j) {
                   {"options", c.shard->options},
                   {"partial", c.exit_code() == kExitPartial}};
   }
+  if (!c.merged_from.empty()) {
+    json from = json::array();
+    for (const auto& m : c.merged_from) from.push_back({{"index", m.index}, {"sha256", m.sha256}});
+    j["merged_from"] = from;
+  }
+  if (c.inputs_reverified) j["inputs_reverified"] = *c.inputs_reverified;
+  if (!c.command.empty()) j["command"] = {{"args", c.command}, {"cwd", c.cwd}};
   return j;
 }
 
@@ -267,10 +305,10 @@ worst_case worst_from(const nlohmann::json& w) {
 
 figure_state::histogram histogram_from(const nlohmann::json& j) {
   figure_state::histogram h;
-  h.count = j.at("count").get<std::uint64_t>();
-  h.zeros = j.at("zeros").get<std::uint64_t>();
+  h.count = count_of(j.at("count"));
+  h.zeros = count_of(j.at("zeros"));
   for (const auto& b : j.at("bins")) {
-    h.bins.emplace_back(b.at(0).get<std::uint32_t>(), b.at(1).get<std::uint64_t>());
+    h.bins.emplace_back(b.at(0).get<std::uint32_t>(), count_of(b.at(1)));
   }
   return h;
 }
@@ -281,28 +319,34 @@ figure_state state_from(const nlohmann::json& j) {
   s.indices = j.at("indices").get<std::int64_t>();
   s.bounds = j.at("bounds").get<std::vector<std::string>>();
   for (const auto& o : j.at("octaves")) {
-    s.octaves.push_back({o.at("positions").get<std::uint64_t>(),
-                         o.at("values").get<std::uint64_t>(), to_num(o.at("max_abs")),
-                         to_num(o.at("max_bound")), to_num(o.at("max_rho")),
-                         o.at("argmax").get<std::int64_t>(), to_nums(o.at("rho_by_index")),
-                         histogram_from(o.at("histogram"))});
+    s.octaves.push_back({count_of(o.at("positions")), count_of(o.at("values")),
+                         to_num(o.at("max_abs")), to_num(o.at("max_bound")),
+                         to_num(o.at("max_rho")), o.at("argmax").get<std::int64_t>(),
+                         to_nums(o.at("rho_by_index")), histogram_from(o.at("histogram"))});
   }
   s.max_pos = j.at("max_pos").get<std::int64_t>();
-  s.values = j.at("values").get<std::uint64_t>();
-  s.correctly_rounded = j.at("correctly_rounded").get<std::uint64_t>();
-  s.faithful = j.at("faithful").get<std::uint64_t>();
-  s.non_finite = j.at("non_finite").get<std::uint64_t>();
-  s.max_ulp_distance = j.at("max_ulp_distance").get<std::uint64_t>();
+  s.values = count_of(j.at("values"));
+  s.correctly_rounded = count_of(j.at("correctly_rounded"));
+  s.faithful = count_of(j.at("faithful"));
+  s.non_finite = count_of(j.at("non_finite"));
+  s.max_ulp_distance = count_of(j.at("max_ulp_distance"));
   s.max_abs = to_num(j.at("max_abs"));
   s.max_ulp_error = to_num(j.at("max_ulp_error"));
   s.max_rho = to_nums(j.at("max_rho"));
   s.max_bound = to_nums(j.at("max_bound"));
   s.ladder_rho = to_nums(j.at("ladder_rho"));
-  s.vacuous = j.at("vacuous").get<std::vector<std::uint64_t>>();
+  s.vacuous = counts_of(j.at("vacuous"));
   s.first_vacuous = j.at("first_vacuous").get<std::vector<std::int64_t>>();
-  s.ulp_histogram = j.at("ulp_histogram").get<std::array<std::uint64_t, kUlpBuckets>>();
+  s.ulp_histogram = counts_of<kUlpBuckets>(j.at("ulp_histogram"));
   s.worst = worst_from(j.at("worst"));
   s.worst_ulp = to_num(j.at("worst_ulp"));
+  if (j.contains("rows") && !j.at("rows").is_null()) {
+    const auto& r = j.at("rows");
+    s.rows = figure_state::rows_of{
+        r.at("first").get<std::int64_t>(), r.at("end").get<std::int64_t>(),
+        r.at("total").get<std::int64_t>(), r.at("width").get<std::int64_t>(),
+        r.at("digest").get<std::string>(), r.at("dump_digest").get<std::string>()};
+  }
   return s;
 }
 
@@ -329,14 +373,13 @@ std::optional<double> opt_num(const nlohmann::json& j) {
 /// The fields certificate_check_fields writes.
 void certificate_check_from(const nlohmann::json& c, check& k, const std::string& source) {
   k.source = c.at("source").get<std::string>();
-  k.correctly_rounded = c.at("correctly_rounded").get<std::uint64_t>();
-  k.faithful = c.at("faithful").get<std::uint64_t>();
-  k.non_finite = c.at("non_finite").get<std::uint64_t>();
+  k.correctly_rounded = count_of(c.at("correctly_rounded"));
+  k.faithful = count_of(c.at("faithful"));
+  k.non_finite = count_of(c.at("non_finite"));
   for (const auto& [name, v] : c.at("recipes").items()) k.recipe_rho[name] = to_num(v);
   for (const auto& [name, v] : c.at("ladder").items()) k.ladder_rho[name] = to_num(v);
   for (const auto& [name, v] : c.at("vacuous").items()) {
-    k.vacuous[name] = {v.at("values").get<std::uint64_t>(),
-                       v.at("first_position").get<std::int64_t>()};
+    k.vacuous[name] = {count_of(v.at("values")), v.at("first_position").get<std::int64_t>()};
   }
   k.drift_free_bound = to_num(c.at("drift_free_bound"));
   if (!c.at("grade").is_null()) k.best = grade_from(c.at("grade").get<std::string>(), source);
@@ -351,7 +394,7 @@ void certificate_check_from(const nlohmann::json& c, check& k, const std::string
     check::recipe_replay r;
     for (const auto& [name, v] : rr.at("rho").items()) r.rho[name] = to_num(v);
     for (const auto& [name, v] : rr.at("not_followed").items()) {
-      r.not_followed[name] = v.get<std::uint64_t>();
+      r.not_followed[name] = count_of(v);
     }
     r.frequencies = rr.at("frequencies").get<std::string>();
     for (const auto& [name, v] : rr.at("octave_bound").items()) r.octave_bound[name] = to_nums(v);
@@ -398,7 +441,7 @@ certification certification_from(const nlohmann::json& j, const std::string& sou
                         f.at("sha256").get<std::string>()});
   }
   const auto& p = j.at("positions");
-  c.positions = p.at("count").get<std::uint64_t>();
+  c.positions = count_of(p.at("count"));
   c.min_position = p.at("min").get<std::int64_t>();
   c.max_position = p.at("max").get<std::int64_t>();
   c.exhaustive = p.at("exhaustive").get<bool>();
@@ -453,6 +496,16 @@ certification certification_from(const nlohmann::json& j, const std::string& sou
     const auto [index, count] =
         shard_from(sh.at("index"), sh.at("count"), {"shard.index", "shard.count"}, source);
     c.shard = certification::shard_of{index, count, sh.at("options").get<std::string>()};
+  }
+  if (j.contains("merged_from")) {
+    for (const auto& m : j.at("merged_from")) {
+      c.merged_from.push_back({m.at("index").get<int>(), m.at("sha256").get<std::string>()});
+    }
+  }
+  if (j.contains("inputs_reverified")) c.inputs_reverified = j.at("inputs_reverified").get<bool>();
+  if (j.contains("command")) {
+    c.command = j.at("command").at("args").get<std::vector<std::string>>();
+    c.cwd = j.at("command").at("cwd").get<std::string>();
   }
   return c;
 }
@@ -612,9 +665,9 @@ results from_json(std::string_view text, const std::string& source) {
     v.cpu = p.at("cpu").get<std::string>();
     v.mpfr_precision_bits = p.at("mpfr_precision_bits").get<unsigned>();
     v.reference = p.at("reference").get<std::string>();
-    v.reference_values = p.at("reference_values").get<std::uint64_t>();
-    v.reference_fallbacks = p.at("reference_fallbacks").get<std::uint64_t>();
-    v.seed = p.at("seed").get<std::uint64_t>();
+    v.reference_values = count_of(p.at("reference_values"));
+    v.reference_fallbacks = count_of(p.at("reference_fallbacks"));
+    v.seed = count_of(p.at("seed"));
     v.suite = p.at("suite").get<std::string>();
     v.max_position = p.at("max_position").get<std::int64_t>();
     v.exhaustive = p.at("exhaustive").get<bool>();
@@ -644,23 +697,23 @@ results from_json(std::string_view text, const std::string& source) {
       k.bound_name = c.at("bound").get<std::string>();
       k.note = c.at("note").get<std::string>();
       k.pass = c.at("pass").get<bool>();
-      k.values = c.at("values").get<std::uint64_t>();
-      k.positions = c.at("positions").get<std::uint64_t>();
+      k.values = count_of(c.at("values"));
+      k.positions = count_of(c.at("positions"));
       k.max_position = c.at("max_position").get<std::int64_t>();
       k.max_abs = to_num(c.at("max_abs"));
       k.max_rho = to_num(c.at("max_rho"));
       k.max_ulp_error = to_num(c.at("max_ulp_error"));
-      k.max_ulp_distance = c.at("max_ulp_distance").get<std::uint64_t>();
+      k.max_ulp_distance = count_of(c.at("max_ulp_distance"));
       k.pct_correctly_rounded = to_num(c.at("pct_correctly_rounded"));
       k.pct_faithful = to_num(c.at("pct_faithful"));
-      k.ulp_histogram = c.at("ulp_histogram").get<std::array<std::uint64_t, kUlpBuckets>>();
+      k.ulp_histogram = counts_of<kUlpBuckets>(c.at("ulp_histogram"));
       k.worst = worst_from(c.at("worst"));
       for (const json& o : c.at("octaves")) {
         k.octaves.push_back({o.at("lo").get<std::int64_t>(), o.at("hi").get<std::int64_t>(),
-                             o.at("positions").get<std::uint64_t>(),
-                             o.at("values").get<std::uint64_t>(), to_num(o.at("max_abs")),
-                             to_num(o.at("p99_abs")), to_num(o.at("max_bound")),
-                             to_num(o.at("max_rho")), to_nums(o.at("rho_by_index"))});
+                             count_of(o.at("positions")), count_of(o.at("values")),
+                             to_num(o.at("max_abs")), to_num(o.at("p99_abs")),
+                             to_num(o.at("max_bound")), to_num(o.at("max_rho")),
+                             to_nums(o.at("rho_by_index"))});
       }
       if (certificate) certificate_check_from(c, k, source);
       r.checks.push_back(std::move(k));

@@ -18,6 +18,7 @@
 #include "pev/core/error.h"
 #include "pev/impl/implementation.h"
 #include "pev/io/safetensors.h"
+#include "pev/report/difference.h"
 #include "pev/report/json.h"
 #include "pev/spec/parse.h"
 
@@ -100,32 +101,14 @@ certify::certificate through_json(const certify::certificate& c) {
   return report::from_json(certify::to_json(c), "certificate.json");
 }
 
-// The first field (JSON path) where two certificates differ, skipping what a merge may change:
-// the merge's provenance (merged_shards) and the wall time. Empty when they agree.
-std::string first_difference(const nlohmann::json& a, const nlohmann::json& b,
-                             const std::string& path = "") {
-  if (path == "/provenance/merged_shards" || path == "/seconds") return "";
-  if (a.type() != b.type()) return path + " (type)";
-  if (a.is_object()) {
-    for (const auto& [k, v] : a.items()) {
-      if (!b.contains(k)) return path + "/" + k + " (missing in the merged certificate)";
-      if (auto d = first_difference(v, b.at(k), path + "/" + k); !d.empty()) return d;
-    }
-    for (const auto& [k, v] : b.items()) {
-      if (!a.contains(k)) return path + "/" + k + " (only in the merged certificate)";
-    }
-    return "";
-  }
-  if (a.is_array()) {
-    if (a.size() != b.size()) return path + " (length)";
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (auto d = first_difference(a[i], b[i], path + "/" + std::to_string(i)); !d.empty()) {
-        return d;
-      }
-    }
-    return "";
-  }
-  return a == b ? "" : path + ": " + a.dump() + " against " + b.dump();
+// The first field where two certificates differ (report::differences), skipping what a merge may
+// change: the merge's provenance (merged_shards) and record (merged_from, inputs_reverified), and
+// the wall time. Empty when they agree.
+std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
+  const auto d = report::differences(
+      a.dump(), b.dump(),
+      {"/provenance/merged_shards", "/seconds", "/merged_from", "/inputs_reverified"}, 1);
+  return d.empty() ? "" : d.front();
 }
 
 std::vector<certify::certificate> shards_of(const spec::encoding& e, const certify::dump& d,
@@ -249,6 +232,123 @@ TEST(CertifyShard, BadMergesAreRefusedNamingTheProblem) {
   refused({three[0], shards_of(e2, d, {}, 3)[1], three[2]}, "the spec differ");
   // An unsharded certificate is complete.
   refused({certify::certify_dump(e, d, {})}, "not a shard's");
+}
+
+// A shard certificate edited as JSON (a CI artifact is an untrusted file), read back as merge
+// reads it; pev::error (naming the problem) where the edit makes it unreadable.
+certify::certificate edited(const certify::certificate& c,
+                            const std::function<void(nlohmann::json&)>& edit) {
+  auto j = nlohmann::json::parse(certify::to_json(c));
+  edit(j);
+  return report::from_json(j.dump(), "certificate.json");
+}
+
+// Merge verifies what it merges (docs/certify.md §6): each forgery of the shards of a good and
+// a bad dump is refused naming the inconsistency, where merging them as given certified the bad
+// dump or claimed rows never compared.
+TEST(CertifyShard, ForgedShardsAreRefusedNamingTheInconsistency) {
+  const std::string spec = "rope:head_dim=16,rope_theta=10000";
+  const spec::encoding e = spec::parse_spec(spec);
+  const certify::dump good = certify::read_dump({table_dump("forge_good", spec, 64, false)});
+  // One wrong value in row 10: in shard 0's rows of 2.
+  const certify::dump bad = certify::read_dump({table_dump(
+      "forge_bad", spec, 64, false, [](std::vector<float>& c) { c[10 * 8 + 3] += 0x1p-6f; })});
+  const auto g = shards_of(e, good, {}, 2), b = shards_of(e, bad, {}, 2);
+  ASSERT_EQ(certify::merge_shards({g[0], g[1]}).exit_code(), 0);
+  ASSERT_EQ(certify::merge_shards({b[0], b[1]}).exit_code(), 1);
+  ASSERT_EQ(b[1].exit_code(), report::kExitPartial);  // the bad row is shard 0's
+  auto refused = [](std::vector<certify::certificate> v, const std::string& needle) {
+    try {
+      const auto m = certify::merge_shards(std::move(v));
+      ADD_FAILURE() << "merged (exit " << m.exit_code() << "); expected a refusal naming "
+                    << needle;
+    } catch (const error& ex) {
+      EXPECT_NE(std::string(ex.what()).find(needle), std::string::npos) << ex.what();
+    }
+  };
+  const auto one_shard = [](nlohmann::json& j) {
+    j["shard"]["count"] = 1;
+    j["provenance"]["shard_count"] = 1;
+  };
+  // Shard 0 of 2 edited to be shard 0 of 1: alone it would claim every row.
+  refused({edited(g[0], one_shard)}, "compares rows [0, 64) of 64 for check 'cos', but says it");
+  // Shard 0 relabelled as shard 1 (rows 0 … 31 twice, 32 … 63 never): it holds shard 0's own
+  // check (inv_freq, no rows); without it, its rows are not shard 1's; with its rows edited to
+  // shard 1's too, the digests still tell.
+  const auto drop = [](nlohmann::json& j, const std::string& id) {
+    auto& cs = j["checks"];
+    cs.erase(std::find_if(cs.begin(), cs.end(), [&](const auto& c) { return c["id"] == id; }));
+  };
+  const auto as_shard_1 = [&](nlohmann::json& j) {
+    j["shard"]["index"] = 1;
+    j["provenance"]["shard_index"] = 1;
+  };
+  refused({g[0], edited(g[0], as_shard_1)},
+          "shard 1 has check 'inv_freq', which only shard 0 runs");
+  const auto relabelled = [&](nlohmann::json& j) {
+    as_shard_1(j);
+    drop(j, "inv_freq");
+  };
+  refused({g[0], edited(g[0], relabelled)}, "but says it compared rows [0, 32)");
+  refused({g[0], edited(g[0],
+                        [&](nlohmann::json& j) {
+                          relabelled(j);
+                          for (auto& c : j["checks"]) {
+                            c["figures_state"]["rows"]["first"] = 32;
+                            c["figures_state"]["rows"]["end"] = 64;
+                          }
+                        })},
+          "the digests of the shards' rows add up to");
+  // A check deleted from a shard.
+  refused({g[0], edited(g[1], [&](nlohmann::json& j) { drop(j, "sin"); })},
+          "shard 1 lacks the rows of check 'sin'");
+  // Counts: negative (unreadable), more faithful than values, values not the rows' own.
+  try {
+    edited(g[1], [](nlohmann::json& j) { j["checks"][0]["figures_state"]["faithful"] = -5; });
+    ADD_FAILURE() << "a negative count was read";
+  } catch (const error& ex) {
+    EXPECT_NE(std::string(ex.what()).find("a count is -5"), std::string::npos) << ex.what();
+  }
+  refused({g[0], edited(g[1],
+                        [](nlohmann::json& j) {
+                          auto& st = j["checks"][0]["figures_state"];
+                          st["faithful"] = st["values"].get<std::uint64_t>() + 100;
+                        })},
+          "faithful of 256 values");
+  refused({g[0], edited(g[1],
+                        [](nlohmann::json& j) {
+                          auto& st = j["checks"][0]["figures_state"];
+                          for (const char* k : {"values", "correctly_rounded", "faithful"}) {
+                            st[k] = st[k].get<std::uint64_t>() / 2;
+                          }
+                        })},
+          "inconsistent");
+  // Good shard 0 pointed at the bad dump (its path and SHA-256), with the bad dump's honest
+  // shard 1: the shards did not read the same data.
+  refused({edited(g[0],
+                  [&](nlohmann::json& j) {
+                    for (auto& f : j["inputs"]) {
+                      f["path"] = bad.files[0].path;
+                      f["sha256"] = bad.files[0].sha256;
+                    }
+                  }),
+           b[1]},
+          "did not read the same data for check 'cos'");
+  // The inputs re-hashed: a SHA-256 edited in every shard no longer matches the file.
+  const auto other_sha = [](nlohmann::json& j) { j["inputs"][0]["sha256"] = std::string(64, 'a'); };
+  refused({edited(g[0], other_sha), edited(g[1], other_sha)}, "the shards recorded aaaa");
+  // merge --impl: the file given must be the dump the shards read.
+  certify::merge_options given;
+  given.inputs = {bad.files[0].path};
+  EXPECT_THROW(certify::merge_shards({g[0], g[1]}, given), error);
+  given.inputs = {good.files[0].path};
+  const auto m = certify::merge_shards({g[0], g[1]}, given);
+  EXPECT_EQ(m.exit_code(), 0);
+  EXPECT_EQ(m.certification->inputs_reverified, true);
+  // Without the files the merge says so.
+  auto gone = g;
+  for (auto& c : gone) c.certification->inputs[0].path = "/nonexistent/dump.safetensors";
+  EXPECT_EQ(certify::merge_shards({gone[0], gone[1]}).certification->inputs_reverified, false);
 }
 
 }  // namespace

@@ -317,6 +317,10 @@ command add_certify(CLI::App& app) {
             const auto publish = [&dir, &used](certify::certificate c) {
               auto& in = c.certification->inputs;
               in.insert(in.end(), used.begin(), used.end());
+              // What `pev verify` re-runs (docs/certify.md §7).
+              c.certification->command = invocation();
+              std::error_code ec;
+              c.certification->cwd = std::filesystem::current_path(ec).string();
               app::warn_skipped_plots(app::write_certificate(c, dir));
               // The summary quotes names and messages of the implementation: escaped.
               std::cout << escaped(certify::to_text(c), {.keep_newlines = true})

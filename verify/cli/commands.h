@@ -32,6 +32,7 @@ command add_certify(CLI::App& app);
 command add_serve(CLI::App& app);
 command add_report(CLI::App& app);
 command add_merge(CLI::App& app);
+command add_verify(CLI::App& app);
 
 /// Options shared by commands that evaluate one encoding at a set of positions.
 struct encoding_options {
@@ -62,6 +63,10 @@ struct encoding_options {
   /// Refuses an input (--config, --positions-file, a learned table of `e`) that is --out.
   void refuse_inputs_inside_out(const spec::encoding& e) const;
 };
+
+/// The arguments of this pev process after the program name (set by main before parsing): what
+/// a certificate records for `pev verify` to re-run (docs/certify.md §7).
+std::vector<std::string>& invocation();
 
 /// Parses --shard I/N (0-based, 0 ≤ I < N; report and certify); pev::error naming --shard.
 std::pair<int, int> parse_shard(const std::string& text);

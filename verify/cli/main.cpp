@@ -5,6 +5,7 @@
 #include <mpfr.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <boost/version.hpp>
 #include <cerrno>
 #include <cstdio>
@@ -67,6 +68,8 @@ int main(int argc, char** argv) {
   commands.push_back(pev::cli::add_serve(app));
   commands.push_back(pev::cli::add_report(app));
   commands.push_back(pev::cli::add_merge(app));
+  commands.push_back(pev::cli::add_verify(app));
+  pev::cli::invocation().assign(argv + std::min(argc, 1), argv + argc);
 
   try {
     app.parse(argc, argv);

@@ -113,6 +113,11 @@ void encoding_options::refuse_inputs_inside_out(const spec::encoding& e) const {
   app::refuse_inputs_inside_out(out, inputs);
 }
 
+std::vector<std::string>& invocation() {
+  static std::vector<std::string> args;
+  return args;
+}
+
 std::pair<int, int> parse_shard(const std::string& text) {
   const auto slash = text.find('/');
   auto bad = [&]() -> std::pair<int, int> {

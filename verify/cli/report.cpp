@@ -294,6 +294,7 @@ command add_report(CLI::App& app) {
 command add_merge(CLI::App& app) {
   struct state {
     std::vector<std::string> dirs;
+    std::vector<std::string> impl;
     std::string out = "pev-report";
   };
   auto st = std::make_shared<state>();
@@ -304,12 +305,22 @@ command add_merge(CLI::App& app) {
       "I/N` runs into the certificate an unsharded run gives (certificate.json in every "
       "directory; its exit code is the certificate's: 0 certified, 1 not certified).\nExit "
       "codes: 0 every check passes (certified), 1 a check failed (not certified), 2 bad "
-      "usage or input.");
+      "usage or input.\nShard certificates are verified, never trusted (docs/certify.md §6): "
+      "each shard's rows must be its index's range, every check in every shard, its figures "
+      "consistent with its rows, the digests of the shards' rows must add up to the dump's, and "
+      "the inputs found (--impl, else the recorded paths) must have the recorded SHA-256; "
+      "anything else is exit 2 naming the inconsistency. A certificate.json over 64 MiB is "
+      "refused. The merged certificate records each shard certificate's SHA-256 and whether the "
+      "inputs were re-hashed; `pev verify` re-runs it.");
   cmd->add_option("dirs", st->dirs,
                   "Directories of the shards (each with report.json, or each with "
                   "certificate.json); shards of different runs, missing or repeated shards are "
                   "refused (exit 2)")
       ->required();
+  cmd->add_option("--impl", st->impl,
+                  "Shard certificates: the dump's file(s), re-hashed against the SHA-256 the "
+                  "shards recorded (default: the recorded paths, where they are files)")
+      ->check(CLI::ExistingFile);
   cmd->add_option(
          "--out", st->out,
          "Output directory, replaced as a whole when the report is complete (absent, "
@@ -318,27 +329,37 @@ command add_merge(CLI::App& app) {
   return {cmd, [st]() -> int {
             std::vector<app::input_path> inputs;
             for (const auto& d : st->dirs) inputs.push_back({"the shard", d});
+            for (const auto& f : st->impl) inputs.push_back({"--impl", f});
             app::refuse_inputs_inside_out(st->out, inputs);
             io::check_output_directory(st->out);
             // Shard reports (report.json) or shard certificates (certificate.json), not both.
             std::vector<report::results> shards;
+            certify::merge_options mo;
+            for (const auto& f : st->impl) mo.inputs.emplace_back(f);
             std::size_t certificates = 0;
             for (const auto& d : st->dirs) {
               auto file = std::filesystem::path(d) / "certificate.json";
               if (std::filesystem::exists(file)) {
                 certificates++;
+                // An untrusted file (docs/certify.md §6): size-limited, hashed as read.
+                const std::string text = io::read_file(file, report::max_certificate_bytes);
+                mo.sha256.push_back(certify::sha256_bytes(text));
+                shards.push_back(report::from_json(text, file.string()));
               } else {
                 file = std::filesystem::path(d) / "report.json";
+                shards.push_back(report::from_json(io::read_file(file), file.string()));
               }
-              shards.push_back(report::from_json(io::read_file(file), file.string()));
             }
-            if (certificates == 0) return finish(report::merge(std::move(shards)), st->out);
+            if (certificates == 0) {
+              if (!st->impl.empty()) throw error("merge: --impl is for shard certificates");
+              return finish(report::merge(std::move(shards)), st->out);
+            }
             if (certificates != shards.size()) {
               throw error(
                   "merge: give shard reports (report.json) or shard certificates "
                   "(certificate.json), not both");
             }
-            const certify::certificate c = certify::merge_shards(std::move(shards));
+            const certify::certificate c = certify::merge_shards(std::move(shards), mo);
             app::warn_skipped_plots(app::write_certificate(c, st->out));
             std::cout << escaped(certify::to_text(c), {.keep_newlines = true}) << "certificate: "
                       << (std::filesystem::path(st->out) / "certificate.json").string()

@@ -14,9 +14,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -95,6 +97,29 @@ std::vector<std::int64_t> index_positions(const dump& d, const char* name, std::
 /// The rows [first, second) of a row-wise check of `rows` rows that the shard of `o` compares:
 /// [⌊I·R/N⌋, ⌊(I+1)·R/N⌋) (every row without --shard; docs/design.md §9.3).
 std::pair<std::size_t, std::size_t> shard_rows(std::size_t rows, const options& o);
+/// The digest of one value of a row-wise check (docs/certify.md §6): a 64-bit mix of its row,
+/// its column and its encoding. A check's digest is the sum (mod 2^64) of its values', so the
+/// digests of disjoint rows add up to the digest of those rows together.
+inline std::uint64_t value_digest(std::uint64_t row, std::uint64_t column, std::uint64_t bits) {
+  const auto mix = [](std::uint64_t z) {  // splitmix64's finalizer
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  return mix(mix(mix(row + 0x9e3779b97f4a7c15ull) ^ column) ^ bits);
+}
+/// The encodings of row r's values of a check, into `bits` (its width).
+using row_bits = std::function<void(std::size_t r, std::span<std::uint64_t> bits)>;
+/// The digest of rows [first, end) of a check whose rows hold `width` values (docs/certify.md
+/// §6): the sum of value_digest over them, on `threads` threads.
+std::uint64_t rows_digest(std::size_t first, std::size_t end, std::size_t width, int threads,
+                          const row_bits& bits);
+/// A shard's row-wise check (docs/certify.md §6): records in its figures' state the rows [first,
+/// end) of `total` that it compared, `width` values each, the digest of those rows and of every
+/// row, so that `pev merge` can verify that the shards' rows partition the dump's. No-op for a
+/// check without state (an unsharded run).
+void record_rows(check& c, std::size_t first, std::size_t end, std::size_t total, std::size_t width,
+                 int threads, const row_bits& bits);
 /// The threads of certify's oneTBB arenas: --threads, at most the cores (more would only queue,
 /// and oneTBB warns about it); 0: every core.
 int arena_threads(const options& o);

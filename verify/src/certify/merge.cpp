@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -62,14 +63,188 @@ void fits_layout(const report::figure_state& t, const report::figure_state& firs
   }
 }
 
+std::uint64_t digest_value(const std::string& hex, const std::string& what) {
+  std::uint64_t v = 0;
+  if (hex.size() != 16 || !std::all_of(hex.begin(), hex.end(), [](char ch) {
+        return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+      })) {
+    throw error(fmt::format("merge: {}: the digest '{}' is not 16 hex digits", what, hex));
+  }
+  for (char ch : hex) v = v * 16 + static_cast<std::uint64_t>(ch <= '9' ? ch - '0' : ch - 'a' + 10);
+  return v;
+}
+
+/// A shard's figures of one check, verified against themselves and the rows the shard says it
+/// compared (docs/certify.md §6): the counts add up, the worst value lies in the data's range.
+void consistent(const report::figure_state& st, const report::certification& z, int shard,
+                const std::string& id) {
+  const auto fail = [&](const std::string& what) {
+    throw error(fmt::format("merge: shard {}'s figures of check '{}' are inconsistent: {}", shard,
+                            id, what));
+  };
+  if (st.faithful > st.values || st.correctly_rounded > st.faithful) {
+    fail(fmt::format("{} correctly rounded, {} faithful of {} values", st.correctly_rounded,
+                     st.faithful, st.values));
+  }
+  if (st.non_finite > st.values)
+    fail(fmt::format("{} non-finite of {} values", st.non_finite, st.values));
+  std::uint64_t in_octaves = 0;
+  for (const auto& o : st.octaves) in_octaves += o.values;
+  if (in_octaves != st.values) {
+    fail(fmt::format("its octaves hold {} values, its total is {}", in_octaves, st.values));
+  }
+  std::uint64_t in_ulps = 0;
+  for (std::uint64_t n : st.ulp_histogram) in_ulps += n;
+  if (in_ulps != st.values) {
+    fail(fmt::format("its ulp histogram holds {} values, its total is {}", in_ulps, st.values));
+  }
+  if (st.values > 0 && (st.worst.position < z.min_position || st.worst.position > z.max_position ||
+                        st.max_pos > z.max_position)) {
+    fail(fmt::format("its worst value is at position {}, outside the data's positions {} … {}",
+                     st.worst.position, z.min_position, z.max_position));
+  }
+  for (const auto& o : st.octaves) {
+    if (o.hist.count != o.values) {
+      fail(fmt::format("an octave holds {} values, its histogram {}", o.values, o.hist.count));
+    }
+  }
+  for (std::uint64_t n : st.vacuous) {
+    if (n > st.values) fail(fmt::format("{} vacuous of {} values", n, st.values));
+  }
+  if (!st.rows) return;
+  const auto& r = *st.rows;
+  if (r.width < 0 || r.first < 0 || r.end < r.first || r.total < r.end) {
+    fail(fmt::format("rows [{}, {}) of {}, {} values each", r.first, r.end, r.total, r.width));
+  }
+  const auto rows = static_cast<std::uint64_t>(r.end - r.first);
+  if (st.values != rows * static_cast<std::uint64_t>(r.width)) {
+    fail(fmt::format("{} values from {} rows of {} values", st.values, rows, r.width));
+  }
+}
+
 /// The group a mismatch was compared in: cos and sin of a table are compared row by row
 /// together, every other check on its own.
 std::string group_of(const std::string& check) { return check == "sin" ? "cos" : check; }
 
+/// The shards' row-wise checks (docs/certify.md §6): every shard has each of them, its rows are
+/// its index's range of the same rows and width, its figures are consistent with them, and the
+/// digests of its rows add up, over the shards, to the digest of the dump every shard read. A
+/// check without rows is shard 0's alone.
+void verify_rows(const std::vector<certificate>& shards) {
+  const certificate& first = shards.front();
+  const int count = first.certification->shard->count;
+  for (const certificate& s : shards) {
+    const int i = s.certification->shard->index;
+    for (const check& c : s.checks) {
+      if (c.state) consistent(*c.state, *s.certification, i, c.id);
+    }
+  }
+  for (const check& c0 : first.checks) {
+    if (!c0.state) continue;
+    const auto& r0 = c0.state->rows;
+    std::uint64_t sum = 0;
+    for (const certificate& s : shards) {
+      const int i = s.certification->shard->index;
+      const auto it = std::find_if(s.checks.begin(), s.checks.end(),
+                                   [&](const check& c) { return c.id == c0.id; });
+      if (!r0) {
+        if (i != 0 && it != s.checks.end() && it->state) {
+          throw error(fmt::format(
+              "merge: shard {} has check '{}', which only shard 0 runs (it has no rows)", i,
+              c0.id));
+        }
+        continue;
+      }
+      if (it == s.checks.end() || !it->state || !it->state->rows) {
+        throw error(fmt::format(
+            "merge: shard {} lacks the rows of check '{}' (every shard compares its own rows of "
+            "it): a check left out of a shard certificate",
+            i, c0.id));
+      }
+      const auto& r = *it->state->rows;
+      if (r.total != r0->total || r.width != r0->width || r.dump_digest != r0->dump_digest) {
+        throw error(fmt::format(
+            "merge: shards {} and {} did not read the same data for check '{}' ({} rows of {} "
+            "values, digest {}, against {} rows of {}, digest {})",
+            first.certification->shard->index, i, c0.id, r0->total, r0->width, r0->dump_digest,
+            r.total, r.width, r.dump_digest));
+      }
+      options o;
+      o.shard_index = i;
+      o.shard_count = count;
+      const auto [b, e] = detail::shard_rows(static_cast<std::size_t>(r.total), o);
+      if (r.first != static_cast<std::int64_t>(b) || r.end != static_cast<std::int64_t>(e)) {
+        throw error(fmt::format(
+            "merge: shard {} of {} compares rows [{}, {}) of {} for check '{}', but says it "
+            "compared rows [{}, {}): its index, count or rows were edited",
+            i, count, b, e, r.total, c0.id, r.first, r.end));
+      }
+      sum += digest_value(r.digest, fmt::format("shard {}, check '{}'", i, c0.id));
+    }
+    if (r0 && sum != digest_value(r0->dump_digest, "check '" + c0.id + "'")) {
+      throw error(fmt::format(
+          "merge: the rows the shards say they compared for check '{}' are not the dump's rows "
+          "(the digests of the shards' rows add up to {:016x}, the dump's is {}): a shard's "
+          "figures come from other data",
+          c0.id, sum, r0->dump_digest));
+    }
+  }
+}
+
+/// Re-hashes the inputs the shards name (docs/certify.md §6): `given` (merge --impl) must be
+/// the dump's files, and every input found (given, or at its recorded path) must have its
+/// recorded SHA-256 (pev::error naming it otherwise). True when every input was re-hashed.
+bool rehash_inputs(const std::vector<input_file>& inputs,
+                   const std::vector<std::filesystem::path>& given) {
+  const auto is_dump = [](const input_file& f) {
+    return f.format == "npy" || f.format == "npz" || f.format == "safetensors";
+  };
+  std::multiset<std::string> dump_hashes;
+  for (const input_file& f : inputs) {
+    if (is_dump(f)) dump_hashes.insert(f.sha256);
+  }
+  for (const auto& g : given) {
+    const std::string h = sha256_file(g);
+    const auto it = dump_hashes.find(h);
+    if (it == dump_hashes.end()) {
+      throw error(fmt::format(
+          "merge: --impl {}: its SHA-256 {} is not that of a file the shards read: not the "
+          "certified dump",
+          g.string(), h));
+    }
+    dump_hashes.erase(it);
+  }
+  if (!given.empty() && !dump_hashes.empty()) {
+    throw error(fmt::format("merge: --impl gives {} file(s); the shards read {} more (SHA-256 {})",
+                            given.size(), dump_hashes.size(), *dump_hashes.begin()));
+  }
+  bool all = true;
+  for (const input_file& f : inputs) {
+    if (!given.empty() && is_dump(f)) continue;  // matched above
+    std::error_code ec;
+    const bool hashable = f.format != "exec" && std::filesystem::is_regular_file(f.path, ec);
+    if (!hashable) {
+      all = false;
+      continue;
+    }
+    const std::string h = sha256_file(f.path);
+    if (h != f.sha256) {
+      throw error(fmt::format(
+          "merge: input {} ({}) has SHA-256 {} now; the shards recorded {}: the file changed "
+          "since, or the shards were edited",
+          f.path, f.format, h, f.sha256));
+    }
+  }
+  return all;
+}
+
 }  // namespace
 
-certificate merge_shards(std::vector<certificate> shards) {
+certificate merge_shards(std::vector<certificate> shards, const merge_options& mo) {
   if (shards.empty()) throw error("merge: no certificates given");
+  if (!mo.sha256.empty() && mo.sha256.size() != shards.size()) {
+    throw error("merge: one SHA-256 per shard certificate expected");
+  }
   for (const certificate& s : shards) {
     if (!s.certification || !s.certification->shard) {
       throw error(
@@ -84,7 +259,11 @@ certificate merge_shards(std::vector<certificate> shards) {
   }
   std::sort(order.begin(), order.end());
   std::vector<certificate> sorted;
-  for (const auto& [i, k] : order) sorted.push_back(std::move(shards[k]));
+  std::vector<std::string> sha256;
+  for (const auto& [i, k] : order) {
+    sorted.push_back(std::move(shards[k]));
+    sha256.push_back(mo.sha256.empty() ? std::string() : mo.sha256[k]);
+  }
   shards = std::move(sorted);
   const int count = shards.front().certification->shard->count;
   std::set<int> seen;
@@ -104,6 +283,7 @@ certificate merge_shards(std::vector<certificate> shards) {
     throw error(fmt::format("merge: {} of {} shards given (missing: {})", seen.size(), count,
                             fmt::join(missing, ", ")));
   }
+  verify_rows(shards);
 
   const certificate& first = shards.front();
   certificate out;
@@ -118,6 +298,20 @@ certificate merge_shards(std::vector<certificate> shards) {
   z.seconds = 0;
   z.why.reset();
   z.explain_threshold = kExplainRho;
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    z.merged_from.push_back({shards[k].certification->shard->index, sha256[k]});
+  }
+  z.inputs_reverified = mo.rehash && rehash_inputs(z.inputs, mo.inputs);
+  // The command `pev verify` re-runs: the unsharded run's (shard 0's without --shard).
+  z.command.clear();
+  const auto& cmd = first.certification->command;
+  for (std::size_t k = 0; k < cmd.size(); ++k) {
+    if (cmd[k] == "--shard" && k + 1 < cmd.size()) {
+      ++k;
+    } else if (cmd[k].rfind("--shard=", 0) != 0) {
+      z.command.push_back(cmd[k]);
+    }
+  }
   for (const certificate& s : shards) {
     out.prov.merged_shards.push_back(s.certification->shard->index);
     out.prov.reference_values += s.prov.reference_values;
@@ -152,7 +346,7 @@ certificate merge_shards(std::vector<certificate> shards) {
       const auto& cs = shards[k].checks;
       const auto it =
           std::find_if(cs.begin(), cs.end(), [&](const check& c) { return c.id == c0.id; });
-      if (it == cs.end()) continue;  // a check of shard 0 only (no rows)
+      if (it == cs.end()) continue;  // a check of shard 0 only (no rows: verify_rows)
       if (!it->state) {
         throw error(fmt::format("merge: check '{}' of shard {} has no figures' state", c0.id, k));
       }

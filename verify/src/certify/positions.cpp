@@ -1,6 +1,9 @@
-// The positions of a dump's rows, and the names and shapes messages show.
+// The positions of a dump's rows, the rows a shard compares and their digests, and the names and
+// shapes messages show.
 
 #include <fmt/format.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -151,6 +154,36 @@ std::pair<std::size_t, std::size_t> shard_rows(std::size_t rows, const options& 
     return k * (rows / n) + k * (rows % n) / n;
   };
   return {at(o.shard_index), at(o.shard_index + 1)};
+}
+
+std::uint64_t rows_digest(std::size_t first, std::size_t end, std::size_t width, int threads,
+                          const row_bits& bits) {
+  tbb::task_arena arena(threads);
+  return arena.execute([&] {
+    return tbb::parallel_reduce(
+        tbb::blocked_range<std::size_t>(first, end, 256), std::uint64_t{0},
+        [&](const tbb::blocked_range<std::size_t>& r, std::uint64_t acc) {
+          std::vector<std::uint64_t> row(width);
+          for (std::size_t q = r.begin(); q < r.end(); ++q) {
+            bits(q, row);
+            for (std::size_t c = 0; c < width; ++c) acc += value_digest(q, c, row[c]);
+          }
+          return acc;
+        },
+        [](std::uint64_t a, std::uint64_t b) { return a + b; });
+  });
+}
+
+void record_rows(check& c, std::size_t first, std::size_t end, std::size_t total, std::size_t width,
+                 int threads, const row_bits& bits) {
+  if (!c.state) return;
+  const auto hex = [](std::uint64_t v) { return fmt::format("{:016x}", v); };
+  c.state->rows = report::figure_state::rows_of{static_cast<std::int64_t>(first),
+                                                static_cast<std::int64_t>(end),
+                                                static_cast<std::int64_t>(total),
+                                                static_cast<std::int64_t>(width),
+                                                hex(rows_digest(first, end, width, threads, bits)),
+                                                hex(rows_digest(0, total, width, threads, bits))};
 }
 
 void record_positions(report::certification& c, const std::vector<std::int64_t>& pos) {

@@ -409,8 +409,16 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
       const std::int64_t i = t.pair[static_cast<std::size_t>(f.worst().index)];
       exact = ref.exact_value(f.worst().position, i, which == 1);
     }
-    k.cert.checks.push_back(
-        make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact));
+    check c = make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact);
+    const plane& pl = which == 1 ? t.sin : t.cos;
+    record_rows(c, first_row, end_row, rows, t.pair.size(), arena_threads(k.o),
+                [&pl](std::size_t r, std::span<std::uint64_t> bits) {
+                  for (std::size_t j = 0; j < bits.size(); ++j) {
+                    bits[j] = static_cast<std::uint64_t>(scalar_traits<T>::to_bits(element<T>(
+                        *pl.a, pl.at(static_cast<std::int64_t>(r), static_cast<std::int64_t>(j)))));
+                  }
+                });
+    k.cert.checks.push_back(std::move(c));
   }
   if (fitting.valid()) {
     record_library(k, fitting.get(), fit);
@@ -592,7 +600,19 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
     append_mismatches(k, w.mismatches, opts.max_mismatches);
   });
   refs.count(k);
-  k.cert.checks.push_back(make_check(name, q.source, dtype_of<T>(), f, k.o));
+  check c = make_check(name, q.source, dtype_of<T>(), f, k.o);
+  // A token's values, each with its input (the reference is the input's rotation).
+  record_rows(c, first_token, end_token, tokens, H * Du, arena_threads(k.o),
+              [&](std::size_t t, std::span<std::uint64_t> bits) {
+                const auto bits_of = [](const io::array& a, std::size_t e) {
+                  return static_cast<std::uint64_t>(scalar_traits<T>::to_bits(element<T>(a, e)));
+                };
+                for (std::size_t e = 0; e < bits.size(); ++e) {
+                  const std::size_t at = t * bits.size() + e;
+                  bits[e] = bits_of(*q.out, at) ^ (bits_of(*q.in, at) * 0x9e3779b97f4a7c15ull);
+                }
+              });
+  k.cert.checks.push_back(std::move(c));
 }
 
 }  // namespace

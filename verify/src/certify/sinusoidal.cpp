@@ -70,8 +70,16 @@ void pe_check(const spec::sinusoidal& s, context& k, const io::array& a, const s
     }
   }
   k.count(ref.stats());
-  k.cert.checks.push_back(make_check(
-      "pe", fmt::format("tensor '{}' {}", name, io::shape_string(a.shape)), dtype_of<T>(), f, k.o));
+  check c = make_check("pe", fmt::format("tensor '{}' {}", name, io::shape_string(a.shape)),
+                       dtype_of<T>(), f, k.o);
+  record_rows(c, first_row, end_row, pos.size(), dm, arena_threads(k.o),
+              [&a, dm](std::size_t r, std::span<std::uint64_t> bits) {
+                for (std::size_t col = 0; col < dm; ++col) {
+                  bits[col] = static_cast<std::uint64_t>(
+                      scalar_traits<T>::to_bits(element<T>(a, r * dm + col)));
+                }
+              });
+  k.cert.checks.push_back(std::move(c));
 }
 
 }  // namespace

@@ -108,6 +108,16 @@ struct figure_state {
   std::array<std::uint64_t, kUlpBuckets> ulp_histogram{};
   worst_case worst;
   double worst_ulp = 0;  // ulp_T(|exact|) of the worst value
+  /// A row-wise check of a shard (docs/certify.md §6): the rows [first, end) it compared of the
+  /// check's `total`, the values each row holds, and digests of the data — its own rows' and every
+  /// row's — that bind the figures to the dump (values_digest's: additive over rows, so the shards'
+  /// own digests add up to the dump's). Absent: a check without rows (shard 0's alone).
+  struct rows_of {
+    std::int64_t first = 0, end = 0, total = 0, width = 0;
+    std::string digest, dump_digest;  // 16 hex digits each
+    bool operator==(const rows_of&) const = default;
+  };
+  std::optional<rows_of> rows;
 };
 
 /// Certification grades, best first (docs/design.md §6.5, docs/numerics.md §13.1): each implies
@@ -377,6 +387,21 @@ struct certification {
     bool operator==(const shard_of&) const = default;
   };
   std::optional<shard_of> shard;
+  /// A merged certificate (`pev merge`, docs/certify.md §6): each shard certificate's SHA-256 (of
+  /// its certificate.json as read), in shard order, and whether merge re-hashed the inputs the
+  /// shards name (present where merge ran; absent: not merged).
+  struct merged_shard {
+    int index = 0;
+    std::string sha256;
+    bool operator==(const merged_shard&) const = default;
+  };
+  std::vector<merged_shard> merged_from;
+  std::optional<bool> inputs_reverified;
+  /// The `pev certify` arguments that produced the certificate (after `pev`, --out included) and
+  /// the directory it ran in: what `pev verify` re-runs (docs/certify.md §7). Empty: not recorded
+  /// (a certificate of pev's Python module or the library).
+  std::vector<std::string> command;
+  std::string cwd;
 
   /// 0 certified (and the claimed recipe holds), 1 otherwise; a shard whose rows hold:
   /// kExitPartial (its verdict is the merged certificate's).

@@ -204,14 +204,27 @@ struct options {
 /// certificate; `pev merge` refuses shards whose texts differ).
 std::string run_options(const options& o);
 
+/// How `pev merge` verifies what it merges (merge_shards).
+struct merge_options {
+  /// Each shard certificate's SHA-256 (of its certificate.json), in the order of `shards`:
+  /// recorded in the merged certificate (certification::merged_from). Empty: not recorded.
+  std::vector<std::string> sha256;
+  /// Re-hash the inputs the shards name: `inputs` (the dump's files, `pev merge --impl`), else
+  /// each input at its recorded path where it is a file (docs/certify.md §6).
+  bool rehash = true;
+  std::vector<std::filesystem::path> inputs;
+};
 /// Merges the certificates of the N shards of one run (`pev certify --shard I/N`, each index
 /// once) into the certificate the unsharded run gives (docs/design.md §9.3): each check's figures
 /// merged in shard order, grades and the claim by the unsharded run's code, the library figures
 /// of shard 0 (which fits the whole table), the first mismatches in the unsharded comparison
 /// order, the diagnosis of the first failing shard (a failing shard diagnoses the whole dump).
-/// pev::error naming the problem for missing or repeated shards, or shards of different runs
-/// (spec, inputs' SHA-256, options, seed, shard count, pev revision).
-certificate merge_shards(std::vector<certificate> shards);
+/// A shard is an untrusted file (docs/certify.md §6): pev::error naming the problem for missing
+/// or repeated shards, shards of different runs (spec, inputs' SHA-256, options, seed, shard
+/// count, pev revision), rows that are not the shard's index's range, a check missing from a
+/// shard, figures inconsistent with themselves or their rows, row digests that do not add up to
+/// the dump's, or an input whose file is found with another SHA-256.
+certificate merge_shards(std::vector<certificate> shards, const merge_options& mo = {});
 
 /// Certifies the dump against `e`. Throws pev::error for input that cannot be certified as given
 /// (no tensor for the encoding, ambiguous layout, shape or dtype mismatches), naming the tensor.
