@@ -118,9 +118,9 @@ TEST(CliVerify, MergedVerifiesForgedMergeRefused) {
   }
   for (const std::string& d : {std::string("good"), std::string("bad")}) {
     for (int i = 0; i < 2; ++i) {
-      auto r = run_pev({"certify", "--impl", dir + "/" + d + ".safetensors", "--no-diagnosis",
-                        "--shard", std::to_string(i) + "/2", "--out",
-                        dir + "/" + d + std::to_string(i)});
+      auto r =
+          run_pev({"certify", "--impl", dir + "/" + d + ".safetensors", "--no-diagnosis", "--shard",
+                   std::to_string(i) + "/2", "--out", dir + "/" + d + std::to_string(i)});
       ASSERT_TRUE(r.exit_code == 1 || r.exit_code == 3) << r.out << r.err;
     }
   }
