@@ -227,6 +227,25 @@ TEST(Hostile, AFullStdoutIsExitTwoForEveryCommandAndFormat) {
     cases.push_back(ref);
     cases.push_back(com);
   }
+  // The commands that write a directory and print a summary: report, certify, merge, verify.
+  const std::string dir = test::temp_dir("hostile_full");
+  const std::string dump = dir + "/d.safetensors";
+  ASSERT_EQ(run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "0:64",
+                     "--format", "safetensors", "--out", dump})
+                .exit_code,
+            0);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(run_pev({"certify", "--impl", dump, "--shard", std::to_string(i) + "/2", "--out",
+                       dir + "/s" + std::to_string(i)})
+                  .exit_code,
+              3);
+  }
+  ASSERT_EQ(run_pev({"certify", "--impl", dump, "--out", dir + "/c"}).exit_code, 0);
+  cases.push_back(
+      {"report", "--spec", "rope:head_dim=4", "--max-position", "64", "--out", dir + "/r"});
+  cases.push_back({"certify", "--impl", dump, "--out", dir + "/c2"});
+  cases.push_back({"merge", dir + "/s0", dir + "/s1", "--out", dir + "/m"});
+  cases.push_back({"verify", dir + "/c"});
   for (const auto& args : cases) {
     std::string line;
     for (const auto& a : args) line += a + " ";
