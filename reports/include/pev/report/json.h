@@ -16,10 +16,10 @@ namespace pev::report {
 
 std::string to_json(const results& r);
 
-/// The largest certificate.json `pev merge` and `pev verify` read (docs/certify.md §6): parsing
-/// takes about 17 times the text's size in memory, so 64 MiB of text about 1.1 GB. A shard
-/// certificate's size grows with the indices of its checks (head_dim, or heads × head_dim of q/k)
-/// times their octaves; one beyond it is refused, naming this limit.
+/// The largest certificate.json `pev merge` and `pev verify` read (docs/certify.md §6). A shard
+/// certificate's size grows with its checks' indices (head_dim, or heads × head_dim of q/k) times
+/// their octaves: 16 MB for q/k of 32 + 8 heads × 128 at positions up to 2^62. Parsing a hostile
+/// 64 MiB of numbers peaks at 1.7 GB; a larger file is refused unread, naming this limit.
 inline constexpr std::uint64_t max_certificate_bytes = std::uint64_t{64} << 20;
 
 /// Parses report.json text; throws pev::error naming `source` and the field when it is not a
