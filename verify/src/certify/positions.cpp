@@ -158,6 +158,8 @@ std::pair<std::size_t, std::size_t> shard_rows(std::size_t rows, const options& 
 
 std::uint64_t rows_digest(std::size_t first, std::size_t end, std::size_t width, int threads,
                           const row_bits& bits) {
+  std::vector<std::uint64_t> columns(width);
+  for (std::size_t c = 0; c < width; ++c) columns[c] = digest_key(c ^ (std::uint64_t{1} << 63));
   tbb::task_arena arena(threads);
   return arena.execute([&] {
     return tbb::parallel_reduce(
@@ -166,7 +168,8 @@ std::uint64_t rows_digest(std::size_t first, std::size_t end, std::size_t width,
           std::vector<std::uint64_t> row(width);
           for (std::size_t q = r.begin(); q < r.end(); ++q) {
             bits(q, row);
-            for (std::size_t c = 0; c < width; ++c) acc += value_digest(q, c, row[c]);
+            const std::uint64_t rk = digest_key(q);
+            for (std::size_t c = 0; c < width; ++c) acc += value_digest(rk, columns[c], row[c]);
           }
           return acc;
         },
