@@ -29,6 +29,7 @@ call_watchdog::~call_watchdog() {
 }
 
 void call_watchdog::arm() {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> l(m_);
     ++call_;
@@ -37,8 +38,12 @@ void call_watchdog::arm() {
     thread_ = PyThread_get_thread_ident();
     deadline_ = clock::now() + std::chrono::duration_cast<clock::duration>(
                                    std::chrono::duration<double>(seconds_));
+    wake = idle_;
   }
-  cv_.notify_all();
+  // Only an idle thread is woken: one waiting for an earlier deadline (every deadline is later
+  // than the ones before) wakes by itself and waits again. Calls that return at once (a callable
+  // asked for specs it does not take) then cost no thread switch.
+  if (wake) cv_.notify_all();
 }
 
 bool call_watchdog::disarm() {
@@ -55,7 +60,9 @@ void call_watchdog::run() {
   std::unique_lock<std::mutex> l(m_);
   while (!quit_) {
     if (!armed_) {
+      idle_ = true;
       cv_.wait(l);
+      idle_ = false;
       continue;
     }
     if (clock::now() < deadline_) {

@@ -41,6 +41,7 @@ class call_watchdog {
   std::mutex m_;
   std::condition_variable cv_;
   bool quit_ = false, armed_ = false, fired_ = false;
+  bool idle_ = false;       // the thread waits for a call, not for a deadline
   std::uint64_t call_ = 0;  // counts the calls: a late firing never reaches the next one
   unsigned long thread_ = 0;
   clock::time_point deadline_;
