@@ -1,8 +1,13 @@
 """pev.certify and pev.Certificate (docs/python.md §4, §5)."""
 
+import contextlib
 import inspect
 import json
+import math
+import numbers
 import os
+import signal
+import threading
 import traceback
 from collections.abc import Mapping
 
@@ -38,7 +43,7 @@ def _is_files(impl):
 def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, seq_len=None,
             exhaustive=False, diagnosis=True, reference="fast", libm="any", max_trig_ulp=None,
             layer_type=None, dtype=None, max_position=None, samples=None, seed=None,
-            accuracy=None, properties=None, property_cases=None):
+            accuracy=None, properties=None, property_cases=None, timeout=None):
     """Certifies an implementation of `spec` — what `pev certify` does — and returns its
     pev.Certificate (check ``.ok``, print it, ``.write(dir)``).
 
@@ -74,9 +79,14 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
     layer_type    the layer-type group of a per-layer-type config.
     A callable only: dtype ("fp32", "fp16", "bf16"; default: the dtype of its first answer),
     max_position (2**20), samples (64 per octave), seed (20261122), accuracy (the strategy whose
-    contract the property suites hold it to: "hf"), properties (True), property_cases (100).
+    contract the property suites hold it to: "hf"), properties (True), property_cases (100),
+    timeout (seconds each call may take, 0.001 … 86400; default None: no limit): a call past it is
+    stopped (an exception raised in the callable's thread) and is a failed check.
+    A callable that raises SystemExit (sys.exit()) or KeyboardInterrupt is a failed check naming
+    it, and is not asked again; the script goes on.
 
-    Runs without the GIL; Ctrl-C interrupts it (KeyboardInterrupt). Raises pev.Error for input
+    Runs without the GIL; Ctrl-C interrupts it (KeyboardInterrupt, also while the callable runs:
+    see docs/python.md §4.3). Raises pev.Error for input
     that cannot be certified as given (no tensor for the encoding, an ambiguous layout, shape or
     dtype mismatches, a tensor in GPU memory), naming the tensor.
     """
@@ -86,7 +96,8 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
     common = dict(recipe=recipe, layout=layout, diagnose=bool(diagnosis), reference=reference,
                   libm=libm, max_trig_ulp=max_trig_ulp)
     live = dict(dtype=dtype, max_position=max_position, samples=samples, seed=seed,
-                accuracy=accuracy, properties=properties, property_cases=property_cases)
+                accuracy=accuracy, properties=properties, property_cases=property_cases,
+                timeout=timeout)
     if callable(impl) and not isinstance(impl, Mapping) and not hasattr(impl, "__dlpack__"):
         if s is None:
             raise Error("spec: required to certify a callable (it is asked for that spec)")
@@ -95,7 +106,7 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
                 raise Error(f"{name}: pev chooses a callable's positions and sequence length "
                             "(max_position=, samples=, exhaustive=)")
         adapter = _Implementation(impl, s)
-        with keyword_names():
+        with keyword_names(), _watching_sigint(adapter):
             handle = _pev.certify_callable(
                 s._handle, adapter, adapter.name, adapter.source, adapter.files,
                 dtype=dtype,
@@ -106,6 +117,7 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
                 accuracy="hf" if accuracy is None else accuracy,
                 properties=True if properties is None else bool(properties),
                 property_cases=100 if property_cases is None else int(property_cases),
+                timeout=_seconds(timeout),
                 **common)
         return Certificate(handle, exceptions=adapter.exceptions)
     given = [k for k, v in live.items() if v is not None]
@@ -127,13 +139,52 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
     return Certificate(handle)
 
 
+def _seconds(timeout):
+    """timeout= as a float (its range is checked with pev's rule, python/src/certify.cpp)."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise Error(f"timeout: expected a number of seconds, got {type(timeout).__name__}")
+    t = float(timeout)
+    if not math.isfinite(t) or t <= 0:
+        raise Error(f"timeout: expected a positive finite number of seconds, got {timeout!r}")
+    return t
+
+
+@contextlib.contextmanager
+def _watching_sigint(adapter):
+    """While a callable is certified from the main thread, SIGINT's Python handler is wrapped to
+    note that the signal came (adapter.sigint) before it runs: a KeyboardInterrupt then is a
+    Ctrl-C, which stops pev; without the signal, the callable raised it (docs/python.md §4.3).
+    Elsewhere Python runs no signal handler: a KeyboardInterrupt is always the callable's."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):  # SIG_IGN, SIG_DFL or a handler installed from C: no KeyboardInterrupt
+        yield
+        return
+
+    def handler(signum, frame):
+        adapter.sigint = True
+        return previous(signum, frame)
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is handler:
+            signal.signal(signal.SIGINT, previous)
+
+
 def _describe(exc):
     where = ""
     frames = traceback.extract_tb(exc.__traceback__)
     if frames:
         f = frames[-1]
         where = f" (at {os.path.basename(f.filename)}:{f.lineno} in {f.name})"
-    return f"{type(exc).__name__}: {exc}{where}"
+    text = str(exc)
+    return f"{type(exc).__name__}{': ' + text if text else ''}{where}"
 
 
 class _Implementation:
@@ -146,6 +197,7 @@ class _Implementation:
         self.fn = fn
         self.spec = spec
         self.exceptions = []
+        self.sigint = False  # SIGINT reached Python's handler (_watching_sigint)
         self._specs = {spec.text: spec}
         try:
             params = inspect.signature(fn).parameters
@@ -178,15 +230,34 @@ class _Implementation:
             kwargs["seq_len"] = seq_len
         try:
             out = self.fn(positions, **kwargs)
-        except NotImplementedError:
-            return None
-        except Exception as exc:  # the implementation failed: a failed check, with its message
-            if len(self.exceptions) < 16:
-                self.exceptions.append(exc)
+        except _pev._CallTimedOut:
+            raise  # past timeout=: pev says so (python/src/certify.cpp)
+        except BaseException as exc:
+            if self.sigint:  # a Ctrl-C came while it ran: it stops pev, whatever the callable did
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                raise KeyboardInterrupt from exc
+            if isinstance(exc, NotImplementedError):
+                return None
+            self._keep(exc)
+            # The implementation failed: a failed check with its message. SystemExit and a
+            # KeyboardInterrupt of its own end it (as an exit ends an --exec process).
+            if isinstance(exc, KeyboardInterrupt):
+                return ("ended", f"raised {_describe(exc)}, not a Ctrl-C (pev saw no SIGINT)")
+            if isinstance(exc, SystemExit):
+                return ("ended", f"raised {_describe(exc)}: it tried to end the process "
+                                 f"(exit status {exc.code!r})")
             return _describe(exc)
+        if self.sigint:
+            raise KeyboardInterrupt  # a Ctrl-C that the callable caught
         if out is None:
             return None
         return {name: prepare(name, t) for name, t in named_tensors(out, spec.family).items()}
+
+
+    def _keep(self, exc):
+        if len(self.exceptions) < 16:
+            self.exceptions.append(exc)
 
 
 class _Record:

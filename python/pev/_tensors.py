@@ -26,23 +26,68 @@ def _device_error(name, obj, kind, index):
     )
 
 
+# The dtypes pev reads from DLPack (python/src/common.cpp, dlpack_dtype), by PyTorch's names: named
+# here so that the message names the tensor's dtype as PyTorch does (bool does not even export).
+_TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16", "int32", "int64", "complex64",
+                 "complex128")
+
+
+def _refuse_unreadable(name, obj, dtypes=True):
+    """pev.Error naming the tensor for the PyTorch tensors that hold no values pev can read in
+    place (docs/python.md §4.1): meta, sparse and other non-strided layouts, nested, quantized, and
+    dtypes pev does not read (bool among them). Checked before any data is touched."""
+    layout = str(getattr(obj, "layout", "torch.strided"))
+    if getattr(obj, "is_meta", False):
+        raise Error(f"tensor '{name}' is a meta tensor: it has a shape but no values; pass a "
+                    "tensor computed on the CPU")
+    if getattr(obj, "is_nested", False):
+        raise Error(f"tensor '{name}' is a nested tensor; pass its tensors one by one")
+    if layout != "torch.strided":
+        dense = ".to_dense()" if "sparse" in layout or "mkldnn" in layout else ""
+        raise Error(f"tensor '{name}' has layout {layout}; pev reads dense (strided) tensors"
+                    + (f": pass {name}{dense}" if dense else ""))
+    if getattr(obj, "is_quantized", False):
+        raise Error(f"tensor '{name}' is quantized ({obj.dtype}); pev reads the values: pass "
+                    f"{name}.dequantize()")
+    dtype = getattr(obj, "dtype", None)
+    if dtypes and dtype is not None and str(dtype).startswith("torch."):
+        short = str(dtype)[len("torch."):]
+        if short not in _TORCH_DTYPES:
+            raise Error(f"tensor '{name}' has dtype {dtype}; pev reads "
+                        f"{', '.join(_TORCH_DTYPES)}")
+
+
+def _dlpack_device(name, obj):
+    try:
+        kind, index = (int(x) for x in obj.__dlpack_device__())
+    except Exception as e:  # e.g. a device DLPack has no code for
+        raise Error(f"tensor '{name}': its device cannot be read through DLPack "
+                    f"({type(e).__name__}: {e})") from None
+    if kind not in _HOST:
+        raise _device_error(name, obj, kind, index)
+
+
 def prepare(name, obj):
     """`obj` for pev's compiled layer: a C-contiguous little-endian numpy array, or a DLPack
-    capsule of host memory (copied by pev). pev.Error names the tensor when it is in device memory
-    or of an unknown kind."""
+    capsule of host memory (copied by pev). pev.Error names the tensor when it is in device memory,
+    holds no values pev can read (_refuse_unreadable), cannot be exported, or is of an unknown
+    kind."""
     if isinstance(obj, np.ndarray):
         return _native(obj)
     if isinstance(obj, (np.generic, float, int)) and not isinstance(obj, bool):
         return np.asarray(obj)
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-        kind, index = (int(x) for x in obj.__dlpack_device__())
-        if kind not in _HOST:
-            raise _device_error(name, obj, kind, index)
+        _refuse_unreadable(name, obj)
+        _dlpack_device(name, obj)
         if getattr(obj, "requires_grad", False):
             obj = obj.detach()
         if callable(getattr(obj, "resolve_conj", None)):
             obj = obj.resolve_conj().resolve_neg()  # lazily conjugated PyTorch views do not export
-        return obj.__dlpack__()
+        try:
+            return obj.__dlpack__()
+        except Exception as e:  # anything else its DLPack export refuses
+            raise Error(f"tensor '{name}' cannot be exported through DLPack "
+                        f"({type(e).__name__}: {e})") from None
     if hasattr(obj, "__array__") or isinstance(obj, (list, tuple)):
         return _native(np.asarray(obj))
     raise Error(
@@ -56,9 +101,8 @@ def as_numpy(name, obj):
     if isinstance(obj, np.ndarray):
         return obj
     if hasattr(obj, "__dlpack_device__"):
-        kind, index = (int(x) for x in obj.__dlpack_device__())
-        if kind not in _HOST:
-            raise _device_error(name, obj, kind, index)
+        _refuse_unreadable(name, obj, dtypes=False)
+        _dlpack_device(name, obj)
         if getattr(obj, "requires_grad", False):
             obj = obj.detach()
     try:

@@ -4,6 +4,8 @@
 
 #include "pev/certify/certify.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -28,6 +30,7 @@
 #include "pev/report/json.h"
 #include "pev/report/write.h"
 #include "pev/spec/parse.h"
+#include "watchdog.h"
 
 namespace pev::python {
 namespace {
@@ -36,6 +39,10 @@ namespace fs = std::filesystem;
 using positions_array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
 using impl::detail::call_result;
 using impl::detail::live_request;
+
+/// What the watchdog raises in a callable past its time limit (pev._pev._CallTimedOut, a
+/// BaseException: `except Exception` in the callable does not swallow it). Never freed.
+PyObject* timed_out_type = nullptr;
 
 /// A certificate and the files it was made from (which its directory may not hold).
 struct certificate_handle {
@@ -56,19 +63,23 @@ std::vector<std::int64_t> squeezed(std::vector<std::int64_t> shape) {
 /// Python-side adapter of the user's function (pev/_certify.py, _Implementation): called with the
 /// positions (int64 array), the SPEC string, the dtype name, the sequence length (or None) and the
 /// request name; it returns None (unsupported), a dict of tensors (numpy arrays or DLPack
-/// capsules), or a string (the user's function raised: the message). A Python exception that
-/// leaves it (KeyboardInterrupt; pev.Error for a tensor pev cannot read, such as a CUDA tensor)
-/// stops the certification and is raised by pev.certify.
+/// capsules), a string (the user's function raised: the message), or ("ended", message): the
+/// function raised SystemExit or KeyboardInterrupt (not a Ctrl-C), which ends the implementation as
+/// an exit ends an --exec process. A call past the `watchdog`'s limit ends it too (docs/python.md
+/// §4.3). Ended, it is a failed check and is not called again. A Python exception that leaves the
+/// adapter (a Ctrl-C's KeyboardInterrupt; pev.Error for a tensor pev cannot read, such as a CUDA
+/// tensor) stops the certification and is raised by pev.certify.
 class python_backend final : public impl::detail::live_backend {
  public:
   python_backend(py::object call, std::string name, std::string source, std::vector<fs::path> files,
-                 std::optional<certify::table_layout> layout)
+                 std::optional<certify::table_layout> layout, call_watchdog* watchdog)
       : call_(std::move(call)),
         name_(std::move(name)),
         source_(std::move(source)),
         files_(std::move(files)),
         layout_(layout),
-        forced_(layout.has_value()) {}
+        forced_(layout.has_value()),
+        watchdog_(watchdog) {}
   ~python_backend() override {
     py::gil_scoped_acquire gil;
     call_ = py::object();
@@ -86,9 +97,13 @@ class python_backend final : public impl::detail::live_backend {
     const auto* r = std::get_if<spec::rope>(&e);
     const std::int64_t seq = r && r->stateful() ? static_cast<std::int64_t>(p0.size()) : -1;
     const live_request req{text, type.value_or(dtype::fp32), seq, p0};
-    py::object res =
-        call_(positions_array(p0), text, py::str(to_string(type.value_or(dtype::fp32))),
-              seq < 0 ? py::object(py::none()) : py::object(py::int_(seq)), "greeting");
+    py::object res;
+    try {
+      res = invoke(req, "greeting");
+    } catch (const error& ex) {
+      failure_ = std::string(ex.what()) + " (at its first call, positions 0 to 15)";
+      return;
+    }
     if (res.is_none()) return;
     if (py::isinstance<py::str>(res)) {
       failure_ =
@@ -125,6 +140,8 @@ class python_backend final : public impl::detail::live_backend {
   std::optional<dtype> greeted_type() const { return type_; }
   /// The layout its tables came in, for the certificate ("halves, detected").
   std::string layout_seen() const { return layout_note_; }
+  /// Why it ended (SystemExit, KeyboardInterrupt, a timeout), if it did.
+  const std::optional<std::string>& ended() const { return ended_; }
 
   std::string kind() const override { return "python"; }
   std::string source() const override { return source_; }
@@ -254,13 +271,46 @@ class python_backend final : public impl::detail::live_backend {
     return *r;
   }
 
-  // Asks the adapter (GIL held); none: unsupported.
-  std::optional<certify::dump> ask(const live_request& r, const char* request) {
+  // Calls the adapter within the time limit (GIL held): its answer, or pev::error when the
+  // implementation ended (now or before). A Python exception that leaves it propagates.
+  py::object invoke(const live_request& r, const char* request) {
+    if (ended_) throw error(*ended_);
+    if (watchdog_) watchdog_->arm();
     py::object res;
     try {
       res =
           call_(positions_array(r.positions), r.spec, to_string(r.type),
                 r.seq_len < 0 ? py::object(py::none()) : py::object(py::int_(r.seq_len)), request);
+    } catch (py::error_already_set&) {
+      if (!watchdog_ || !watchdog_->disarm()) throw;
+      end_by_timeout(r);
+    }
+    if (watchdog_ && watchdog_->disarm()) end_by_timeout(r);
+    if (py::isinstance<py::tuple>(res)) {  // ("ended", message)
+      ended_ = name_ + " " + py::cast<std::string>(py::reinterpret_borrow<py::tuple>(res)[1]) +
+               "; pev stopped asking it";
+      throw error(*ended_);
+    }
+    return res;
+  }
+
+  [[noreturn]] void end_by_timeout(const live_request& r) {
+    const std::string asked = r.positions.size() == 1
+                                  ? "position " + std::to_string(r.positions[0])
+                                  : fmt::format("{} positions ({} to {})", r.positions.size(),
+                                                r.positions.front(), r.positions.back());
+    ended_ = fmt::format(
+        "{} timed out: no answer within {} s (timeout=) when asked for {} of {}; pev stopped it "
+        "and stopped asking it",
+        name_, watchdog_->seconds(), asked, r.spec);
+    throw error(*ended_);
+  }
+
+  // Asks the adapter (GIL held); none: unsupported.
+  std::optional<certify::dump> ask(const live_request& r, const char* request) {
+    py::object res;
+    try {
+      res = invoke(r, request);
     } catch (py::error_already_set& e) {
       long_call::stop_with(e);
       throw interrupted{};
@@ -299,7 +349,27 @@ class python_backend final : public impl::detail::live_backend {
   std::set<impl::output> outputs_;
   std::optional<dtype> type_;
   std::map<std::string, spec::encoding> specs_;
+  call_watchdog* watchdog_;  // none: no time limit
+  std::optional<std::string> ended_;
 };
+
+/// The failed check of an implementation that ended during the property suites (where a call
+/// that fails may only make a generated spec "not applicable"): the certificate names it.
+certify::check ended_check(const impl::live_implementation& im, const certify::live_options& lo,
+                           const std::string& why) {
+  certify::check c;
+  c.id = "live";
+  c.spec_name = "certify";
+  c.spec = spec::to_spec_string(im.claimed_spec());
+  c.family = spec::family_name(im.claimed_spec());
+  c.strategy = "properties";
+  c.source = im.kind() + " " + im.source();
+  c.dtype = to_string(lo.type);
+  c.note = why + " (during the property suites)";
+  c.best = certify::grade::not_certified;
+  c.bound_name = "the implementation failed";
+  return c;
+}
 
 // ---- Certification ----------------------------------------------------------------------------
 
@@ -389,8 +459,10 @@ certificate_handle certify_callable(const spec_handle& s, py::object call, std::
                                     std::int64_t max_position, std::int64_t samples,
                                     bool exhaustive, std::uint64_t seed,
                                     const std::string& accuracy, bool properties,
-                                    std::int64_t property_cases) {
+                                    std::int64_t property_cases, std::optional<double> timeout) {
   app::require_range("max_position", max_position, 0, app::kMaxPositionLimit);
+  // As `pev certify --timeout`: NaN and infinities are out of range too.
+  if (timeout) app::require_range("timeout", *timeout, 0.001, 86400);
   app::require_range("samples", samples, 0, app::kMaxSamples);
   app::require_range("property_cases", property_cases, 1, 1000000);
   certify::options o = co.make();
@@ -400,9 +472,11 @@ certificate_handle certify_callable(const spec_handle& s, py::object call, std::
   std::optional<dtype> t;
   if (type) t = parse_float_dtype(*type);
   if (t && !is_float(*t)) throw error("dtype: expected fp32, fp16 or bf16");
-  auto backend =
-      std::make_shared<python_backend>(std::move(call), std::move(name), std::move(source),
-                                       std::vector<fs::path>(files.begin(), files.end()), layout);
+  std::optional<call_watchdog> watchdog;
+  if (timeout) watchdog.emplace(*timeout, timed_out_type);
+  auto backend = std::make_shared<python_backend>(
+      std::move(call), std::move(name), std::move(source),
+      std::vector<fs::path>(files.begin(), files.end()), layout, watchdog ? &*watchdog : nullptr);
   backend->greet(s.e, t);
   certify::live_options lo;
   lo.max_position = max_position;
@@ -417,7 +491,12 @@ certificate_handle certify_callable(const spec_handle& s, py::object call, std::
   }
   lo.properties = properties;
   lo.property_cases = static_cast<int>(property_cases);
-  lo.property_checks = app::live_property_checks;
+  lo.property_checks = [backend](const impl::live_implementation& live,
+                                 const certify::live_options& l) {
+    std::vector<certify::check> checks = app::live_property_checks(live, l);
+    if (const auto& why = backend->ended()) checks.push_back(ended_check(live, l, *why));
+    return checks;
+  };
   const impl::live_implementation im(backend, s.e, acc);
   certificate_handle h;
   h.files = input_files(&s, {});
@@ -433,6 +512,11 @@ certificate_handle certify_callable(const spec_handle& s, py::object call, std::
 }  // namespace
 
 void bind_certify(py::module_& m) {
+  timed_out_type = PyErr_NewExceptionWithDoc(
+      "pev._pev._CallTimedOut", "A callable ran past pev.certify's timeout (docs/python.md §4.3).",
+      PyExc_BaseException, nullptr);
+  if (!timed_out_type) throw py::error_already_set();
+  m.attr("_CallTimedOut") = py::handle(timed_out_type);
   py::class_<certificate_handle>(m, "_Certificate")
       .def("json", [](const certificate_handle& h) { return report::to_json(h.c); })
       .def("text",
@@ -496,18 +580,18 @@ void bind_certify(py::module_& m) {
          const std::string& libm, std::optional<double> max_trig_ulp,
          std::optional<std::string> type, std::int64_t max_position, std::int64_t samples,
          bool exhaustive, std::uint64_t seed, const std::string& accuracy, bool properties,
-         std::int64_t property_cases) {
+         std::int64_t property_cases, std::optional<double> timeout) {
         return certify_callable(
             s, std::move(call), std::move(name), std::move(source), files,
             {std::move(recipe), std::move(layout), diagnose, reference, libm, max_trig_ulp},
             std::move(type), max_position, samples, exhaustive, seed, accuracy, properties,
-            property_cases);
+            property_cases, timeout);
       },
       py::arg("spec"), py::arg("call"), py::arg("name"), py::arg("source"), py::arg("files"),
       py::arg("recipe"), py::arg("layout"), py::arg("diagnose"), py::arg("reference"),
       py::arg("libm"), py::arg("max_trig_ulp"), py::arg("dtype"), py::arg("max_position"),
       py::arg("samples"), py::arg("exhaustive"), py::arg("seed"), py::arg("accuracy"),
-      py::arg("properties"), py::arg("property_cases"));
+      py::arg("properties"), py::arg("property_cases"), py::arg("timeout"));
 }
 
 }  // namespace pev::python

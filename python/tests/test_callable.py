@@ -115,7 +115,8 @@ def test_torch_module_callable():
     assert cert.layout.startswith("halves")
 
 
-def test_keyboard_interrupt_in_the_callable_stops_certification():
+def test_keyboard_interrupt_raised_by_the_callable_is_a_failed_check():
+    # Raised by the callable, not a Ctrl-C (test_hostile.py sends a real SIGINT).
     n = [0]
 
     def interrupted(positions):
@@ -124,8 +125,8 @@ def test_keyboard_interrupt_in_the_callable_stops_certification():
             raise KeyboardInterrupt
         return hf_table(positions)
 
-    with pytest.raises(KeyboardInterrupt):
-        pev.certify(SPEC, interrupted, **FAST)
+    cert = pev.certify(SPEC, interrupted, **FAST)
+    assert not cert.ok and isinstance(cert.exception, KeyboardInterrupt)
     # The module is usable afterwards.
     assert pev.certify(SPEC, hf_rope, properties=False, max_position=4095, samples=1).ok
 

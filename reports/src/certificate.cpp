@@ -243,7 +243,8 @@ std::string certificate_text(const results& r) {
     for (const check& k : r.checks) {
       if (k.property != "failed") continue;
       std::string note = k.note;
-      for (std::size_t at = note.find('\n'); at != std::string::npos; at = note.find('\n', at)) {
+      for (std::size_t at = note.find('\n'); at != std::string::npos;
+           at = note.find('\n', at + 1)) {
         note.replace(at, 1, "\n          ");  // the description's lines, indented
       }
       s += fmt::format("property  {} FAILED (after {} passing case(s)): {}\n",
