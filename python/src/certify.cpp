@@ -357,17 +357,10 @@ class python_backend final : public impl::detail::live_backend {
 /// that fails may only make a generated spec "not applicable"): the certificate names it.
 certify::check ended_check(const impl::live_implementation& im, const certify::live_options& lo,
                            const std::string& why) {
-  certify::check c;
-  c.id = "live";
-  c.spec_name = "certify";
-  c.spec = spec::to_spec_string(im.claimed_spec());
-  c.family = spec::family_name(im.claimed_spec());
+  certify::check c =
+      certify::failed_check(im.claimed_spec(), std::nullopt, im.kind() + " " + im.source(), lo.type,
+                            why + " (during the property suites)");
   c.strategy = "properties";
-  c.source = im.kind() + " " + im.source();
-  c.dtype = to_string(lo.type);
-  c.note = why + " (during the property suites)";
-  c.best = certify::grade::not_certified;
-  c.bound_name = "the implementation failed";
   return c;
 }
 

@@ -103,6 +103,20 @@ TEST(Hostile, ADeviceOrASymlinkIsWrittenThroughNotReplaced) {
 // A plugin that calls exit(0) — in its constructor, in its ABI-version call, or in a call — must
 // not make pev exit 0: isolated (the default) or in process, it is a failed check, and the
 // certificate says so.
+// An --exec implementation correct for the values pev certifies, then hanging in the property
+// suites (where a failing call may only make a generated spec "not applicable"): a failed check
+// says so, never a certificate of suites that did not run.
+TEST(Hostile, AnImplementationThatHangsInThePropertySuitesIsAFailedCheck) {
+  const std::string script = std::string(PEV_SOURCE_DIR) + "/tests/cli/inputs/late_hang_exec.py";
+  const auto r = run_pev({"certify", "--spec", "rope:head_dim=64,rope_theta=10000", "--exec",
+                          "/usr/bin/python3 " + script + " 2", "--timeout", "2", "--max-position",
+                          "5000", "--samples", "4", "--property-cases", "5", "--out",
+                          test::temp_dir("hostile_late_hang") + "/out"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("the process was killed (during the property suites)"), std::string::npos)
+      << r.out;
+}
+
 TEST(Hostile, APluginThatExitsIsAFailedCheckWithACertificate) {
   const fs::path dir = test::temp_dir("hostile_plugin_exit");
   struct mode_case {

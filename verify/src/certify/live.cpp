@@ -108,10 +108,17 @@ certificate failed_certificate(const spec::encoding& e, const std::string& what,
   z.live = true;
   z.explain_threshold = kExplainRho;
   z.what = what;
+  cert.checks.push_back(failed_check(e, recipe, source, t, note));
+  detail::finish(cert);
+  return cert;
+}
+
+check failed_check(const spec::encoding& e, const std::optional<std::string>& recipe,
+                   const std::string& source, dtype t, const std::string& note) {
   check c;
   c.id = "live";
   c.spec_name = "certify";
-  c.spec = z.spec;
+  c.spec = spec::to_spec_string(e);
   c.family = spec::family_name(e);
   c.strategy = recipe ? "claims " + *recipe : "dump";
   c.source = source;
@@ -119,9 +126,7 @@ certificate failed_certificate(const spec::encoding& e, const std::string& what,
   c.note = note;
   c.best = grade::not_certified;
   c.bound_name = "the implementation failed";
-  cert.checks.push_back(c);
-  detail::finish(cert);
-  return cert;
+  return c;
 }
 
 certificate certify_live(const spec::encoding& e, const impl::live_implementation& im,
@@ -178,6 +183,14 @@ certificate certify_live(const spec::encoding& e, const impl::live_implementatio
     live_options with_lib = lo;
     if (!with_lib.libm) with_lib.libm = &detail::contract_libm(o);
     for (check& c : lo.property_checks(im, with_lib)) cert.checks.push_back(std::move(c));
+    // One that died or hung during the suites, where a failing call only makes a generated spec
+    // "not applicable": a failed check, never a certificate of properties that did not run.
+    if (const std::optional<std::string> f = im.failure()) {
+      check c = failed_check(e, o.recipe, im.kind() + " " + im.source(), lo.type,
+                             *f + " (during the property suites)");
+      c.strategy = "properties";
+      cert.checks.push_back(std::move(c));
+    }
   }
   detail::finish(cert);
   cert.certification->seconds =

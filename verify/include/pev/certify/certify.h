@@ -264,6 +264,10 @@ certificate failed_certificate(const spec::encoding& e, const std::string& what,
                                std::vector<input_file> inputs,
                                const std::optional<std::string>& recipe, const std::string& source,
                                dtype t, const std::string& note);
+/// The failed check "live" of an implementation that failed (failed_certificate's), for spec `e`
+/// claiming `recipe`, its outputs of type `t` from `source`, saying what happened (`note`).
+check failed_check(const spec::encoding& e, const std::optional<std::string>& recipe,
+                   const std::string& source, dtype t, const std::string& note);
 
 certificate certify_live(const spec::encoding& e, const impl::live_implementation& im,
                          const options& o, const live_options& lo);
