@@ -14,6 +14,7 @@
 #include "pev/certify/certify.h"
 #include "pev/impl/implementation.h"
 #include "pev/impl/mutants.h"
+#include "pev/report/json.h"
 #include "pev/spec/parse.h"
 
 namespace pev {
@@ -73,6 +74,9 @@ TEST(DiagnosisBounded, NamesTheMistakeFromTheSampleAndSaysWhichRows) {
     EXPECT_NE(w.replayed_on.find("of 65536 table rows"), std::string::npos) << w.replayed_on;
     EXPECT_LE(std::stoll(w.replayed_on), 4096) << w.replayed_on;
     EXPECT_NE(certify::to_text(cert).find("mistakes replayed on "), std::string::npos);
+    // certificate.json carries it.
+    const auto back = report::from_json(certify::to_json(cert), "certificate.json");
+    EXPECT_EQ(back.certification->why->replayed_on, w.replayed_on);
   }
 }
 
@@ -164,6 +168,8 @@ TEST(DiagnosisBounded, AVacuousRecipeBoundIsStatedInsteadOfAMistakeHunted) {
   EXPECT_FALSE(w.named);
   EXPECT_TRUE(w.explanations.empty());
   EXPECT_NE(certify::to_text(cert).find("cannot certify"), std::string::npos);
+  const auto back = report::from_json(certify::to_json(cert), "certificate.json");
+  EXPECT_EQ(back.certification->why->vacuous, w.vacuous);
   // The same data at small positions is certified: the statement is vacuity's alone.
   for (std::int64_t t = 0; t < T; ++t) pos[static_cast<std::size_t>(t)] = 1000 + t;
   hf->rope_rotate(pos, std::nullopt, kernel::heads_view<const float>{in, T, H, D},
