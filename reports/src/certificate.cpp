@@ -279,7 +279,9 @@ std::string certificate_text(const results& r) {
           "{} ({}), bound {:.3g}\n",
           m.check, m.position, m.index, m.got, hex(m.got), m.want, hex(m.want), m.bound);
     }
-    if (c.why->named) {
+    if (!c.why->vacuous.empty()) {
+      s += fmt::format("          {}\n", c.why->vacuous);
+    } else if (c.why->named) {
       const auto& x = c.why->explanations.front();
       s += fmt::format("          explained by: {} — {} (max rho {} against it, {} without)\n",
                        x.mutant, x.description, figure(x.max_rho), figure(c.why->max_rho_without));
@@ -293,6 +295,9 @@ std::string certificate_text(const results& r) {
                        x.mutant, figure(x.max_rho));
     }
     for (const auto& f : c.why->findings) s += fmt::format("          the data implies: {}\n", f);
+    if (!c.why->replayed_on.empty()) {
+      s += fmt::format("          mistakes replayed on {}\n", c.why->replayed_on);
+    }
   }
   if (c.live) s += fmt::format("seed      {}\n", r.prov.seed);
   s += fmt::format(
@@ -356,7 +361,9 @@ std::string detail::certificate_markdown(const results& r) {
   if (c.why) {
     os << "\n### Diagnosis\n\nmax ρ against the exact value (" << c.held_to
        << " bounds): " << figure(c.why->max_rho_without) << "\n\n";
-    if (c.why->named) {
+    if (!c.why->vacuous.empty()) {
+      os << md_escape(c.why->vacuous) << ".\n";
+    } else if (c.why->named) {
       const auto& x = c.why->explanations.front();
       os << "Explained by **" << md_escape(x.mutant) << "** — " << md_escape(x.description)
          << " (max ρ " << figure(x.max_rho) << " against it).\n";
@@ -370,6 +377,9 @@ std::string detail::certificate_markdown(const results& r) {
          << figure(c.why->explanations.front().max_rho) << ").\n";
     }
     for (const auto& f : c.why->findings) os << "- the data implies: " << md_escape(f) << "\n";
+    if (!c.why->replayed_on.empty()) {
+      os << "\nMistakes replayed on " << md_escape(c.why->replayed_on) << ".\n";
+    }
     if (!c.why->first.empty()) {
       os << "\n| first mismatches: check | position | index | got | want | bound |\n"
             "|---|---|---|---|---|---|\n";
@@ -569,7 +579,9 @@ std::string detail::certificate_html(const results& r,
     const diagnosis& d = *c.why;
     os << "<p>max ρ against the exact value (" << xml_escape(c.held_to)
        << " bounds): " << figure(d.max_rho_without) << "</p>\n";
-    if (d.named) {
+    if (!d.vacuous.empty()) {
+      os << "<p class=\"fails\">" << xml_escape(d.vacuous) << ".</p>\n";
+    } else if (d.named) {
       const auto& x = d.explanations.front();
       os << "<p class=\"fails\">Explained by <b>" << xml_escape(x.mutant) << "</b> — "
          << xml_escape(x.description) << " (max ρ " << figure(x.max_rho) << " against it, at most "
@@ -587,6 +599,9 @@ std::string detail::certificate_html(const results& r,
       os << "<ul>\n";
       for (const auto& f : d.findings) os << "<li>the data implies: " << xml_escape(f) << "</li>\n";
       os << "</ul>\n";
+    }
+    if (!d.replayed_on.empty()) {
+      os << "<p>Mistakes replayed on " << xml_escape(d.replayed_on) << ".</p>\n";
     }
     if (!d.first.empty()) {
       os << "<h3>First mismatches (beyond the " << xml_escape(c.held_to)

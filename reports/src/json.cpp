@@ -213,6 +213,8 @@ json certification_fields(const certification& c, json j) {
                       {"max_rho_without_explanation", num(c.why->max_rho_without)},
                       {"named", c.why->named ? json(*c.why->named) : json(nullptr)},
                       {"indistinguishable", c.why->indistinguishable},
+                      {"replayed_on", c.why->replayed_on},
+                      {"recipe_vacuous", c.why->vacuous},
                       {"findings", c.why->findings},
                       {"explain_threshold_rho", c.explain_threshold},
                       {"explanations", ex}};
@@ -483,6 +485,8 @@ certification certification_from(const nlohmann::json& j, const std::string& sou
     if (!d.at("named").is_null()) why.named = d.at("named").get<std::string>();
     why.indistinguishable = d.at("indistinguishable").get<std::vector<std::string>>();
     why.findings = d.at("findings").get<std::vector<std::string>>();
+    why.replayed_on = d.value("replayed_on", std::string());
+    why.vacuous = d.value("recipe_vacuous", std::string());
     c.explain_threshold = to_num(d.at("explain_threshold_rho"));
     for (const auto& x : d.at("explanations")) {
       why.explanations.push_back({x.at("mutant").get<std::string>(),

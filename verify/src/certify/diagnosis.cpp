@@ -3,6 +3,9 @@
 
 #include "diagnosis.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -20,7 +23,95 @@ namespace pev::certify::detail {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr std::size_t kChunkRows = 2048;
+/// The diagnosis replays at most this many rows (table rows, q/k tokens, PE rows) of a dump, so
+/// that its memory and time do not grow with the dump (docs/certify.md §3): of them at most
+/// kLargestRows of the largest positions and the rows of the first mismatches.
+constexpr std::size_t kReplayRows = 4096;
+constexpr std::size_t kLargestRows = 256;
+
+/// The rows the diagnosis replays, in row order (docs/certify.md §3): every row of a dump of at
+/// most kReplayRows; else the first row at each position of `first` (the first mismatches: where
+/// the data leaves the bound), the kLargestRows rows of the largest positions (where mistakes of
+/// position and angle precision grow) and evenly spaced rows up to kReplayRows. `pos` holds
+/// `streams` lists of `rows` positions (MRoPE); a row's position is its largest.
+std::vector<std::size_t> replay_rows(const std::vector<std::int64_t>& pos, std::size_t streams,
+                                     const std::vector<report::mismatch>& first) {
+  const std::size_t rows = pos.size() / streams;
+  std::vector<std::size_t> out;
+  if (rows <= kReplayRows) {
+    out.resize(rows);
+    for (std::size_t r = 0; r < rows; ++r) out[r] = r;
+    return out;
+  }
+  auto position = [&](std::size_t r) {
+    std::int64_t p = pos[r];
+    for (std::size_t st = 1; st < streams; ++st) p = std::max(p, pos[st * rows + r]);
+    return p;
+  };
+  std::vector<std::int64_t> wanted;  // the first mismatches' positions (stream 0's for MRoPE)
+  for (const report::mismatch& m : first) wanted.push_back(m.position);
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  std::vector<bool> found(wanted.size());
+  // The largest positions: a min-heap of (position, row), ties to the later row.
+  using entry = std::pair<std::int64_t, std::size_t>;
+  std::vector<entry> top;
+  const auto later = std::greater<entry>();
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto w = std::lower_bound(wanted.begin(), wanted.end(), pos[r]);
+    if (w != wanted.end() && *w == pos[r] && !found[static_cast<std::size_t>(w - wanted.begin())]) {
+      found[static_cast<std::size_t>(w - wanted.begin())] = true;
+      out.push_back(r);
+    }
+    const entry e{position(r), r};
+    if (top.size() < kLargestRows) {
+      top.push_back(e);
+      std::push_heap(top.begin(), top.end(), later);
+    } else if (later(e, top.front())) {
+      std::pop_heap(top.begin(), top.end(), later);
+      top.back() = e;
+      std::push_heap(top.begin(), top.end(), later);
+    }
+  }
+  for (const entry& e : top) out.push_back(e.second);
+  const std::size_t even = kReplayRows - std::min(out.size(), kReplayRows);
+  for (std::size_t i = 0; i < even; ++i)
+    out.push_back(i * (rows - 1) / std::max<std::size_t>(even - 1, 1));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+/// The positions of `rows` of `pos` (`streams` lists, MRoPE): `streams` lists of rows.size().
+std::vector<std::int64_t> positions_of(const std::vector<std::int64_t>& pos, std::size_t streams,
+                                       const std::vector<std::size_t>& rows) {
+  const std::size_t n = pos.size() / streams;
+  std::vector<std::int64_t> out(streams * rows.size());
+  for (std::size_t st = 0; st < streams; ++st) {
+    for (std::size_t r = 0; r < rows.size(); ++r) out[st * rows.size() + r] = pos[st * n + rows[r]];
+  }
+  return out;
+}
+
+/// "N of R what" when the diagnosis replays a sample, else empty.
+std::string replayed_text(std::size_t n, std::size_t rows, const char* what) {
+  if (n == rows) return {};
+  return fmt::format(
+      "{} of {} {} (those of the first mismatches, of the {} largest positions, "
+      "and evenly spaced)",
+      n, rows, what, kLargestRows);
+}
+
+/// Records in the certificate's diagnosis which rows were replayed (empty: every row).
+void record_replayed(context& k, const std::vector<std::string>& parts) {
+  std::vector<std::string> said;
+  for (const std::string& p : parts) {
+    if (!p.empty()) said.push_back(p);
+  }
+  report::certification& z = k.c();
+  if (!z.why) z.why.emplace();
+  z.why->replayed_on = fmt::format("{}", fmt::join(said, "; "));
+}
 
 /// Calls f(mutant, evidence) for every mistake of `family` that applies to `e` and can produce
 /// `what` in dtype `t`.
@@ -56,8 +147,8 @@ struct replay {
 template <class T>
 void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
              const std::vector<replay_base>& bases, const table_source* t,
-             const std::vector<std::int64_t>& pos, const std::vector<qk_source>& qk,
-             const std::vector<std::int64_t>& qk_pos, evidence_map& ev) {
+             const std::vector<std::int64_t>& all_pos, const std::vector<qk_source>& qk,
+             const std::vector<std::int64_t>& all_qk_pos, evidence_map& ev) {
   constexpr format out = format_of<T>();
   const auto P = static_cast<std::size_t>(s.pairs());
   // MRoPE (docs/encodings.md §4.6): positions are [S, rows]; an implementation's tables and
@@ -65,7 +156,17 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
   // are those at its stream's position.
   const bool multi = s.streams() > 1;
   const auto S = static_cast<std::size_t>(s.streams());
-  const std::size_t rows = pos.size() / S, tokens = qk_pos.size() / S;
+  // The rows replayed (replay_rows): table rows and q/k tokens; `pos` and `qk_pos` below are
+  // theirs, and row r of the sample is row rsel[r] (token tsel[r]) of the dump.
+  const std::vector<std::size_t> rsel =
+      t ? replay_rows(all_pos, S, k.mismatches) : std::vector<std::size_t>{};
+  const std::vector<std::size_t> tsel =
+      qk.empty() ? std::vector<std::size_t>{} : replay_rows(all_qk_pos, S, k.mismatches);
+  const std::vector<std::int64_t> pos = positions_of(all_pos, S, rsel);
+  const std::vector<std::int64_t> qk_pos = positions_of(all_qk_pos, S, tsel);
+  record_replayed(k, {replayed_text(rsel.size(), all_pos.size() / S, "table rows"),
+                      replayed_text(tsel.size(), all_qk_pos.size() / S, "q/k tokens")});
+  const std::size_t rows = rsel.size(), tokens = tsel.size();
   auto table_of = [&](const impl::implementation& m, std::span<T> c, std::span<T> sn) {
     if (multi) {
       m.rope_table_streams<T>(pos, seq, c, sn);
@@ -116,12 +217,15 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
       std::vector<T> in, correct;
     };
     std::vector<qk_data> qd;
+    const auto nt = static_cast<std::int64_t>(tokens);
     for (const qk_source& q : qk) {
-      const auto n = static_cast<std::size_t>(q.tokens * q.heads * q.dim);
-      qk_data d{std::vector<T>(n), std::vector<T>(n)};
-      for (std::size_t u = 0; u < n; ++u) d.in[u] = element<T>(*q.in, u);
-      rotate_of(*control, kernel::heads_view<const T>{d.in, q.tokens, q.heads, q.dim},
-                kernel::heads_view<T>{d.correct, q.tokens, q.heads, q.dim});
+      const auto hd = static_cast<std::size_t>(q.heads * q.dim);
+      qk_data d{std::vector<T>(tokens * hd), std::vector<T>(tokens * hd)};
+      for (std::size_t r = 0; r < tokens; ++r) {
+        for (std::size_t u = 0; u < hd; ++u) d.in[r * hd + u] = element<T>(*q.in, tsel[r] * hd + u);
+      }
+      rotate_of(*control, kernel::heads_view<const T>{d.in, nt, q.heads, q.dim},
+                kernel::heads_view<T>{d.correct, nt, q.heads, q.dim});
       qd.push_back(std::move(d));
     }
     for (const impl::mutant_info& info : impl::mutant_catalogue()) {
@@ -184,7 +288,7 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
               rp.changes = rp.changes || bits_of(mt) != bits_of(ct);
               mix(rp.ev.digest, bits_of(mt));
               const double g = scalar_traits<T>::to_double(
-                  element<T>(*pl.a, pl.at(static_cast<std::int64_t>(r), j)));
+                  element<T>(*pl.a, pl.at(static_cast<std::int64_t>(rsel[r]), j)));
               const double mv = scalar_traits<T>::to_double(mt);
               // The recipe's bound at the larger magnitude of the two values compared (the bound
               // depends on the exact value only through its magnitude).
@@ -216,10 +320,13 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
            qi < qk.size() && m->supports(impl::output::rope_rotate, dtype_of<T>()); ++qi) {
         const qk_source& q = qk[qi];
         std::vector<T> got(qd[qi].in.size());
-        rotate_of(*m, kernel::heads_view<const T>{qd[qi].in, q.tokens, q.heads, q.dim},
-                  kernel::heads_view<T>{got, q.tokens, q.heads, q.dim});
+        rotate_of(*m, kernel::heads_view<const T>{qd[qi].in, nt, q.heads, q.dim},
+                  kernel::heads_view<T>{got, nt, q.heads, q.dim});
         std::vector<double> x(static_cast<std::size_t>(q.dim));
-        for (std::int64_t tok = 0; tok < q.tokens; ++tok) {
+        for (std::int64_t tok = 0; tok < nt; ++tok) {
+          // The dump's element of (tok, h, j) is at `dump_at` + (h·dim + j).
+          const auto dump_at = static_cast<std::size_t>(tsel[static_cast<std::size_t>(tok)]) *
+                               static_cast<std::size_t>(q.heads * q.dim);
           errors_at(rjudge, qk_pos, tokens, static_cast<std::size_t>(tok), map, row);
           for (std::int64_t h = 0; h < q.heads; ++h) {
             const auto b0 = static_cast<std::size_t>((tok * q.heads + h) * q.dim);
@@ -233,7 +340,8 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
               const auto [a, c] = spec::pair_dims(rs, i);
               const double x0 = pair[j] >= 0 ? x[static_cast<std::size_t>(a)] : 0;
               const double x1 = pair[j] >= 0 ? x[static_cast<std::size_t>(c)] : 0;
-              const double g = element_value<T>(*q.out, b0 + j);
+              const double g =
+                  element_value<T>(*q.out, dump_at + static_cast<std::size_t>(h * q.dim) + j);
               const double mv = scalar_traits<T>::to_double(got[b0 + j]);
               // Pairs the judging pipeline does not rotate pass through: no angle error.
               const auto ui = static_cast<std::size_t>(i);
@@ -260,16 +368,20 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
 
 template <class T>
 void sinusoidal_as(context& k, const spec::sinusoidal& s, const io::array& a,
-                   const std::vector<std::int64_t>& pos, evidence_map& ev) {
+                   const std::vector<std::int64_t>& all_pos, evidence_map& ev) {
   constexpr format out = format_of<T>();
   const impl::sinusoidal_contract hf(s, kernel::strategy::hf);
   const auto dm = static_cast<std::size_t>(s.d_model);
+  // The rows replayed (replay_rows): row e / dm of the sample is row rsel[e / dm] of the dump.
+  const std::vector<std::size_t> rsel = replay_rows(all_pos, 1, k.mismatches);
+  const std::vector<std::int64_t> pos = positions_of(all_pos, 1, rsel);
+  record_replayed(k, {replayed_text(rsel.size(), all_pos.size(), "rows")});
   std::vector<T> mv(dm * pos.size());
   for_each_mistake(k.e, "sinusoidal", impl::output::sinusoidal_pe, dtype_of<T>(), ev,
                    [&](const impl::implementation& m, evidence& x) {
                      m.sinusoidal_pe(pos, std::span<T>(mv));
                      for (std::size_t e = 0; e < mv.size(); ++e) {
-                       const double g = element_value<T>(a, e);
+                       const double g = element_value<T>(a, rsel[e / dm] * dm + e % dm);
                        const double v = scalar_traits<T>::to_double(mv[e]);
                        const auto col = static_cast<std::int64_t>(e % dm);
                        const double b =
@@ -317,6 +429,46 @@ void alibi_as(context& k, const spec::alibi& s, const io::array* slopes, const i
                        }
                      });
   }
+}
+
+/// The grade of the rung whose bound `held` names (held_bound's names).
+grade rung_grade(const std::string& held) {
+  if (held == "exact") return grade::faithful;
+  if (held == "drift-free") return grade::drift_free;
+  if (held == "vllm-fp16" || held == "vllm-bf16") return grade::recipe_vllm;
+  return claim_grade(held);
+}
+
+/// When every check the certificate fails lies within the bound `held` wherever that bound is
+/// not vacuous, and that bound is vacuous somewhere in it (no replay decided it, checks.h:
+/// rungs_holding), the statement of what the recipe cannot certify; else empty. Any other cause
+/// of failure (a check beyond the bound, non-finite values, a claim on the library) keeps the
+/// hunt.
+std::string vacuous_only(const certificate& cert, const std::string& held) {
+  const report::certification& z = *cert.certification;
+  if (!z.claim_unchecked.empty() || !z.library.outside_class.empty()) return {};
+  const grade want = rung_grade(held);
+  std::int64_t from = std::numeric_limits<std::int64_t>::max();
+  std::uint64_t values = 0;
+  std::vector<std::string> where;
+  for (const check& c : cert.checks) {
+    if (c.best && *c.best <= want) continue;  // holds
+    const auto v = c.vacuous.find(held);
+    const auto rho = c.recipe_rho.find(held);
+    if (v == c.vacuous.end() || rho == c.recipe_rho.end() || !(rho->second <= 1) ||
+        c.non_finite > 0 || c.replayed) {
+      return {};
+    }
+    from = std::min(from, v->second.first_position);
+    values += v->second.values;
+    where.push_back(c.id);
+  }
+  if (where.empty()) return {};
+  return fmt::format(
+      "the {} recipe cannot certify {} value(s) of {}, the first at position {}: its bound is "
+      "vacuous there (at least the output's range), and the data is within it everywhere else; "
+      "no mistake is hunted",
+      held, values, fmt::join(where, ", "), from);
 }
 
 }  // namespace
@@ -392,6 +544,12 @@ void finish(certificate& cert) {
   report::certification& z = *cert.certification;
   if (!z.why) return;
   auto& x = z.why->explanations;
+  z.why->vacuous.clear();
+  if (cert.exit_code() == 1) {
+    z.why->vacuous = vacuous_only(cert, z.held_to);
+    // Data within the recipe's bound wherever it certifies anything: no mistake to name.
+    if (!z.why->vacuous.empty()) x.clear();
+  }
   std::stable_sort(x.begin(), x.end(), [](const explanation& a, const explanation& b) {
     return a.max_rho != b.max_rho ? a.max_rho < b.max_rho : a.rms_rho < b.rms_rho;
   });

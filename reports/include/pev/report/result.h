@@ -310,6 +310,13 @@ struct diagnosis {
   /// "rope_theta: the frequencies imply 10000 (the spec says 500000)".
   std::vector<std::string> findings;
   double max_rho_without = 0;  // data vs exact, in the bound the data is held to
+  /// The rows the mistakes were replayed on when not every row (docs/certify.md §3): "4096 of
+  /// 4194304 table rows (…)"; empty: every row.
+  std::string replayed_on;
+  /// Data that fails only where the bound it is held to is vacuous (and lies within it at every
+  /// other position): which positions that recipe cannot certify, instead of a mistake hunted
+  /// (docs/certify.md §3); empty otherwise.
+  std::string vacuous;
 };
 
 /// The math library behind a certificate's data: the class its recipe bounds assume, and what
