@@ -311,7 +311,9 @@ class Certificate:
     rho             {check id: {recipe: max ρ}}
     recipes         {check id: {recipe: {"rho", "holds"}}}: the summary's recipes lines
     diagnosis       None when certified; else first_mismatches, named (the mistake that explains
-                    the data), explanations, indistinguishable, findings, max_rho_without_explanation
+                    the data), explanations, indistinguishable, findings, max_rho_without_explanation,
+                    replayed_on (the rows a large dump's mistakes were replayed on; empty: all) and
+                    recipe_vacuous (data failing only where the held recipe's bound is vacuous)
     worst           the worst check's worst value
     layout          how the table was read: "halves, detected", … (None without a table)
     exception       a callable's first exception, if it raised
