@@ -91,6 +91,24 @@ TEST(CliVerify, GenuineVerifiesEditedDoesNot) {
   v = run_pev({"verify", dir + "/nocmd"});
   EXPECT_EQ(v.exit_code, 2);
   EXPECT_NE(v.err.find("records no `pev certify` command"), std::string::npos) << v.err;
+  // The command is data: only `pev certify` runs, and a live implementation only when allowed.
+  edited_copy(dir + "/cert", dir + "/other", [](nlohmann::json& x) {
+    x["command"]["args"] = {"report", "--out", "/tmp/x"};
+  });
+  v = run_pev({"verify", dir + "/other"});
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.err.find("not a `pev certify`"), std::string::npos) << v.err;
+  auto live = run_pev({"certify", "--spec", kSpec, "--exec",
+                       std::string(PEV_BINARY) + " serve --strategy hf", "--max-position", "3000",
+                       "--samples", "2", "--property-cases", "5", "--out", dir + "/live"});
+  ASSERT_EQ(live.exit_code, 0) << live.out << live.err;
+  v = run_pev({"verify", dir + "/live"});
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.err.find("certifies a live implementation: re-running it runs its --exec again"),
+            std::string::npos)
+      << v.err;
+  v = run_pev({"verify", dir + "/live", "--allow-live"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
 }
 
 // A merged certificate verifies (its command re-runs unsharded); a merge of a good shard edited

@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
+#include "pev/core/names.h"
 #include "pev/core/text.h"
 #include "pev/io/file.h"
 #include "pev/report/difference.h"
@@ -131,6 +132,7 @@ command add_verify(CLI::App& app) {
   struct state {
     std::string dir;
     std::size_t max_differences = 20;
+    bool allow_live = false;
   };
   auto st = std::make_shared<state>();
   CLI::App* cmd = app.add_subcommand(
@@ -150,6 +152,10 @@ command add_verify(CLI::App& app) {
                   "How many differing fields to name at most")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--allow-live", st->allow_live,
+                "Re-run a live implementation's certificate: its recorded --exec command or "
+                "--plugin library runs again (a certificate is a file anyone can edit: read its "
+                "command first; without this flag such a certificate is refused, exit 2)");
   return {cmd, [st]() -> int {
             const fs::path file = fs::path(st->dir) / "certificate.json";
             if (!fs::exists(file)) throw error("verify: " + file.string() + " does not exist");
@@ -164,6 +170,24 @@ command add_verify(CLI::App& app) {
                           " records no `pev certify` command (a certificate of pev's Python "
                           "module, or of an older pev): re-run the "
                           "certification and compare");
+            }
+            // The command is data from the certificate: only `pev certify` is run, and an
+            // implementation it would start (a shell command, a library) only when allowed.
+            if (c.command.front() != "certify") {
+              throw error("verify: " + file.string() + " records the command 'pev " +
+                          c.command.front() + " …', not a `pev certify`");
+            }
+            for (const std::string& a : c.command) {
+              const bool live = a == "--exec" || a == "--plugin" || a.rfind("--exec=", 0) == 0 ||
+                                a.rfind("--plugin=", 0) == 0;
+              if (live && !st->allow_live) {
+                std::string cmd;
+                for (const std::string& x : c.command) cmd += " " + quoted_text(x);
+                throw error("verify: " + file.string() +
+                            " certifies a live implementation: re-running it runs its " + a +
+                            " again (the command recorded: pev" + cmd +
+                            "); check it and pass --allow-live");
+              }
             }
             std::size_t hashed = 0;
             const std::vector<std::string> changed = changed_inputs(c, hashed);
