@@ -133,24 +133,31 @@ TEST(DiagnosisBounded, TheRowsOfTheFirstMismatchesAreReplayed) {
   }
 }
 
+// A dump of q (64 tokens, 4 heads of 128) rotated by `im` at positions first, first + 1, …, of
+// seeded standard-normal inputs.
+certify::dump rotated_q(const impl::implementation& im, std::int64_t first) {
+  const std::int64_t T = 64, H = 4, D = 128;
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(T));
+  for (std::int64_t t = 0; t < T; ++t) pos[static_cast<std::size_t>(t)] = first + t;
+  std::vector<float> in(static_cast<std::size_t>(T * H * D)), out(in.size());
+  std::mt19937_64 rng(20261127);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : in) v = normal(rng);
+  im.rope_rotate(pos, std::nullopt, kernel::heads_view<const float>{in, T, H, D},
+                 kernel::heads_view<float>{out, T, H, D});
+  certify::dump d;
+  d.tensors.emplace("q_in", io::array::from_values<float>({T, H, D}, in));
+  d.tensors.emplace("q_out", io::array::from_values<float>({T, H, D}, out));
+  d.tensors.emplace("positions", io::array::from_int64({T}, pos));
+  return d;
+}
+
 // Rotated q at positions near 4·10^6, as transformers' fp32 recipe makes them: the hf bound is
 // vacuous at some values there, and the data lies within it everywhere else.
 TEST(DiagnosisBounded, AVacuousRecipeBoundIsStatedInsteadOfAMistakeHunted) {
   const spec::encoding e = spec::parse_spec("rope:head_dim=128,rope_theta=500000");
   const auto hf = impl::make_builtin(e, kernel::strategy::hf);
-  const std::int64_t T = 64, H = 4, D = 128;
-  std::vector<std::int64_t> pos(static_cast<std::size_t>(T));
-  for (std::int64_t t = 0; t < T; ++t) pos[static_cast<std::size_t>(t)] = 4000000 + t;
-  std::vector<float> in(static_cast<std::size_t>(T * H * D)), out(in.size());
-  std::mt19937_64 rng(20261127);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& v : in) v = normal(rng);
-  hf->rope_rotate(pos, std::nullopt, kernel::heads_view<const float>{in, T, H, D},
-                  kernel::heads_view<float>{out, T, H, D});
-  certify::dump d;
-  d.tensors.emplace("q_in", io::array::from_values<float>({T, H, D}, in));
-  d.tensors.emplace("q_out", io::array::from_values<float>({T, H, D}, out));
-  d.tensors.emplace("positions", io::array::from_int64({T}, pos));
+  const certify::dump d = rotated_q(*hf, 4000000);
   certify::options o;
   o.recipe = "hf";
   o.qk_layout = certify::qk_layout::thd;
@@ -171,14 +178,7 @@ TEST(DiagnosisBounded, AVacuousRecipeBoundIsStatedInsteadOfAMistakeHunted) {
   const auto back = report::from_json(certify::to_json(cert), "certificate.json");
   EXPECT_EQ(back.certification->why->vacuous, w.vacuous);
   // The same data at small positions is certified: the statement is vacuity's alone.
-  for (std::int64_t t = 0; t < T; ++t) pos[static_cast<std::size_t>(t)] = 1000 + t;
-  hf->rope_rotate(pos, std::nullopt, kernel::heads_view<const float>{in, T, H, D},
-                  kernel::heads_view<float>{out, T, H, D});
-  d.tensors.erase("q_out");
-  d.tensors.erase("positions");
-  d.tensors.emplace("q_out", io::array::from_values<float>({T, H, D}, out));
-  d.tensors.emplace("positions", io::array::from_int64({T}, pos));
-  EXPECT_EQ(certify::certify_dump(e, d, o).exit_code(), 0);
+  EXPECT_EQ(certify::certify_dump(e, rotated_q(*hf, 1000), o).exit_code(), 0);
 }
 
 // A mistake beyond the bound where it is not vacuous is still hunted and named. (Positions off by
@@ -187,19 +187,7 @@ TEST(DiagnosisBounded, AVacuousRecipeBoundIsStatedInsteadOfAMistakeHunted) {
 TEST(DiagnosisBounded, AMistakeAtLargePositionsIsStillNamed) {
   const spec::encoding e = spec::parse_spec("rope:head_dim=128,rope_theta=500000");
   const auto m = impl::make_mutant("rotate-inverse", e);
-  const std::int64_t T = 64, H = 4, D = 128;
-  std::vector<std::int64_t> pos(static_cast<std::size_t>(T));
-  for (std::int64_t t = 0; t < T; ++t) pos[static_cast<std::size_t>(t)] = 4000000 + t;
-  std::vector<float> in(static_cast<std::size_t>(T * H * D)), out(in.size());
-  std::mt19937_64 rng(20261127);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& v : in) v = normal(rng);
-  m->rope_rotate(pos, std::nullopt, kernel::heads_view<const float>{in, T, H, D},
-                 kernel::heads_view<float>{out, T, H, D});
-  certify::dump d;
-  d.tensors.emplace("q_in", io::array::from_values<float>({T, H, D}, in));
-  d.tensors.emplace("q_out", io::array::from_values<float>({T, H, D}, out));
-  d.tensors.emplace("positions", io::array::from_int64({T}, pos));
+  const certify::dump d = rotated_q(*m, 4000000);
   certify::options o;
   o.recipe = "hf";
   o.qk_layout = certify::qk_layout::thd;
