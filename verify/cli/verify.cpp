@@ -110,17 +110,17 @@ int run_pev(const std::vector<std::string>& args, const fs::path& log) {
 std::vector<std::string> changed_inputs(const report::certification& c, std::size_t& hashed) {
   std::vector<std::string> changed;
   for (const auto& f : c.inputs) {
-    if (f.format == "exec") continue;
-    std::error_code ec;
-    if (!fs::is_regular_file(f.path, ec)) {
-      changed.push_back("input " + f.path + " (" + f.format + "): not found as a file here");
+    const std::optional<std::string> now = certify::sha256_now(f);
+    if (!now) {
+      if (f.format != "exec") {
+        changed.push_back("input " + f.path + " (" + f.format + "): not found as a file here");
+      }
       continue;
     }
-    const std::string now = certify::sha256_file(f.path);
     hashed++;
-    if (now != f.sha256) {
+    if (*now != f.sha256) {
       changed.push_back("input " + f.path + " (" + f.format + "): SHA-256 " + f.sha256 +
-                        " recorded, " + now + " now");
+                        " recorded, " + *now + " now");
     }
   }
   return changed;

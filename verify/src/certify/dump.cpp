@@ -62,6 +62,12 @@ std::string sha256_file(const std::filesystem::path& file) {
 
 std::string sha256_bytes(std::string_view bytes) { return detail::sha256_text(bytes); }
 
+std::optional<std::string> sha256_now(const input_file& f) {
+  std::error_code ec;
+  if (f.format == "exec" || !std::filesystem::is_regular_file(f.path, ec)) return std::nullopt;
+  return sha256_file(f.path);
+}
+
 void hash_inputs(std::vector<input_file>& files) {
   for (input_file& f : files) {
     if (f.sha256.empty()) f.sha256 = sha256_file(f.path);

@@ -221,18 +221,14 @@ bool rehash_inputs(const std::vector<input_file>& inputs,
   bool all = true;
   for (const input_file& f : inputs) {
     if (!given.empty() && is_dump(f)) continue;  // matched above
-    std::error_code ec;
-    const bool hashable = f.format != "exec" && std::filesystem::is_regular_file(f.path, ec);
-    if (!hashable) {
+    const std::optional<std::string> h = sha256_now(f);
+    if (!h) {
       all = false;
-      continue;
-    }
-    const std::string h = sha256_file(f.path);
-    if (h != f.sha256) {
+    } else if (*h != f.sha256) {
       throw error(fmt::format(
           "merge: input {} ({}) has SHA-256 {} now; the shards recorded {}: the file changed "
           "since, or the shards were edited",
-          f.path, f.format, h, f.sha256));
+          f.path, f.format, *h, f.sha256));
     }
   }
   return all;

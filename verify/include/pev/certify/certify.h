@@ -93,6 +93,10 @@ void hash_inputs(std::vector<input_file>& files);
 std::string sha256_file(const std::filesystem::path& file);
 /// SHA-256 of bytes already read (a config or positions file), lowercase hex.
 std::string sha256_bytes(std::string_view bytes);
+/// The SHA-256 an input of a certificate has now, for re-verifying it (`pev merge`, `pev verify`;
+/// docs/certify.md §6, §7): its file's, where it is a regular file here; nothing for a command
+/// (an `--exec` text, which only a re-run checks) or a file not found.
+std::optional<std::string> sha256_now(const input_file& f);
 
 // clang-format off
 /// How a RoPE cos/sin table is laid out in the dump (docs/encodings.md §4.4):
