@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -63,14 +64,13 @@ void fits_layout(const report::figure_state& t, const report::figure_state& firs
   }
 }
 
+/// A digest as record_rows writes it (16 hex digits), read back.
 std::uint64_t digest_value(const std::string& hex, const std::string& what) {
   std::uint64_t v = 0;
-  if (hex.size() != 16 || !std::all_of(hex.begin(), hex.end(), [](char ch) {
-        return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
-      })) {
+  const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), v, 16);
+  if (hex.size() != 16 || ec != std::errc() || end != hex.data() + hex.size()) {
     throw error(fmt::format("merge: {}: the digest '{}' is not 16 hex digits", what, hex));
   }
-  for (char ch : hex) v = v * 16 + static_cast<std::uint64_t>(ch <= '9' ? ch - '0' : ch - 'a' + 10);
   return v;
 }
 
@@ -89,7 +89,12 @@ void consistent(const report::figure_state& st, const report::certification& z, 
   if (st.non_finite > st.values)
     fail(fmt::format("{} non-finite of {} values", st.non_finite, st.values));
   std::uint64_t in_octaves = 0;
-  for (const auto& o : st.octaves) in_octaves += o.values;
+  for (const auto& o : st.octaves) {
+    if (o.hist.count != o.values) {
+      fail(fmt::format("an octave holds {} values, its histogram {}", o.values, o.hist.count));
+    }
+    in_octaves += o.values;
+  }
   if (in_octaves != st.values) {
     fail(fmt::format("its octaves hold {} values, its total is {}", in_octaves, st.values));
   }
@@ -102,11 +107,6 @@ void consistent(const report::figure_state& st, const report::certification& z, 
                         st.max_pos > z.max_position)) {
     fail(fmt::format("its worst value is at position {}, outside the data's positions {} … {}",
                      st.worst.position, z.min_position, z.max_position));
-  }
-  for (const auto& o : st.octaves) {
-    if (o.hist.count != o.values) {
-      fail(fmt::format("an octave holds {} values, its histogram {}", o.values, o.hist.count));
-    }
   }
   for (std::uint64_t n : st.vacuous) {
     if (n > st.values) fail(fmt::format("{} vacuous of {} values", n, st.values));
