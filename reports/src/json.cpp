@@ -233,6 +233,23 @@ json certification_fields(const certification& c, json j) {
   }
   if (c.inputs_reverified) j["inputs_reverified"] = *c.inputs_reverified;
   if (!c.command.empty()) j["command"] = {{"args", c.command}, {"cwd", c.cwd}};
+  if (!c.layers.empty()) {
+    json layers = json::array();
+    for (const layer_result& l : c.layers) {
+      layers.push_back({{"index", l.index},
+                        {"site", l.site},
+                        {"type", l.type},
+                        {"spec", l.spec},
+                        {"rule", l.rule},
+                        {"read", l.read},
+                        {"checks", l.checks},
+                        {"grade", to_string(l.result)},
+                        {"max_rho", num(l.max_rho)},
+                        {"named", l.named ? json(*l.named) : json(nullptr)},
+                        {"findings", l.findings}});
+    }
+    j["model"] = {{"model_type", c.model}, {"layers", layers}};
+  }
   return j;
 }
 
@@ -510,6 +527,25 @@ certification certification_from(const nlohmann::json& j, const std::string& sou
   if (j.contains("command")) {
     c.command = j.at("command").at("args").get<std::vector<std::string>>();
     c.cwd = j.at("command").at("cwd").get<std::string>();
+  }
+  if (j.contains("model")) {
+    const auto& m = j.at("model");
+    c.model = m.at("model_type").get<std::string>();
+    for (const auto& x : m.at("layers")) {
+      layer_result l;
+      l.index = x.at("index").get<std::int64_t>();
+      l.site = x.at("site").get<std::string>();
+      l.type = x.at("type").get<std::string>();
+      l.spec = x.at("spec").get<std::string>();
+      l.rule = x.at("rule").get<std::string>();
+      l.read = x.at("read").get<std::string>();
+      l.checks = x.at("checks").get<std::vector<std::string>>();
+      l.result = grade_from(x.at("grade").get<std::string>(), source);
+      l.max_rho = to_num(x.at("max_rho"));
+      if (!x.at("named").is_null()) l.named = x.at("named").get<std::string>();
+      l.findings = x.at("findings").get<std::vector<std::string>>();
+      c.layers.push_back(std::move(l));
+    }
   }
   return c;
 }

@@ -2,6 +2,7 @@
 // tensors or as a live implementation.
 
 #include "pev/certify/certify.h"
+#include "pev/certify/trace.h"
 
 #include <fmt/format.h>
 
@@ -32,6 +33,7 @@
 #include "pev/report/result.h"
 #include "pev/report/write.h"
 #include "pev/spec/config.h"
+#include "pev/spec/model.h"
 #include "pev/spec/parse.h"
 
 namespace pev::cli {
@@ -51,6 +53,39 @@ certify::certificate plugin_exit_certificate(const spec::encoding& e, const std:
       fmt::format("--plugin {}: the plugin ended the process with exit({}) while pev was {}; no "
                   "verdict was reached, so it is not certified",
                   plugin, status, during ? fmt::format("running {}", during) : "running"));
+}
+
+// --layers: indices and half-open ranges A:B, separated by commas; empty: none given.
+std::vector<std::int64_t> parse_layers(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string part = text.substr(start, comma - start);
+    try {
+      const auto v = app::parse_position_range(part, false);
+      out.insert(out.end(), v.begin(), v.end());
+    } catch (const error& e) {
+      throw error(fmt::format("--layers: '{}': {}", part, e.what()));
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
+// A trace certified against one --spec: every layer it holds under that encoding.
+spec::model_spec uniform_model(const spec::encoding& e, const std::vector<std::int64_t>& layers) {
+  spec::model_spec m;
+  m.num_layers = layers.empty() ? 0 : layers.back() + 1;
+  for (const std::int64_t i : layers) {
+    spec::layer_spec l;
+    l.index = i;
+    l.type = "full_attention";
+    l.encoding = e;
+    l.rule = "--spec";
+    m.layers.push_back(std::move(l));
+  }
+  return m;
 }
 
 }  // namespace
@@ -76,6 +111,7 @@ command add_certify(CLI::App& app) {
     std::optional<double> max_trig_ulp;
     std::int64_t threads = 0;
     std::string shard;
+    std::string layers;
   };
   auto st = std::make_shared<state>();
   CLI::App* cmd = app.add_subcommand(
@@ -227,6 +263,10 @@ command add_certify(CLI::App& app) {
   cmd->add_flag("--exhaustive", st->exhaustive,
                 "Require the dump to hold every position 0 … max (bad input otherwise), so the "
                 "certificate covers every position; every row is always checked");
+  cmd->add_option("--layers", st->layers,
+                  "A model trace (docs/certify.md §8): the decoder layers it holds, as a list of "
+                  "indices and ranges A:B (half-open), e.g. 0:4,30,31; default: every layer of "
+                  "the config, each of which the trace must hold");
   cmd->add_option("--shard", st->shard,
                   "Certify shard I of N (I/N, 0-based): compare only rows [floor(I*R/N), "
                   "floor((I+1)*R/N)) of every row-wise check of R rows (table rows, q/k tokens, "
@@ -273,11 +313,18 @@ command add_certify(CLI::App& app) {
             // read once, and their bytes both parsed and hashed.
             std::vector<certify::input_file> used;
             spec::encoding e;
+            // A model trace (docs/certify.md §8) is held to the config layer by layer.
+            const bool trace = !files.empty() && certify::is_trace(d);
+            std::optional<spec::model_spec> model;
             if (!st->config_file.empty()) {
               spec::config_options co;
               co.layer_type = st->layer_type;
               const std::string text = io::read_file(st->config_file, spec::max_config_bytes);
-              e = spec::parse_config_encoding_text(text, st->config_file, co);
+              if (trace) {
+                model = spec::parse_config_model_text(text, st->config_file);
+              } else {
+                e = spec::parse_config_encoding_text(text, st->config_file, co);
+              }
               used.push_back({st->config_file, "config", certify::sha256_bytes(text)});
             } else if (!st->spec_text.empty()) {
               e = spec::parse_spec(st->spec_text);
@@ -329,6 +376,24 @@ command add_certify(CLI::App& app) {
                         << std::flush;
             };
             certify::certificate cert;
+            if (!files.empty() && certify::is_trace(d)) {
+              // A model trace: every layer against the encoding its config gives it.
+              if (!st->layer_type.empty()) {
+                throw error(
+                    "--layer-type: a model trace is certified layer by layer, each layer under "
+                    "its own type's encoding (docs/certify.md §8); leave --layer-type out");
+              }
+              certify::trace_options to;
+              to.layers = parse_layers(st->layers);
+              if (!model) model = uniform_model(e, certify::traced_layers(d));
+              cert = certify::certify_trace(*model, d, o, to);
+              publish(cert);
+              return cert.exit_code();
+            }
+            if (!st->layers.empty()) {
+              throw error("--layers: only for a model trace (docs/certify.md §8), and the dump "
+                          "holds no layers.{i}.* tensor");
+            }
             if (files.empty()) {
               certify::live_options lo;
               lo.max_position = st->max_position;

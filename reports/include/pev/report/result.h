@@ -357,6 +357,24 @@ struct layout_reading {
 };
 
 /// What certification adds to a report (docs/design.md §4.2, §6.9).
+/// One site of a model trace (docs/certify.md §8): a decoder layer's rotation, or a model-level
+/// site (a learned table at the input, T5's buckets), held to the encoding its config gives it.
+struct layer_result {
+  std::int64_t index = -1;  // the decoder layer; −1 for a model-level site
+  std::string site;         // "" (the attention's rotation), "indexer", "embed", "encoder", …
+  std::string type;         // the config's layer type ("sliding_attention", …)
+  std::string spec;         // the expected encoding's canonical SPEC; "none" for a NoPE layer
+  std::string rule;         // which config keys decided it
+  std::string read;         // what the trace holds for it ("q, k (bhtd)", "none: not rotated")
+  std::vector<std::string> checks;  // the ids of its check rows
+  grade result = grade::not_certified;
+  double max_rho = 0;  // in the bound the data is held to
+  std::optional<std::string> named;  // the mistake that explains this site's data
+  std::vector<std::string> findings;  // what the data implies (parameters, the spec it follows)
+
+  bool operator==(const layer_result&) const = default;
+};
+
 struct certification {
   std::string spec;  // canonical SPEC string
   /// The recipe bound the data is held to ("hf", "ggml", "vllm-bf16", "exact"): the claimed
@@ -409,6 +427,10 @@ struct certification {
   /// (a certificate of pev's Python module or the library).
   std::vector<std::string> command;
   std::string cwd;
+  /// A model trace's certificate (docs/certify.md §8): the config's model type and every site,
+  /// in the config's order; the grade is the worst site's. Empty: one dump.
+  std::string model;
+  std::vector<layer_result> layers;
 
   /// 0 certified (and the claimed recipe holds), 1 otherwise; a shard whose rows hold:
   /// kExitPartial (its verdict is the merged certificate's).

@@ -1,0 +1,164 @@
+// certify_trace (trace.h, docs/certify.md §8): one read of the trace, one sub-dump per site (views
+// of the trace's tensors under the site's prefix, with the trace's position_ids), each certified
+// by certify_dump against the site's own encoding; identity sites (NoPE) compared bit for bit;
+// the sites that fail diagnosed as the integration mistakes of docs/certify.md §8.3.
+
+#include "pev/certify/trace.h"
+
+#include <fmt/format.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "detail.h"
+#include "pev/core/error.h"
+#include "trace_sites.h"
+
+namespace pev::certify {
+
+namespace {
+
+// The worst of two grades (grades are ordered best first).
+grade worst(grade a, grade b) { return static_cast<int>(a) > static_cast<int>(b) ? a : b; }
+
+// "layers 1, 2, 4" — the indices of a group of sites.
+std::string site_list(const std::vector<const report::layer_result*>& ls) {
+  std::string s;
+  for (const auto* l : ls) {
+    if (!s.empty()) s += ", ";
+    s += l->index >= 0 ? std::to_string(l->index) : l->site;
+    if (l->index >= 0 && !l->site.empty()) s += "." + l->site;
+  }
+  return (ls.size() == 1 && ls[0]->index >= 0 ? "layer " : ls[0]->index >= 0 ? "layers " : "") + s;
+}
+
+}  // namespace
+
+bool is_trace(const dump& d) {
+  for (const auto& [name, a] : d.tensors) {
+    (void)a;
+    if (detail::trace_site_of(name)) return true;
+  }
+  return false;
+}
+
+std::vector<std::int64_t> traced_layers(const dump& d) {
+  std::set<std::int64_t> s;
+  for (const auto& [name, a] : d.tensors) {
+    (void)a;
+    if (const auto site = detail::trace_site_of(name); site && site->index >= 0) {
+      s.insert(site->index);
+    }
+  }
+  return {s.begin(), s.end()};
+}
+
+certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
+                          const trace_options& to) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.shard_count > 1) {
+    throw error("--shard: a model trace is certified whole (shard its layers' dumps instead)");
+  }
+  if (o.recipe) (void)detail::claim_grade(*o.recipe);
+  // One read: every tensor becomes a shared view, so that the sites' sub-dumps copy nothing.
+  for (auto& [name, a] : d.tensors) {
+    (void)name;
+    a.data = std::move(a.data).shared();
+  }
+  hash_inputs(d.files);
+  const std::vector<detail::trace_site> sites = detail::trace_sites(m, d, to.layers);
+
+  certificate cert;
+  cert.prov = report::this_build();
+  cert.prov.reference = o.mpfr_reference ? "mpfr" : "fast";
+  cert.prov.suite = "certify";
+  report::certification& z = cert.certification.emplace();
+  z.inputs = d.files;
+  z.claimed_recipe = o.recipe;
+  z.explain_threshold = kExplainRho;
+  z.library.assumed = o.libm->name;
+  z.libm_claimed = o.libm != &metric::kAnyConforming;
+  z.library.max_trig_ulp = o.max_trig_ulp;
+  z.library.note = "measured per layer (each layer's table, where the trace holds one)";
+  z.model = m.model_type;
+  cert.notes.insert(cert.notes.end(), d.skipped.begin(), d.skipped.end());
+
+  // Every site certified on its own, sites in parallel (each site's rows are compared on the
+  // same arena: oneTBB nests them).
+  std::vector<detail::site_outcome> out(sites.size());
+  tbb::task_arena arena(detail::arena_threads(o));
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, sites.size(), [&](std::size_t i) {
+      out[i] = detail::certify_site(sites[i], m, d, o);
+    });
+  });
+
+  // The certificate: every site's checks under its prefix, its row, the model's grade.
+  grade g = grade::correctly_rounded;
+  bool claim = true;
+  std::set<std::string> specs;
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    detail::site_outcome& s = out[i];
+    const std::string prefix = sites[i].layer.prefix();
+    for (check& c : s.checks) {
+      c.id = prefix + "/" + c.id;
+      c.index = static_cast<std::int64_t>(cert.checks.size());
+      s.row.checks.push_back(c.id);
+      cert.checks.push_back(std::move(c));
+    }
+    g = worst(g, s.row.result);
+    claim = claim && s.claim_holds;
+    specs.insert(s.row.spec);
+    if (z.held_to.empty() || z.held_to == "hf") z.held_to = s.held_to.empty() ? "hf" : s.held_to;
+    z.layouts.insert(z.layouts.end(), s.layouts.begin(), s.layouts.end());
+    cert.prov.reference_values += s.reference_values;
+    cert.prov.reference_fallbacks += s.reference_fallbacks;
+    z.layers.push_back(std::move(s.row));
+  }
+  z.result = g;
+  z.claim_holds = claim && g != grade::not_certified;
+  for (const std::string& s : specs) z.spec += (z.spec.empty() ? "" : " | ") + s;
+  z.what = fmt::format("model trace: {} site{} of {} ({} layer{})", sites.size(),
+                       sites.size() == 1 ? "" : "s", m.model_type.empty() ? "a model" : m.model_type,
+                       m.num_layers, m.num_layers == 1 ? "" : "s");
+  const std::vector<std::int64_t> pos = detail::trace_positions(d);
+  if (!pos.empty()) detail::record_positions(z, pos);
+  cert.prov.max_position = z.max_position;
+
+  // The model's diagnosis: each mistake with the sites it explains, in the config's order.
+  if (g == grade::not_certified) {
+    report::diagnosis& why = z.why.emplace();
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<const report::layer_result*>> by;
+    for (std::size_t i = 0; i < z.layers.size(); ++i) {
+      const report::layer_result& l = z.layers[i];
+      if (l.result != grade::not_certified) continue;
+      const std::string key = l.named.value_or("(no known mistake)");
+      if (!by.count(key)) order.push_back(key);
+      by[key].push_back(&l);
+      if (why.first.empty()) why.first = out[i].mismatches;
+      why.max_rho_without = std::max(why.max_rho_without, l.max_rho);
+    }
+    // Each named mistake is an explanation of the sites it explains (an integration mistake is
+    // named only where its certification holds: within the threshold, ρ 0 here).
+    for (const std::string& key : order) {
+      const auto& ls = by[key];
+      std::string line = fmt::format("{}: {}", site_list(ls), key);
+      if (!ls[0]->findings.empty()) line += " — " + ls[0]->findings[0];
+      why.findings.push_back(line);
+      if (key != "(no known mistake)") {
+        why.explanations.push_back({key, line, 0, 0, true, 0});
+      }
+    }
+    // Named when every failing site is explained, by the mistake of the first.
+    if (by.count("(no known mistake)") == 0) why.named = order[0];
+  }
+  z.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return cert;
+}
+
+}  // namespace pev::certify

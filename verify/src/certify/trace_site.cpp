@@ -1,0 +1,293 @@
+// One site of a model trace certified against its own encoding, and diagnosed (docs/certify.md
+// §8.3): the identity of a NoPE layer bit for bit; a rotation by certify_dump on the site's
+// sub-dump; a site that fails tried against what integration mistakes would have made — another
+// layer type's RoPE, another batch row's positions, positions that run on across packed
+// sequences — before the one-dump diagnosis of its own encoding.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "detail.h"
+#include "pev/core/error.h"
+#include "trace_sites.h"
+
+namespace pev::certify::detail {
+
+namespace {
+
+// Mistake names of the integration diagnosis (docs/certify.md §8.3).
+constexpr const char* kRotatedNoPE = "rope-on-nope-layer";
+constexpr const char* kNotRotated = "rope-layer-not-rotated";
+constexpr const char* kOtherLayerType = "rope-of-other-layer-type";
+constexpr const char* kBatchRow = "batch-row-positions";
+constexpr const char* kPackedRunOn = "packed-positions-not-restarting";
+
+std::string spec_of(const std::optional<spec::encoding>& e) {
+  return e ? spec::to_spec_string(*e) : "none";
+}
+
+// Whether the site applied no rotation: a `none` marker, or every output equal to its input bit
+// for bit. Fills the identity check's figures.
+bool identity(const site_data& s, check& c) {
+  c.id = "identity";
+  c.spec = "none";
+  c.family = "none";
+  c.strategy = "identity";
+  c.bound_name = "bit for bit";
+  c.source = s.none ? "none" : "q_out = q_in, k_out = k_in";
+  if (s.none) {
+    c.dtype = "-";
+    c.pass = true;
+    c.best = grade::correctly_rounded;
+    return true;
+  }
+  bool same = true, any = false;
+  for (const char* role : {"q", "k"}) {
+    const io::array* in = s.find(std::string(role) + "_in");
+    const io::array* out = s.find(std::string(role) + "_out");
+    if (!in || !out) continue;
+    any = true;
+    c.dtype = std::string(io::safetensors_name(out->type));
+    c.values += out->elements();
+    const bool equal = in->type == out->type && in->shape == out->shape &&
+                       in->data.size() == out->data.size() &&
+                       std::memcmp(in->data.data(), out->data.data(), in->data.size()) == 0;
+    if (equal) continue;
+    same = false;
+    if (in->type == out->type && in->shape == out->shape && is_float(in->type)) {
+      const auto a = in->to_doubles(), b = out->to_doubles();
+      for (std::size_t i = 0; i < a.size(); ++i) c.max_abs = std::max(c.max_abs, std::abs(a[i] - b[i]));
+    }
+  }
+  same = same && any;
+  c.pass = same;
+  c.best = same ? grade::correctly_rounded : grade::not_certified;
+  return same;
+}
+
+options quiet(const options& o) {
+  options q = o;
+  q.diagnose = false;
+  q.threads = o.threads;
+  return q;
+}
+
+bool certified(const certificate& c) {
+  return c.certification->result != grade::not_certified;
+}
+
+// The outcome of a site from the certificate of its sub-dump.
+void take(site_outcome& s, certificate c) {
+  const report::certification& z = *c.certification;
+  s.row.result = z.result;
+  s.row.read = z.what;
+  s.row.max_rho = max_rho_without(c);
+  s.claim_holds = z.claim_holds;
+  s.held_to = z.held_to;
+  s.layouts = z.layouts;
+  s.reference_values = c.prov.reference_values;
+  s.reference_fallbacks = c.prov.reference_fallbacks;
+  if (z.why) {
+    s.mismatches = z.why->first;
+    s.row.named = z.why->named;
+    s.row.findings = z.why->findings;
+  }
+  s.checks = std::move(c.checks);
+}
+
+// The distinct RoPE encodings of the model other than `e`, with the first site that has each.
+std::vector<const spec::layer_spec*> other_ropes(const spec::model_spec& m,
+                                                 const std::optional<spec::encoding>& e) {
+  std::vector<const spec::layer_spec*> out;
+  for (const spec::layer_spec& l : m.layers) {
+    if (!l.encoding || !std::holds_alternative<spec::rope>(*l.encoding)) continue;
+    if (e && *l.encoding == *e) continue;
+    const bool seen = std::any_of(out.begin(), out.end(),
+                                  [&](const spec::layer_spec* x) { return *x->encoding == *l.encoding; });
+    if (!seen) out.push_back(&l);
+  }
+  return out;
+}
+
+// Certifies `sub` against every other RoPE of the model; the first that certifies it.
+const spec::layer_spec* other_rope_fits(const spec::model_spec& m, const spec::layer_spec& l,
+                                        const dump& sub, const options& o) {
+  for (const spec::layer_spec* x : other_ropes(m, l.encoding)) {
+    try {
+      if (certified(certify_dump(*x->encoding, sub, quiet(o)))) return x;
+    } catch (const error&) {
+      // A shape this RoPE cannot read (another rotary_dim): not this one.
+    }
+  }
+  return nullptr;
+}
+
+// Positions an integration mistake would have used instead of the trace's: every row at row 0's
+// positions (batched decode with row 0's offset), or 0 … T − 1 in every row (packed sequences
+// whose positions do not restart). Nothing where they equal the trace's.
+std::optional<std::vector<std::int64_t>> row0_positions(const batch_positions& b) {
+  if (b.batch < 2) return std::nullopt;
+  std::vector<std::int64_t> v(b.ids.size());
+  for (std::int64_t r = 0; r < b.batch; ++r) {
+    std::copy_n(b.ids.begin(), b.tokens, v.begin() + r * b.tokens);
+  }
+  if (v == b.ids) return std::nullopt;
+  return v;
+}
+std::optional<std::vector<std::int64_t>> run_on_positions(const batch_positions& b) {
+  if (b.batch < 1) return std::nullopt;
+  std::vector<std::int64_t> v(b.ids.size());
+  bool restarts = false;
+  for (std::int64_t r = 0; r < b.batch; ++r) {
+    for (std::int64_t t = 0; t < b.tokens; ++t) {
+      const auto k = static_cast<std::size_t>(r * b.tokens + t);
+      v[k] = t;
+      // A restart: a position that does not follow the one before it and is not padding's.
+      if (t > 0 && b.ids[k] < b.ids[k - 1] && b.ids[k] == 0) restarts = true;
+    }
+  }
+  if (!restarts) return std::nullopt;
+  return v;
+}
+
+// T5: the buckets [Q, K] of queries 0 … Q − 1 and keys 0 … K − 1, with their distances.
+dump t5_dump(const site_data& s, const std::string& prefix) {
+  const io::array* b = s.find("buckets");
+  if (!b || b->shape.size() != 2) {
+    throw error(fmt::format("site {}: expected a tensor '{}.buckets' [Q, K] (docs/certify.md §8.1)",
+                            prefix, prefix));
+  }
+  dump sub;
+  sub.tensors.emplace("buckets", *b);
+  const std::int64_t Q = b->shape[0], K = b->shape[1];
+  std::vector<std::int64_t> r(static_cast<std::size_t>(Q * K));
+  for (std::int64_t q = 0; q < Q; ++q) {
+    for (std::int64_t k = 0; k < K; ++k) r[static_cast<std::size_t>(q * K + k)] = k - q;
+  }
+  sub.tensors.emplace("distances", io::array::from_int64({Q, K}, r));
+  return sub;
+}
+
+}  // namespace
+
+site_outcome certify_site(const trace_site& ts, const spec::model_spec& m, const dump& trace,
+                          const options& o) {
+  const spec::layer_spec& l = ts.layer;
+  const site_data& s = ts.data;
+  site_outcome out;
+  out.row.index = l.index;
+  out.row.site = l.site;
+  out.row.type = l.type;
+  out.row.spec = spec_of(l.encoding);
+  out.row.rule = l.rule;
+  const std::string prefix = l.prefix();
+
+  if (l.encoding && std::holds_alternative<spec::t5>(*l.encoding)) {
+    take(out, certify_dump(*l.encoding, t5_dump(s, prefix), o));
+    out.row.read = prefix + ".buckets";
+    return out;
+  }
+  if (l.encoding && std::holds_alternative<spec::learned>(*l.encoding)) {
+    throw error(fmt::format("site {}: learned tables in a trace are not certified yet", prefix));
+  }
+
+  check id;
+  const bool unrotated = (s.none || (s.find("q_in") && s.find("q_out"))) && identity(s, id);
+  if (!l.encoding) {
+    // The config says NoPE: the identity is expected.
+    out.row.read = s.none ? "none (not rotated)" : "q_in, q_out (compared bit for bit)";
+    if (!s.none && !(s.find("q_in") && s.find("q_out"))) {
+      throw error(fmt::format("site {} (NoPE by {}): expected {}.none or q_in and q_out; it holds "
+                              "{}",
+                              prefix, l.rule, prefix, tensor_list(site_dump(s, trace))));
+    }
+    out.row.result = unrotated ? grade::correctly_rounded : grade::not_certified;
+    out.claim_holds = unrotated;
+    out.checks.push_back(id);
+    if (!unrotated) {
+      out.row.named = kRotatedNoPE;
+      std::string f = fmt::format("rotated, where the config says NoPE ({})", l.rule);
+      if (o.diagnose) {
+        if (const auto* x = other_rope_fits(m, l, site_dump(s, trace), o)) {
+          f += fmt::format(": with the RoPE of the {} layers ({})", x->type,
+                           spec::to_spec_string(*x->encoding));
+        }
+      }
+      out.row.findings.push_back(f);
+      out.row.max_rho = INFINITY;
+    }
+    return out;
+  }
+  if (unrotated) {
+    out.row.read = s.none ? "none (not rotated)" : "q_in, q_out (equal bit for bit)";
+    out.row.result = grade::not_certified;
+    out.claim_holds = false;
+    id.pass = false;
+    id.best = grade::not_certified;
+    id.note = "the config gives this layer RoPE";
+    out.checks.push_back(id);
+    out.row.named = kNotRotated;
+    out.row.findings.push_back(fmt::format("not rotated, where the config says {} ({})",
+                                           out.row.spec, l.rule));
+    out.row.max_rho = INFINITY;
+    return out;
+  }
+
+  const dump sub = site_dump(s, trace);
+  certificate c = certify_dump(*l.encoding, sub, quiet(o));
+  if (certified(c) || !o.diagnose) {
+    take(out, std::move(c));
+    return out;
+  }
+  // Integration mistakes first: each is a whole certification under what the mistake used.
+  std::optional<std::string> named;
+  std::vector<std::string> findings;
+  if (const auto* x = other_rope_fits(m, l, sub, o)) {
+    named = kOtherLayerType;
+    findings.push_back(fmt::format(
+        "rotated with the RoPE of the {} layers ({}: {}), where the config gives this {} layer {} "
+        "({})",
+        x->type, x->rule, spec::to_spec_string(*x->encoding), l.type, out.row.spec, l.rule));
+  }
+  const batch_positions b = trace_batch_positions(trace);
+  const auto* r = std::get_if<spec::rope>(&*l.encoding);
+  if (!named && b.batch > 0 && (!r || r->streams() == 1)) {
+    if (const auto p = row0_positions(b)) {
+      if (certified(certify_dump(*l.encoding, site_dump(s, trace, &*p), quiet(o)))) {
+        named = kBatchRow;
+        findings.push_back(fmt::format(
+            "rows 1…{} of the batch rotated at row 0's positions, not their own position_ids",
+            b.batch - 1));
+      }
+    }
+    if (!named) {
+      if (const auto p = run_on_positions(b)) {
+        if (certified(certify_dump(*l.encoding, site_dump(s, trace, &*p), quiet(o)))) {
+          named = kPackedRunOn;
+          findings.push_back(fmt::format(
+              "positions run on across the packed sequences (0…{} in each row) instead of "
+              "restarting where position_ids does",
+              b.tokens - 1));
+        }
+      }
+    }
+  }
+  if (named) {
+    take(out, std::move(c));
+    out.row.named = named;
+    out.row.findings = findings;
+    return out;
+  }
+  // The one-dump diagnosis of the site's own encoding (the mutant catalogue, recovered
+  // parameters).
+  take(out, certify_dump(*l.encoding, sub, o));
+  if (!out.row.named && out.row.findings.empty()) {
+    out.row.findings.push_back("no known mistake explains the data");
+  }
+  return out;
+}
+
+}  // namespace pev::certify::detail

@@ -1,0 +1,82 @@
+#pragma once
+// Internals of certify_trace (trace.cpp, docs/certify.md §8): the sites of a trace and how one is
+// certified.
+// clang-format off
+//   trace_sites.cpp   the trace's names (§8.1): which site a tensor belongs to, each site's
+//                     tensors as a sub-dump, the positions
+//   trace_site.cpp    one site certified against its own encoding, and diagnosed (§8.3)
+// clang-format on
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pev/certify/certify.h"
+#include "pev/spec/model.h"
+
+namespace pev::certify::detail {
+
+/// Where a trace tensor belongs: layer `index` (−1 for a model-level site), its `site` ("" for the
+/// layer's rotation), its `role` ("q_in", "cos", "none", "table", "buckets", …).
+struct trace_name {
+  std::int64_t index = -1;
+  std::string site;
+  std::string role;
+};
+/// The site of a tensor named as docs/certify.md §8.1 says, or nothing (position_ids, …).
+std::optional<trace_name> trace_site_of(const std::string& name);
+
+/// A site's tensors, by role (shared views of the trace's), and its `none` marker.
+struct site_data {
+  std::map<std::string, io::array> tensors;
+  bool none = false;
+  const io::array* find(const std::string& role) const {
+    const auto it = tensors.find(role);
+    return it == tensors.end() ? nullptr : &it->second;
+  }
+};
+
+/// A site of the model with what the trace holds for it.
+struct trace_site {
+  spec::layer_spec layer;
+  site_data data;
+};
+
+/// The sites of `m` the trace holds, in the config's order. `layers` non-empty: the decoder
+/// layers traced (others are left out). pev::error naming a decoder layer the trace lacks, a
+/// tensor that belongs to no site of the config, or a trace that holds no site at all.
+std::vector<trace_site> trace_sites(const spec::model_spec& m, const dump& d,
+                                    const std::vector<std::int64_t>& layers);
+
+/// A sub-dump of the trace: the site's tensors under their roles, the trace's position_ids
+/// (replaced by `positions` when given, shaped as the trace's), its metadata.
+dump site_dump(const site_data& s, const dump& trace,
+               const std::vector<std::int64_t>* positions = nullptr);
+
+/// The trace's position_ids, flattened in row order (the first stream's for MRoPE's [3, B, T]);
+/// empty without them.
+std::vector<std::int64_t> trace_positions(const dump& d);
+/// The trace's position_ids as [B, T] (one stream), B = 0 when absent or multi-stream.
+struct batch_positions {
+  std::int64_t batch = 0, tokens = 0;
+  std::vector<std::int64_t> ids;  // B·T, row-major
+};
+batch_positions trace_batch_positions(const dump& d);
+
+/// What certifying one site gives the model's certificate.
+struct site_outcome {
+  report::layer_result row;
+  std::vector<check> checks;
+  std::vector<report::mismatch> mismatches;
+  bool claim_holds = true;
+  std::string held_to;
+  std::vector<report::layout_reading> layouts;
+  std::uint64_t reference_values = 0, reference_fallbacks = 0;
+};
+/// Certifies one site against its encoding (the identity for none) and, when it fails and
+/// `o.diagnose`, names the integration mistake that explains it (docs/certify.md §8.3).
+site_outcome certify_site(const trace_site& s, const spec::model_spec& m, const dump& trace,
+                          const options& o);
+
+}  // namespace pev::certify::detail
