@@ -15,7 +15,7 @@ import numpy as np
 from ._errors import Error
 from ._trace import Trace
 
-__all__ = ["Trace", "trace", "derive_position_ids", "ROTARY_FUNCTIONS"]
+__all__ = ["ROTARY_FUNCTIONS", "Recording", "Trace", "derive_position_ids", "record", "trace"]
 
 #: The module-level functions of transformers-style modeling modules that rotate q and k:
 #: ``f(q, k, …) -> (q, k)``. The tracer wraps those it finds in the modeling modules of the layers.
@@ -126,6 +126,7 @@ class _Recorder:
         self.notes = []
         self.tables = tables
         self.rotary_names = rotary_names
+        self.positions = None  # what the first per-layer rotary module was called with
 
     def layer(self):
         return self.current[-1] if self.current else None
@@ -242,18 +243,69 @@ def trace(model, input_ids, position_ids=None, attention_mask=None, *, layers=No
     kwargs         passed to the forward.
     """
     torch = _torch()
+    if position_ids is None:
+        position_ids = derive_position_ids(input_ids, attention_mask)
+    call = _forward_arguments(model, input_ids, torch.as_tensor(position_ids), attention_mask,
+                              kwargs)
+    with record(model, layers=layers, embed=embed, functions=functions, rotary=rotary,
+                tables=tables) as recording, torch.no_grad():
+        model(input_ids, **call)
+    return recording.trace(position_ids, attention_mask)
+
+
+class Recording:
+    """What pev.torch.record saw while its block ran (the first forward's rotations)."""
+
+    def __init__(self, rec, indices, tensors, dtypes):
+        self._rec, self._indices = rec, indices
+        self._tensors, self._dtypes = tensors, dtypes
+
+    @property
+    def positions(self):
+        """The positions the first per-layer rotary module was called with (engine-style), or
+        None."""
+        return self._rec.positions
+
+    def trace(self, position_ids=None, attention_mask=None):
+        """The pev.torch.Trace: `position_ids` as the model was given them (default: the positions
+        an engine-style rotary module received), `attention_mask` when there is one."""
+        torch = _torch()
+        tensors, dtypes = dict(self._tensors), dict(self._dtypes)
+        if position_ids is None:
+            position_ids = self._rec.positions
+        if position_ids is None:
+            raise Error("position_ids: required (no rotary module received positions)")
+        pos, _ = to_numpy(torch.as_tensor(position_ids))
+        tensors["position_ids"] = pos.astype(np.int64, copy=False)
+        if attention_mask is not None:
+            mask, _ = to_numpy(torch.as_tensor(attention_mask))
+            tensors["attention_mask"] = mask.astype(np.int64, copy=False)
+        for i in self._indices:
+            site = self._rec.sites.get(i)
+            if site is None:
+                tensors[f"layers.{i}.none"] = np.array(1, dtype=np.int64)
+                continue
+            for role, a in site.items():
+                tensors[f"layers.{i}.{role}"] = a
+        dtypes.update(self._rec.dtypes)
+        return Trace(tensors, dtypes=dtypes, notes=self._rec.notes, num_layers=len(self._indices))
+
+
+@contextlib.contextmanager
+def record(model, *, layers=None, embed=None, functions=ROTARY_FUNCTIONS, rotary="rotary_emb",
+           tables=False):
+    """Records the rotations of whatever forward runs inside the block — an engine's own loop
+    (vLLM's generate, transformers' generate) — with the hooks and patches of pev.torch.trace; the
+    first call of each layer's rotation is kept. ``recording.trace(position_ids, attention_mask)``
+    gives the Trace:
+
+        with pev.torch.record(model) as recording:
+            llm.generate(prompts)
+        trace = recording.trace()          # positions: what the rotary modules received
+    """
     layer_list = _find_layers(model, layers)
     rec = _Recorder(rotary, tables)
     tensors, dtypes = {}, {}
-
-    if position_ids is None:
-        position_ids = derive_position_ids(input_ids, attention_mask)
-    pos, dt = to_numpy(torch.as_tensor(position_ids))
-    tensors["position_ids"] = pos.astype(np.int64, copy=False)
-    if attention_mask is not None:
-        mask, _ = to_numpy(torch.as_tensor(attention_mask))
-        tensors["attention_mask"] = mask.astype(np.int64, copy=False)
-
     indices = [_layer_index(n, layer) for n, layer in enumerate(layer_list)]
     hooks = []
     namespaces = []
@@ -278,7 +330,10 @@ def trace(model, input_ids, position_ids=None, attention_mask=None, *, layers=No
                 hooks.extend(_hook_rotary_module(m, rec, index))
         embed_module = _find_embed(model, embed)
         if embed_module is not None:
+
             def embed_out(module, args, out):
+                if "embed.positions" in tensors:
+                    return
                 a, d = to_numpy(out[0] if isinstance(out, (tuple, list)) else out)
                 tensors["embed.positions"] = a
                 dtypes["embed.positions"] = d
@@ -287,23 +342,11 @@ def trace(model, input_ids, position_ids=None, attention_mask=None, *, layers=No
             a, d = to_numpy(embed_module.weight)
             tensors["embed.table"] = a
             dtypes["embed.table"] = d
-        call = _forward_arguments(model, input_ids, torch.as_tensor(position_ids), attention_mask,
-                                  kwargs)
-        with _patched(namespaces, functions, rec), torch.no_grad():
-            model(input_ids, **call)
+        with _patched(namespaces, functions, rec):
+            yield Recording(rec, indices, tensors, dtypes)
     finally:
         for h in hooks:
             h.remove()
-
-    for i in indices:
-        site = rec.sites.get(i)
-        if site is None:
-            tensors[f"layers.{i}.none"] = np.array(1, dtype=np.int64)
-            continue
-        for role, a in site.items():
-            tensors[f"layers.{i}.{role}"] = a
-    dtypes.update(rec.dtypes)
-    return Trace(tensors, dtypes=dtypes, notes=rec.notes, num_layers=len(layer_list))
 
 
 def _layer_index(n, layer):
@@ -332,6 +375,8 @@ def _hook_rotary_module(module, rec, index):
             rec.notes.append(f"layer {index}: rotary module {type(m).__name__} was not called "
                              "(positions, q, k) -> (q, k); not recorded")
             return
+        if rec.positions is None:
+            rec.positions = _clone(a[0])
         rec.record(index, type(m).__name__, a[1], a[2], out[0], out[1])
 
     return [module.register_forward_pre_hook(before), module.register_forward_hook(after)]

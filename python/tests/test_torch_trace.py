@@ -159,6 +159,25 @@ def test_transformers_style_packed_sequences(name):
     assert all(v == "certified" for v in verdicts.values()), verdicts
 
 
+def test_record_around_the_engine_loop():
+    """pev.torch.record around a forward the engine runs itself: positions taken from what the
+    rotary modules received; the same trace as pev.torch.trace."""
+    model = models.build("qwen3_next")
+    ids, pos = packed_inputs()
+    with pev.torch.record(model) as recording, torch.no_grad():
+        model(ids, pos)
+        model(ids, pos + 100)  # a second forward: the first call of each layer is kept
+    got = recording.trace()
+    want = pev.torch.trace(model, ids, position_ids=pos)
+    assert set(got.keys()) == set(want.keys())
+    for name in want.keys():
+        np.testing.assert_array_equal(got[name], want[name])
+    with pytest.raises(pev.Error, match="position_ids"):
+        with pev.torch.record(models.build("llama3")) as r:
+            pass
+        r.trace()
+
+
 def test_packed_mistake_shows_in_the_trace():
     trace = take_trace("glm4_moe", {"packed-no-restart"})
     q_in, q_out = trace["layers.0.q_in"], trace["layers.0.q_out"]
