@@ -148,7 +148,8 @@ if _pytest is not None:
 
                 trace = pev_torch.trace(trace_or_model, *trace_args, **trace_kwargs)
             elif trace_args or trace_kwargs:
-                raise TypeError("pev_certify_trace: arguments of pev.torch.trace given with a Trace")
+                raise TypeError(
+                    "pev_certify_trace: arguments of pev.torch.trace given with a Trace")
             cert = certify(config, trace)
             count[0] += 1
             out = tmp_path / f"pev-trace-certificate-{count[0]}"

@@ -447,3 +447,25 @@ def test_certify_trace_refuses_a_spec_string():
 def test_certify_trace_refuses_positions():
     with pytest.raises(pev.Error, match="positions"):
         pev.certify(models.config("llama3"), pev.torch.Trace({}), positions=range(4))
+
+
+def test_fixture_traces_the_model(pev_certify_trace):
+    """The fixture traces a model given with its inputs; without the engine pev's message is
+    raised as it is (a pev.Error), not turned into a test failure."""
+    if ENGINE_MISSING is None:
+        pytest.skip("this build has the trace engine: test_engine_fixture_fails_with_the_text")
+    ids, mask = batch_inputs()
+    with pytest.raises(pev.Error, match="not supported"):
+        pev_certify_trace(models.config("llama3"), models.build("llama3"), ids, attention_mask=mask)
+    with pytest.raises(TypeError):
+        pev_certify_trace(models.config("llama3"), take_trace("llama3"), ids)
+
+
+@needs_engine
+def test_engine_fixture_fails_with_the_text(pev_certify_trace):
+    model = models.build("gemma3", {"sliding-global"})
+    ids, mask = batch_inputs()
+    with pytest.raises(pev.testing.CertificationError) as e:
+        pev_certify_trace(models.config("gemma3"), model, ids, attention_mask=mask)
+    assert "pev-trace-certificate-1" in str(e.value)
+    assert not e.value.certificate.ok

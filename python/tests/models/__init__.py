@@ -86,8 +86,8 @@ CONFIGS = {
         "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 4,
         "layer_types": ["sliding_attention"] * 3 + ["full_attention"], "sliding_window": 4096,
         "max_position_embeddings": 65536, "rope_theta": 500000,
-        "rope_scaling": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192,
-                         "attention_factor": 1.2079441541679836, "beta_fast": 32, "beta_slow": 1},
+        "rope_scaling": {"rope_type": "yarn", "factor": 8.0,
+                         "original_max_position_embeddings": 8192, "attention_factor": 1.2079441541679836, "beta_fast": 32, "beta_slow": 1},
         "vocab_size": 256}),
     "gpt2": ("learned", {
         "model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 64, "n_head": 4,

@@ -50,15 +50,14 @@ class Attention(nn.Module):
         self.kv_heads = c.get("num_key_value_heads", self.heads)
         self.head_dim = c.get("head_dim") or c["hidden_size"] // self.heads
         hidden = c["hidden_size"]
-        self.qkv_proj = nn.Linear(hidden, (self.heads + 2 * self.kv_heads) * self.head_dim, bias=False)
+        self.sizes = [self.heads * self.head_dim] + [self.kv_heads * self.head_dim] * 2
+        self.qkv_proj = nn.Linear(hidden, sum(self.sizes), bias=False)
         self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=False)
         self.rotary_emb = (RotaryEmbedding(c, self.head_dim, 4096, layer_type, mistakes)
                            if use_rope else None)
 
     def forward(self, positions, x):
-        q, k, v = self.qkv_proj(x).split(
-            [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim],
-            dim=-1)
+        q, k, v = self.qkv_proj(x).split(self.sizes, dim=-1)
         q, k = q.contiguous(), k.contiguous()
         if self.rotary_emb is not None:
             q, k = self.rotary_emb(positions, q, k)

@@ -188,7 +188,8 @@ class Model(nn.Module):
         types = layer_types(config)
         use = planted_rope_layers(config, self.mistakes)
         self.layers = nn.ModuleList(
-            DecoderLayer(c, i, types[i], use[i], self.mistakes) for i in range(c["num_hidden_layers"]))
+            DecoderLayer(c, i, types[i], use[i], self.mistakes)
+            for i in range(c["num_hidden_layers"]))
 
     def forward(self, input_ids, position_ids=None, attention_mask=None):
         b, t = input_ids.shape

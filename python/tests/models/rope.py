@@ -80,7 +80,8 @@ def inv_freq(config, layer_type="full_attention", mistakes=(), seq_len=None):
         wavelength = 2 * math.pi / inv
         long = wavelength > low_wl
         scaled = torch.where(long, inv / factor, inv)
-        t = (lo / wavelength - sc["low_freq_factor"]) / (sc["high_freq_factor"] - sc["low_freq_factor"])
+        low_f, high_f = sc["low_freq_factor"], sc["high_freq_factor"]
+        t = (lo / wavelength - low_f) / (high_f - low_f)
         blended = (1 - t) * scaled / factor + t * scaled
         middle = ~(wavelength < high_wl) * ~long
         inv = torch.where(middle, blended, scaled)
@@ -110,7 +111,8 @@ def inv_freq(config, layer_type="full_attention", mistakes=(), seq_len=None):
         else:
             m = _mscale(factor)
     elif kind == "longrope":
-        lo = float(c.get("original_max_position_embeddings") or sc["original_max_position_embeddings"])
+        lo = float(c.get("original_max_position_embeddings")
+                   or sc["original_max_position_embeddings"])
         f = float(sc.get("factor") or c["max_position_embeddings"] / lo)
         lists = sc["long_factor"] if seq_len and seq_len > lo else sc["short_factor"]
         ext = torch.tensor(lists, dtype=torch.float32)
