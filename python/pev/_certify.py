@@ -7,6 +7,7 @@ import math
 import numbers
 import os
 import signal
+import tempfile
 import threading
 import traceback
 from collections.abc import Mapping
@@ -15,6 +16,7 @@ from . import _pev
 from ._errors import Error, keyword_names
 from ._spec import Spec
 from ._tensors import named_tensors, prepare
+from ._trace import Trace
 from ._values import positions_argument
 
 #: The order of the grades, best first (docs/design.md §6.5).
@@ -58,6 +60,10 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
              ALiBi "slopes"/"bias"; T5 "buckets" with "distances". A (cos, sin) pair is read as
              "cos" and "sin". Leading dimensions of size 1 are dropped;
            * dump files: a path (or a list of paths) to a safetensors file or npy files;
+           * a model trace (pev.torch.Trace, docs/python.md §9) with `spec` the model's config
+             (a config.json path, a dict or a transformers config): every layer is certified
+             against the encoding the config gives it, as ``pev certify --config C --impl
+             trace.npz`` does (the trace is written to a temporary npz first);
            * a callable ``f(positions, [spec=], [dtype=], [seq_len=]) -> tensors``, certified as a
              live implementation (as ``pev certify --exec``): pev chooses the positions (int64
              numpy array), asks for tables (and inv_freq, when the answer holds it), certifies
@@ -92,6 +98,15 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
     """
     if impl is None:
         raise Error("impl: the tensors (a dict), dump files or a callable to certify")
+    if isinstance(impl, Trace):
+        return _certify_trace(spec, impl, layer_type=layer_type, recipe=recipe, layout=layout,
+                              diagnose=bool(diagnosis), reference=reference, libm=libm,
+                              max_trig_ulp=max_trig_ulp,
+                              refused=dict(positions=positions, seq_len=seq_len, dtype=dtype,
+                                           max_position=max_position, samples=samples, seed=seed,
+                                           accuracy=accuracy, properties=properties,
+                                           property_cases=property_cases, timeout=timeout,
+                                           exhaustive=exhaustive or None))
     s = None if spec is None else Spec(spec, layer_type=layer_type)
     common = dict(recipe=recipe, layout=layout, diagnose=bool(diagnosis), reference=reference,
                   libm=libm, max_trig_ulp=max_trig_ulp)
@@ -136,6 +151,32 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
             None if s is None else s._handle, tensors, files, positions_range=rng,
             positions=pos, seq_len=seq_len,
             exhaustive=bool(exhaustive), **common)
+    return Certificate(handle)
+
+
+def _certify_trace(config, trace, *, layer_type, refused, **common):
+    """A model trace against its config (docs/certify.md §8): the trace is saved to a temporary npz
+    and certified by the same code as `pev certify --config C --impl trace.npz`."""
+    if config is None or isinstance(config, Spec) or (
+            isinstance(config, str) and not config.endswith(".json")):
+        raise Error("spec: a model trace is certified against the model's config (a config.json "
+                    "path, a dict or a transformers config), not a SPEC")
+    if layer_type is not None:
+        raise Error("layer_type: a trace holds every layer; each is certified against its own type")
+    given = [k for k, v in refused.items() if v is not None]
+    if given:
+        raise Error(f"{given[0]}: does not apply to a model trace (it holds its own position_ids)")
+    with tempfile.TemporaryDirectory(prefix="pev-trace-") as tmp:
+        if isinstance(config, (str, os.PathLike)):
+            path = os.fspath(config)
+        else:
+            data = dict(config) if isinstance(config, Mapping) else config.to_dict()
+            path = os.path.join(tmp, "config.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(data, f, default=str)
+        npz = trace.save(os.path.join(tmp, "trace.npz"))
+        with keyword_names():
+            handle = _pev.certify_trace(path, [npz], **common)
     return Certificate(handle)
 
 

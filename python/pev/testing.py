@@ -8,7 +8,9 @@
 
 The pytest plugin (``pytest -p pev.testing``, or ``pytest_plugins = ["pev.testing"]`` in a
 conftest.py) adds the fixture ``pev_certify``: pev.certify that also writes each certificate under
-pytest's temporary directory of the test and names it in the failure message.
+pytest's temporary directory of the test and names it in the failure message; and the fixture
+``pev_certify_trace``: a model's trace (pev.torch.trace) certified against its config, failing the
+test with the certificate's text unless every layer is certified (docs/python.md §9).
 """
 
 import sys
@@ -125,5 +127,36 @@ if _pytest is not None:
             count[0] += 1
             cert.write(tmp_path / f"pev-certificate-{count[0]}")
             return cert
+
+        return run
+
+    @_pytest.fixture
+    def pev_certify_trace(tmp_path):
+        """``run(config, trace_or_model, *trace_args, grade=None, **trace_kwargs)``: traces the
+        model (pev.torch.trace(model, *trace_args, **trace_kwargs)) unless given a pev.torch.Trace,
+        certifies the trace against `config` (a config.json path or dict), writes the certificate
+        to tmp_path/pev-trace-certificate-N and returns it; fails the test (CertificationError,
+        with the certificate's text) unless it is ok and at least `grade`."""
+        count = [0]
+
+        def run(config, trace_or_model, *trace_args, grade=None, **trace_kwargs):
+            from ._trace import Trace
+
+            trace = trace_or_model
+            if not isinstance(trace, Trace):
+                from . import torch as pev_torch
+
+                trace = pev_torch.trace(trace_or_model, *trace_args, **trace_kwargs)
+            elif trace_args or trace_kwargs:
+                raise TypeError(
+                    "pev_certify_trace: arguments of pev.torch.trace given with a Trace")
+            cert = certify(config, trace)
+            count[0] += 1
+            out = tmp_path / f"pev-trace-certificate-{count[0]}"
+            cert.write(out)
+            try:
+                return assert_certified(cert, grade=grade)
+            except CertificationError as e:
+                raise CertificationError(f"{e}\n(certificate written to {out})", cert) from None
 
         return run

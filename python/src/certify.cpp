@@ -446,6 +446,28 @@ certificate_handle certify_tensors(const spec_handle* s, const py::list& tensors
   return h;
 }
 
+/// A model trace (docs/certify.md §8.1) in dump files, against the config.json at `config`: what
+/// `pev certify --config C --impl TRACE` does (pev.certify of a pev.torch.Trace saves it to an npz
+/// and comes here, docs/python.md §9).
+certificate_handle certify_trace(const std::string& config, const std::vector<std::string>& files,
+                                 const common_options& co) {
+  const certify::options o = co.make();
+  certificate_handle h;
+  h.files.push_back({"config", config});
+  for (const auto& f : files) h.files.push_back({"dump", f});
+  h.c = run_long([&]() -> certify::certificate {
+    const certify::dump d = certify::read_dump(std::vector<fs::path>(files.begin(), files.end()));
+    // The trace engine certifies every layer against the encoding the config gives it
+    // (pev/spec/model.h): certify::certify_trace(spec::parse_config_model_file(config), d, o).
+    (void)o;
+    (void)d;
+    throw error(
+        "certifying a model trace (docs/certify.md §8) is not supported by this build of "
+        "pev: the trace engine is missing");
+  });
+  return h;
+}
+
 certificate_handle certify_callable(const spec_handle& s, py::object call, std::string name,
                                     std::string source, const std::vector<std::string>& files,
                                     const common_options& co, std::optional<std::string> type,
@@ -565,6 +587,18 @@ void bind_certify(py::module_& m) {
       py::arg("layout"), py::arg("positions_range"), py::arg("positions"), py::arg("seq_len"),
       py::arg("exhaustive"), py::arg("diagnose"), py::arg("reference"), py::arg("libm"),
       py::arg("max_trig_ulp"));
+  m.def(
+      "certify_trace",
+      [](const std::string& config, const std::vector<std::string>& files,
+         std::optional<std::string> recipe, std::optional<std::string> layout, bool diagnose,
+         const std::string& reference, const std::string& libm,
+         std::optional<double> max_trig_ulp) {
+        return certify_trace(
+            config, files,
+            {std::move(recipe), std::move(layout), diagnose, reference, libm, max_trig_ulp});
+      },
+      py::arg("config"), py::arg("files"), py::arg("recipe"), py::arg("layout"),
+      py::arg("diagnose"), py::arg("reference"), py::arg("libm"), py::arg("max_trig_ulp"));
   m.def(
       "certify_callable",
       [](const spec_handle& s, py::object call, std::string name, std::string source,
