@@ -21,6 +21,7 @@
 #include "pev/app/limits.h"
 #include "pev/app/positions.h"
 #include "pev/app/properties.h"
+#include "pev/certify/trace.h"
 #include "pev/core/error.h"
 #include "pev/core/text.h"
 #include "pev/impl/live.h"
@@ -29,6 +30,8 @@
 #include "pev/kernel/strategy.h"
 #include "pev/report/json.h"
 #include "pev/report/write.h"
+#include "pev/spec/config.h"
+#include "pev/spec/model.h"
 #include "pev/spec/parse.h"
 #include "watchdog.h"
 
@@ -456,14 +459,14 @@ certificate_handle certify_trace(const std::string& config, const std::vector<st
   h.files.push_back({"config", config});
   for (const auto& f : files) h.files.push_back({"dump", f});
   h.c = run_long([&]() -> certify::certificate {
-    const certify::dump d = certify::read_dump(std::vector<fs::path>(files.begin(), files.end()));
-    // The trace engine certifies every layer against the encoding the config gives it
-    // (pev/spec/model.h): certify::certify_trace(spec::parse_config_model_file(config), d, o).
-    (void)o;
-    (void)d;
-    throw error(
-        "certifying a model trace (docs/certify.md §8) is not supported by this build of "
-        "pev: the trace engine is missing");
+    certify::dump d = certify::read_dump(std::vector<fs::path>(files.begin(), files.end()));
+    // Every layer against the encoding the config gives it (pev/spec/model.h); the config's
+    // bytes are both parsed and hashed, as `pev certify` does.
+    const std::string text = io::read_file(config, spec::max_config_bytes);
+    certify::certificate c =
+        certify::certify_trace(spec::parse_config_model_text(text, config), std::move(d), o);
+    c.certification->inputs.push_back({config, "config", certify::sha256_bytes(text)});
+    return c;
   });
   return h;
 }

@@ -191,6 +191,7 @@ std::string certificate_text(const results& r) {
   for (const auto& f : c.inputs) s += fmt::format("input     {} (sha256 {})\n", f.path, f.sha256);
   if (c.inputs_reverified) s += fmt::format("merged    {}\n", merged_text(c));
   s += fmt::format("data      {}; {}\n", c.what, positions_text(c));
+  s += layers_text(c);
   s += fmt::format("{:<18} {:<5} {:>10} {:>9} {:>9} {:>10} {:>8} {:>9}  {}\n", "check", "dtype",
                    "values", "CR %", "faith %", "max abs", "max ulp", "rho " + c.held_to, "grade");
   for (const check& k : r.checks) {
@@ -358,6 +359,7 @@ std::string detail::certificate_markdown(const results& r) {
   os << "\n\n**Grade: " << to_string(c.result) << "**";
   if (c.claimed_recipe) os << "; claim " << md_escape(claim_text(c));
   os << ".\n";
+  os << layers_markdown(c);
   if (c.why) {
     os << "\n### Diagnosis\n\nmax ρ against the exact value (" << c.held_to
        << " bounds): " << figure(c.why->max_rho_without) << "\n\n";
@@ -485,6 +487,7 @@ std::string detail::certificate_html(const results& r,
   auto row = [&](const std::string& k, const std::string& v) {
     os << "<tr><th>" << xml_escape(k) << "</th><td>" << v << "</td></tr>\n";
   };
+  os << layers_html(c);
   // What was checked.
   os << "<h2 id=\"checked\">What was checked</h2>\n<table>\n";
   row("spec", "<code>" + xml_escape(c.spec) + "</code>");

@@ -178,6 +178,11 @@ inline std::string skipped_note(const skipped_plot& p) {
 // A certificate's own pages (certificate.cpp); the public writers (write.h) call them for results
 // with a certification block.
 std::string certificate_markdown(const results& r);
+/// A model trace's sites (layers.cpp, docs/certify.md §8.2): lines of the text summary, the
+/// Layers section of summary.md and of the page (with its strip of layers); "" for one dump.
+std::string layers_text(const certification& c);
+std::string layers_markdown(const certification& c);
+std::string layers_html(const certification& c);
 std::string certificate_html(const results& r, const std::map<std::string, std::string>& svgs);
 std::map<std::string, std::string> certificate_plot_scripts(const results& r,
                                                             const std::string& data_dir);

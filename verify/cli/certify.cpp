@@ -2,7 +2,6 @@
 // tensors or as a live implementation.
 
 #include "pev/certify/certify.h"
-#include "pev/certify/trace.h"
 
 #include <fmt/format.h>
 
@@ -22,6 +21,7 @@
 #include "pev/app/limits.h"
 #include "pev/app/positions.h"
 #include "pev/app/properties.h"
+#include "pev/certify/trace.h"
 #include "pev/core/error.h"
 #include "pev/core/sampling.h"
 #include "pev/core/text.h"
@@ -391,8 +391,9 @@ command add_certify(CLI::App& app) {
               return cert.exit_code();
             }
             if (!st->layers.empty()) {
-              throw error("--layers: only for a model trace (docs/certify.md §8), and the dump "
-                          "holds no layers.{i}.* tensor");
+              throw error(
+                  "--layers: only for a model trace (docs/certify.md §8), and the dump "
+                  "holds no layers.{i}.* tensor");
             }
             if (files.empty()) {
               certify::live_options lo;

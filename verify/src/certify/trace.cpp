@@ -92,9 +92,8 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
   std::vector<detail::site_outcome> out(sites.size());
   tbb::task_arena arena(detail::arena_threads(o));
   arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, sites.size(), [&](std::size_t i) {
-      out[i] = detail::certify_site(sites[i], m, d, o);
-    });
+    tbb::parallel_for(std::size_t{0}, sites.size(),
+                      [&](std::size_t i) { out[i] = detail::certify_site(sites[i], m, d, o); });
   });
 
   // The certificate: every site's checks under its prefix, its row, the model's grade.
@@ -122,9 +121,9 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
   z.result = g;
   z.claim_holds = claim && g != grade::not_certified;
   for (const std::string& s : specs) z.spec += (z.spec.empty() ? "" : " | ") + s;
-  z.what = fmt::format("model trace: {} site{} of {} ({} layer{})", sites.size(),
-                       sites.size() == 1 ? "" : "s", m.model_type.empty() ? "a model" : m.model_type,
-                       m.num_layers, m.num_layers == 1 ? "" : "s");
+  z.what = fmt::format(
+      "model trace: {} site{} of {} ({} layer{})", sites.size(), sites.size() == 1 ? "" : "s",
+      m.model_type.empty() ? "a model" : m.model_type, m.num_layers, m.num_layers == 1 ? "" : "s");
   const std::vector<std::int64_t> pos = detail::trace_positions(d);
   if (!pos.empty()) detail::record_positions(z, pos);
   cert.prov.max_position = z.max_position;
@@ -140,7 +139,10 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
       const std::string key = l.named.value_or("(no known mistake)");
       if (!by.count(key)) order.push_back(key);
       by[key].push_back(&l);
-      if (why.first.empty()) why.first = out[i].mismatches;
+      if (why.first.empty()) {
+        why.first = out[i].mismatches;
+        for (report::mismatch& x : why.first) x.check = sites[i].layer.prefix() + "/" + x.check;
+      }
       why.max_rho_without = std::max(why.max_rho_without, l.max_rho);
     }
     // Each named mistake is an explanation of the sites it explains (an integration mistake is
@@ -151,7 +153,9 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
       if (!ls[0]->findings.empty()) line += " — " + ls[0]->findings[0];
       why.findings.push_back(line);
       if (key != "(no known mistake)") {
-        why.explanations.push_back({key, line, 0, 0, true, 0});
+        std::string what = site_list(ls);
+        if (!ls[0]->findings.empty()) what += ": " + ls[0]->findings[0];
+        why.explanations.push_back({key, what, 0, 0, true, 0});
       }
     }
     // Named when every failing site is explained, by the mistake of the first.

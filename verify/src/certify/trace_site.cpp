@@ -50,7 +50,7 @@ bool identity(const site_data& s, check& c) {
     const io::array* out = s.find(std::string(role) + "_out");
     if (!in || !out) continue;
     any = true;
-    c.dtype = std::string(io::safetensors_name(out->type));
+    c.dtype = to_string(out->type);
     c.values += out->elements();
     const bool equal = in->type == out->type && in->shape == out->shape &&
                        in->data.size() == out->data.size() &&
@@ -59,7 +59,8 @@ bool identity(const site_data& s, check& c) {
     same = false;
     if (in->type == out->type && in->shape == out->shape && is_float(in->type)) {
       const auto a = in->to_doubles(), b = out->to_doubles();
-      for (std::size_t i = 0; i < a.size(); ++i) c.max_abs = std::max(c.max_abs, std::abs(a[i] - b[i]));
+      for (std::size_t i = 0; i < a.size(); ++i)
+        c.max_abs = std::max(c.max_abs, std::abs(a[i] - b[i]));
     }
   }
   same = same && any;
@@ -75,9 +76,7 @@ options quiet(const options& o) {
   return q;
 }
 
-bool certified(const certificate& c) {
-  return c.certification->result != grade::not_certified;
-}
+bool certified(const certificate& c) { return c.certification->result != grade::not_certified; }
 
 // The outcome of a site from the certificate of its sub-dump.
 void take(site_outcome& s, certificate c) {
@@ -91,9 +90,17 @@ void take(site_outcome& s, certificate c) {
   s.reference_values = c.prov.reference_values;
   s.reference_fallbacks = c.prov.reference_fallbacks;
   if (z.why) {
-    s.mismatches = z.why->first;
-    s.row.named = z.why->named;
-    s.row.findings = z.why->findings;
+    const report::diagnosis& w = *z.why;
+    s.mismatches = w.first;
+    s.row.named = w.named;
+    // What the named mistake is, what the data implies, and what it cannot be told from.
+    if (w.named && !w.explanations.empty()) s.row.findings.push_back(w.explanations[0].description);
+    s.row.findings.insert(s.row.findings.end(), w.findings.begin(), w.findings.end());
+    if (!w.indistinguishable.empty()) {
+      std::string t;
+      for (const auto& x : w.indistinguishable) t += (t.empty() ? "" : ", ") + x;
+      s.row.findings.push_back("indistinguishable on this data: " + t);
+    }
   }
   s.checks = std::move(c.checks);
 }
@@ -105,8 +112,9 @@ std::vector<const spec::layer_spec*> other_ropes(const spec::model_spec& m,
   for (const spec::layer_spec& l : m.layers) {
     if (!l.encoding || !std::holds_alternative<spec::rope>(*l.encoding)) continue;
     if (e && *l.encoding == *e) continue;
-    const bool seen = std::any_of(out.begin(), out.end(),
-                                  [&](const spec::layer_spec* x) { return *x->encoding == *l.encoding; });
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const spec::layer_spec* x) {
+      return *x->encoding == *l.encoding;
+    });
     if (!seen) out.push_back(&l);
   }
   return out;
@@ -200,9 +208,10 @@ site_outcome certify_site(const trace_site& ts, const spec::model_spec& m, const
     // The config says NoPE: the identity is expected.
     out.row.read = s.none ? "none (not rotated)" : "q_in, q_out (compared bit for bit)";
     if (!s.none && !(s.find("q_in") && s.find("q_out"))) {
-      throw error(fmt::format("site {} (NoPE by {}): expected {}.none or q_in and q_out; it holds "
-                              "{}",
-                              prefix, l.rule, prefix, tensor_list(site_dump(s, trace))));
+      throw error(
+          fmt::format("site {} (NoPE by {}): expected {}.none or q_in and q_out; it holds "
+                      "{}",
+                      prefix, l.rule, prefix, tensor_list(site_dump(s, trace))));
     }
     out.row.result = unrotated ? grade::correctly_rounded : grade::not_certified;
     out.claim_holds = unrotated;
@@ -230,8 +239,8 @@ site_outcome certify_site(const trace_site& ts, const spec::model_spec& m, const
     id.note = "the config gives this layer RoPE";
     out.checks.push_back(id);
     out.row.named = kNotRotated;
-    out.row.findings.push_back(fmt::format("not rotated, where the config says {} ({})",
-                                           out.row.spec, l.rule));
+    out.row.findings.push_back(
+        fmt::format("not rotated, where the config says {} ({})", out.row.spec, l.rule));
     out.row.max_rho = INFINITY;
     return out;
   }

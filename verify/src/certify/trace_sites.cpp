@@ -1,6 +1,8 @@
 // The names of a model trace (docs/certify.md §8.1): which site each tensor belongs to, the sites
 // of a config the trace holds, a site's tensors as a sub-dump, the trace's positions.
 
+#include "trace_sites.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 
 #include "detail.h"
 #include "pev/core/error.h"
-#include "trace_sites.h"
 
 namespace pev::certify::detail {
 
@@ -18,8 +19,8 @@ namespace {
 // The roles a site's tensors may have (docs/certify.md §8.1); anything else under a site's prefix
 // is an error naming it, so that a misspelt name is never silently left unchecked.
 const std::set<std::string>& layer_roles() {
-  static const std::set<std::string> r{"q_in", "q_out", "k_in",     "k_out",
-                                       "cos",  "sin",   "none",     "inv_freq",
+  static const std::set<std::string> r{"q_in",  "q_out",         "k_in",      "k_out",
+                                       "cos",   "sin",           "none",      "inv_freq",
                                        "table", "cos_sin_cache", "freqs_cis", "attention_factor"};
   return r;
 }
@@ -100,25 +101,25 @@ std::vector<trace_site> trace_sites(const spec::model_spec& m, const dump& d,
     if (of_config.count(key)) {
       for (const auto& [role, a] : s.tensors) {
         (void)a;
-        const bool known = key.first >= 0 ? layer_roles().count(role) > 0
-                                          : (role == "table" || role == "positions" ||
-                                             role == "buckets");
+        const bool known = key.first >= 0
+                               ? layer_roles().count(role) > 0
+                               : (role == "table" || role == "positions" || role == "buckets");
         if (!known) {
-          throw error(fmt::format("tensor '{}.{}': '{}' is not a role of a trace site "
-                                  "(docs/certify.md §8.1)",
-                                  site_name(key.first, key.second), role, role));
+          throw error(
+              fmt::format("tensor '{}.{}': '{}' is not a role of a trace site "
+                          "(docs/certify.md §8.1)",
+                          site_name(key.first, key.second), role, role));
         }
       }
       continue;
     }
     throw error(fmt::format(
         "the trace holds {} (tensor '{}.{}'), which the config does not have ({} layers{})",
-        key.first >= 0 ? fmt::format("layer {}{}", key.first,
-                                     key.second.empty() ? "" : " site " + key.second)
-                       : "site " + key.second,
-        site_name(key.first, key.second),
-        s.none ? std::string("none") : s.tensors.begin()->first, m.num_layers,
-        m.model_type.empty() ? "" : ", " + m.model_type));
+        key.first >= 0
+            ? fmt::format("layer {}{}", key.first, key.second.empty() ? "" : " site " + key.second)
+            : "site " + key.second,
+        site_name(key.first, key.second), s.none ? std::string("none") : s.tensors.begin()->first,
+        m.num_layers, m.model_type.empty() ? "" : ", " + m.model_type));
   }
   if (out.empty()) {
     throw error(fmt::format("the trace holds no site of the config; it holds {}", tensor_list(d)));

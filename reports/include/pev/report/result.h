@@ -368,8 +368,8 @@ struct layer_result {
   std::string read;         // what the trace holds for it ("q, k (bhtd)", "none: not rotated")
   std::vector<std::string> checks;  // the ids of its check rows
   grade result = grade::not_certified;
-  double max_rho = 0;  // in the bound the data is held to
-  std::optional<std::string> named;  // the mistake that explains this site's data
+  double max_rho = 0;                 // in the bound the data is held to
+  std::optional<std::string> named;   // the mistake that explains this site's data
   std::vector<std::string> findings;  // what the data implies (parameters, the spec it follows)
 
   bool operator==(const layer_result&) const = default;

@@ -1,0 +1,300 @@
+// Model traces (docs/certify.md §8): every layer held to its own encoding, NoPE layers as the
+// identity, the model graded by its worst layer, and the integration mistakes named at the layers
+// they touch — made here with pev's own hf kernels and the mutant catalogue on a four-layer model
+// (full θ 10^6, sliding θ 10^4, NoPE, full).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pev/certify/certify.h"
+#include "pev/certify/trace.h"
+#include "pev/impl/implementation.h"
+#include "pev/impl/mutants.h"
+#include "pev/report/json.h"
+#include "pev/spec/model.h"
+#include "pev/spec/parse.h"
+
+namespace pev {
+namespace {
+
+constexpr std::int64_t B = 2, T = 48, H = 2, D = 64;
+
+const char* kFull = "rope:head_dim=64,rope_theta=1000000";
+const char* kSliding = "rope:head_dim=64,rope_theta=10000";
+
+spec::layer_spec layer(std::int64_t i, const char* type, const char* s, const char* rule) {
+  spec::layer_spec l;
+  l.index = i;
+  l.type = type;
+  if (s) l.encoding = spec::parse_spec(s);
+  l.rule = rule;
+  return l;
+}
+
+spec::model_spec model() {
+  spec::model_spec m;
+  m.model_type = "test";
+  m.num_layers = 4;
+  m.layers = {layer(0, "full_attention", kFull, "rope_parameters.full_attention"),
+              layer(1, "sliding_attention", kSliding, "rope_parameters.sliding_attention"),
+              layer(2, "full_attention", nullptr, "no_rope_layers[2] = 0"),
+              layer(3, "full_attention", kFull, "rope_parameters.full_attention")};
+  return m;
+}
+
+// position_ids [B, T]: row 0 at 0 … T − 1, row 1 at 7 … T + 6 (a later request of the batch).
+std::vector<std::int64_t> batch_positions() {
+  std::vector<std::int64_t> p(static_cast<std::size_t>(B * T));
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t t = 0; t < T; ++t) p[static_cast<std::size_t>(b * T + t)] = t + 7 * b;
+  }
+  return p;
+}
+
+// Layer i of the trace: seeded q and k [B, T, H, D] (bthd) rotated by `im` at `pos` (B·T
+// positions, row-major), or the identity (`im` null: q_out = q_in), or the `none` marker.
+void add_layer(certify::dump& d, std::int64_t i, const impl::implementation* im,
+               const std::vector<std::int64_t>& pos, bool marker = false) {
+  const std::string p = "layers." + std::to_string(i) + ".";
+  if (marker) {
+    d.tensors.emplace(p + "none", io::array::from_int64({}, {1}));
+    return;
+  }
+  std::mt19937_64 rng(20261128 + static_cast<std::uint64_t>(i));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const char* role : {"q", "k"}) {
+    std::vector<float> in(static_cast<std::size_t>(B * T * H * D)), out(in.size());
+    for (float& v : in) v = normal(rng);
+    if (im) {
+      // One batch row at a time: a [T, H, D] block of in and out at the row's positions.
+      const auto n = static_cast<std::size_t>(T * H * D);
+      for (std::int64_t b = 0; b < B; ++b) {
+        const auto o = static_cast<std::size_t>(b) * n;
+        im->rope_rotate(std::span(pos).subspan(static_cast<std::size_t>(b * T), T), std::nullopt,
+                        kernel::heads_view<const float>{std::span(in).subspan(o, n), T, H, D},
+                        kernel::heads_view<float>{std::span(out).subspan(o, n), T, H, D});
+      }
+    } else {
+      out = in;
+    }
+    d.tensors.emplace(p + role + "_in", io::array::from_values<float>({B, T, H, D}, in));
+    d.tensors.emplace(p + role + "_out", io::array::from_values<float>({B, T, H, D}, out));
+  }
+}
+
+struct kernels {
+  std::unique_ptr<impl::implementation> full =
+      impl::make_builtin(spec::parse_spec(kFull), kernel::strategy::hf);
+  std::unique_ptr<impl::implementation> sliding =
+      impl::make_builtin(spec::parse_spec(kSliding), kernel::strategy::hf);
+};
+
+// The genuine trace, each layer made by `layer_impl` (defaults: the config's).
+certify::dump trace(const kernels& k, const std::vector<std::int64_t>& pos = batch_positions()) {
+  (void)k;
+  certify::dump d;
+  d.metadata["qk_layout"] = "bthd";
+  d.tensors.emplace("position_ids", io::array::from_int64({B, T}, pos));
+  return d;
+}
+
+certify::options opts() {
+  certify::options o;
+  o.threads = 2;
+  return o;
+}
+
+const report::layer_result& row(const certify::certificate& c, std::int64_t i) {
+  for (const auto& l : c.certification->layers) {
+    if (l.index == i) return l;
+  }
+  throw std::runtime_error("no layer " + std::to_string(i));
+}
+
+TEST(Trace, GenuineModelIsCertifiedLayerByLayerWithTheNoPELayerAsIdentity) {
+  const kernels k;
+  certify::dump d = trace(k);
+  const auto pos = batch_positions();
+  add_layer(d, 0, k.full.get(), pos);
+  add_layer(d, 1, k.sliding.get(), pos);
+  add_layer(d, 2, nullptr, pos);
+  add_layer(d, 3, k.full.get(), pos);
+  ASSERT_TRUE(certify::is_trace(d));
+  EXPECT_EQ(certify::traced_layers(d), (std::vector<std::int64_t>{0, 1, 2, 3}));
+  const auto c = certify::certify_trace(model(), d, opts());
+  const auto& z = *c.certification;
+  ASSERT_EQ(z.layers.size(), 4u) << certify::to_text(c);
+  EXPECT_NE(z.result, report::grade::not_certified) << certify::to_text(c);
+  EXPECT_EQ(c.exit_code(), 0);
+  EXPECT_EQ(row(c, 2).spec, "none");
+  EXPECT_EQ(row(c, 2).result, report::grade::correctly_rounded);
+  EXPECT_EQ(row(c, 1).spec, spec::to_spec_string(spec::parse_spec(kSliding)));
+  EXPECT_EQ(row(c, 0).checks.size(), 2u);  // q and k
+  // The model's grade is its worst layer's.
+  report::grade worst = report::grade::correctly_rounded;
+  for (const auto& l : z.layers) worst = std::max(worst, l.result);
+  EXPECT_EQ(z.result, worst);
+  // The layers survive certificate.json.
+  const auto back = report::from_json(certify::to_json(c), "test");
+  EXPECT_EQ(back.certification->layers, z.layers);
+  EXPECT_NE(certify::to_text(c).find("identity (NoPE)"), std::string::npos);
+}
+
+TEST(Trace, TheNoneMarkerIsTheIdentity) {
+  const kernels k;
+  certify::dump d = trace(k);
+  const auto pos = batch_positions();
+  add_layer(d, 0, k.full.get(), pos);
+  add_layer(d, 1, k.sliding.get(), pos);
+  add_layer(d, 2, nullptr, pos, /*marker=*/true);
+  add_layer(d, 3, k.full.get(), pos);
+  const auto c = certify::certify_trace(model(), d, opts());
+  EXPECT_EQ(c.exit_code(), 0) << certify::to_text(c);
+  EXPECT_EQ(row(c, 2).read, "none (not rotated)");
+}
+
+// Each integration mistake: not certified, named at exactly the layers it touches.
+void expect_named(const certify::certificate& c, const std::vector<std::int64_t>& bad,
+                  const std::string& id, const std::string& finding_part = "") {
+  SCOPED_TRACE(certify::to_text(c));
+  EXPECT_EQ(c.exit_code(), 1);
+  for (const auto& l : c.certification->layers) {
+    const bool is_bad = std::find(bad.begin(), bad.end(), l.index) != bad.end();
+    EXPECT_EQ(l.result == report::grade::not_certified, is_bad) << "layer " << l.index;
+    if (!is_bad) continue;
+    ASSERT_TRUE(l.named) << "layer " << l.index;
+    EXPECT_EQ(*l.named, id) << "layer " << l.index;
+    if (!finding_part.empty()) {
+      ASSERT_FALSE(l.findings.empty());
+      EXPECT_NE(l.findings[0].find(finding_part), std::string::npos) << l.findings[0];
+    }
+  }
+  ASSERT_TRUE(c.certification->why);
+  EXPECT_EQ(c.certification->why->named.value_or(""), id);
+}
+
+TEST(Trace, SlidingLayerWithTheGlobalThetaIsNamed) {
+  const kernels k;
+  certify::dump d = trace(k);
+  const auto pos = batch_positions();
+  add_layer(d, 0, k.full.get(), pos);
+  add_layer(d, 1, k.full.get(), pos);  // the global θ on the sliding layer
+  add_layer(d, 2, nullptr, pos);
+  add_layer(d, 3, k.full.get(), pos);
+  expect_named(certify::certify_trace(model(), d, opts()), {1}, "rope-of-other-layer-type",
+               "rope_theta=1000000");
+}
+
+TEST(Trace, RotatedNoPELayerIsNamedWithTheRoPEItFollows) {
+  const kernels k;
+  certify::dump d = trace(k);
+  const auto pos = batch_positions();
+  add_layer(d, 0, k.full.get(), pos);
+  add_layer(d, 1, k.sliding.get(), pos);
+  add_layer(d, 2, k.full.get(), pos);  // RoPE on the NoPE layer
+  add_layer(d, 3, k.full.get(), pos);
+  expect_named(certify::certify_trace(model(), d, opts()), {2}, "rope-on-nope-layer",
+               "the RoPE of the full_attention layers");
+}
+
+TEST(Trace, RoPELayerLeftUnrotatedIsNamed) {
+  const kernels k;
+  certify::dump d = trace(k);
+  const auto pos = batch_positions();
+  add_layer(d, 0, k.full.get(), pos);
+  add_layer(d, 1, k.sliding.get(), pos);
+  add_layer(d, 2, nullptr, pos);
+  add_layer(d, 3, nullptr, pos);  // NoPE where the config says RoPE
+  expect_named(certify::certify_trace(model(), d, opts()), {3}, "rope-layer-not-rotated");
+}
+
+TEST(Trace, BatchRowsAtRowZerosPositionsAreNamed) {
+  const kernels k;
+  certify::dump d = trace(k);
+  auto row0 = batch_positions();
+  std::copy_n(row0.begin(), T, row0.begin() + T);  // every row at row 0's positions
+  add_layer(d, 0, k.full.get(), row0);
+  add_layer(d, 1, k.sliding.get(), row0);
+  add_layer(d, 2, nullptr, row0);
+  add_layer(d, 3, k.full.get(), row0);
+  expect_named(certify::certify_trace(model(), d, opts()), {0, 1, 3}, "batch-row-positions");
+}
+
+TEST(Trace, PackedSequencesWhosePositionsRunOnAreNamed) {
+  const kernels k;
+  // Each row packs two sequences of T/2 tokens: positions restart at T/2.
+  std::vector<std::int64_t> packed(static_cast<std::size_t>(B * T)), run_on(packed.size());
+  for (std::size_t j = 0; j < packed.size(); ++j) {
+    const auto t = static_cast<std::int64_t>(j % T);
+    packed[j] = t % (T / 2);
+    run_on[j] = t;
+  }
+  certify::dump genuine = trace(k, packed), wrong = trace(k, packed);
+  for (std::int64_t i : {0, 3}) {
+    add_layer(genuine, i, k.full.get(), packed);
+    add_layer(wrong, i, k.full.get(), run_on);
+  }
+  add_layer(genuine, 1, k.sliding.get(), packed);
+  add_layer(wrong, 1, k.sliding.get(), packed);  // only the full layers run on
+  add_layer(genuine, 2, nullptr, packed);
+  add_layer(wrong, 2, nullptr, packed);
+  EXPECT_EQ(certify::certify_trace(model(), genuine, opts()).exit_code(), 0);
+  expect_named(certify::certify_trace(model(), wrong, opts()), {0, 3},
+               "packed-positions-not-restarting");
+}
+
+TEST(Trace, ACatalogueMistakeIsNamedAtItsLayer) {
+  const kernels k;
+  certify::dump d = trace(k);
+  const auto pos = batch_positions();
+  const auto shifted = impl::make_mutant("position-off-by-one", spec::parse_spec(kSliding));
+  add_layer(d, 0, k.full.get(), pos);
+  add_layer(d, 1, shifted.get(), pos);
+  add_layer(d, 2, nullptr, pos);
+  add_layer(d, 3, k.full.get(), pos);
+  const auto c = certify::certify_trace(model(), d, opts());
+  EXPECT_EQ(c.exit_code(), 1);
+  EXPECT_EQ(row(c, 1).result, report::grade::not_certified);
+  EXPECT_EQ(row(c, 1).named.value_or(""), "position-off-by-one") << certify::to_text(c);
+  EXPECT_NE(row(c, 0).result, report::grade::not_certified);
+}
+
+TEST(Trace, BadTracesAreNamedErrors) {
+  const kernels k;
+  const auto pos = batch_positions();
+  const auto message = [&](const certify::dump& d, const certify::trace_options& to = {}) {
+    try {
+      (void)certify::certify_trace(model(), d, opts(), to);
+    } catch (const error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  certify::dump d = trace(k);
+  add_layer(d, 0, k.full.get(), pos);
+  // A layer of the config the trace does not hold, unless --layers says which were traced.
+  EXPECT_NE(message(d).find("no tensor of layer 1"), std::string::npos) << message(d);
+  certify::trace_options only0;
+  only0.layers = {0};
+  EXPECT_EQ(message(d, only0), "(no error)");
+  // A layer the config does not have.
+  certify::dump extra = d;
+  add_layer(extra, 7, k.full.get(), pos);
+  EXPECT_NE(message(extra, only0).find("layer 7"), std::string::npos) << message(extra, only0);
+  // A role no site has: a misspelt name is not left unchecked.
+  certify::dump typo = d;
+  typo.tensors.emplace("layers.0.qout", d.tensors.at("layers.0.q_out"));
+  EXPECT_NE(message(typo, only0).find("'qout' is not a role"), std::string::npos)
+      << message(typo, only0);
+  // A trace is certified whole.
+  certify::options sharded = opts();
+  sharded.shard_count = 2;
+  EXPECT_THROW((void)certify::certify_trace(model(), d, sharded, only0), error);
+}
+
+}  // namespace
+}  // namespace pev
