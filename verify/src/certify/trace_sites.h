@@ -2,9 +2,9 @@
 // Internals of certify_trace (trace.cpp, docs/certify.md §8): the sites of a trace and how one is
 // certified.
 // clang-format off
-//   trace_sites.cpp   the trace's names (§8.1): which site a tensor belongs to, each site's
+//   trace_sites.cpp   the trace's names (docs/certify.md §8.1): which site a tensor belongs to, each site's
 //                     tensors as a sub-dump, the positions
-//   trace_site.cpp    one site certified against its own encoding, and diagnosed (§8.3)
+//   trace_site.cpp    one site certified against its own encoding, and diagnosed (docs/certify.md §8.3)
 // clang-format on
 
 #include <cstdint>
