@@ -353,6 +353,40 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
   return out;
 }
 
+table_fit fit_rotation(const spec::rope& s, std::optional<std::int64_t> seq, const qk_source& q,
+                       const std::vector<std::int64_t>& pos) {
+  const std::int64_t R = q.tokens, H = q.heads, D = q.dim, P = s.pairs();
+  const std::vector<double> x = q.in->to_doubles(), y = q.out->to_doubles();
+  std::vector<double> c(static_cast<std::size_t>(R * P)), sn(c.size());
+  for (std::int64_t r = 0; r < R; ++r) {
+    for (std::int64_t i = 0; i < P; ++i) {
+      const auto [a, b] = spec::pair_dims(s, i);
+      double best = -1, cv = kNaN, sv = kNaN;
+      for (std::int64_t h = 0; h < H; ++h) {
+        const auto at = static_cast<std::size_t>((r * H + h) * D);
+        const double x0 = x[at + static_cast<std::size_t>(a)], x1 = x[at + static_cast<std::size_t>(b)];
+        const double y0 = y[at + static_cast<std::size_t>(a)], y1 = y[at + static_cast<std::size_t>(b)];
+        const double n = x0 * x0 + x1 * x1;
+        if (!(n > best)) continue;
+        best = n;
+        cv = (x0 * y0 + x1 * y1) / n;
+        sv = (x0 * y1 - x1 * y0) / n;
+      }
+      c[static_cast<std::size_t>(r * P + i)] = cv;
+      sn[static_cast<std::size_t>(r * P + i)] = sv;
+    }
+  }
+  const io::array ca = io::array::from_doubles({R, P}, c), sa = io::array::from_doubles({R, P}, sn);
+  table_source t;
+  t.cos = plane{&ca, P, 1, 0};
+  t.sin = plane{&sa, P, 1, 0};
+  t.rows = R;
+  t.width = P;
+  for (std::int64_t i = 0; i < P; ++i) t.pair.push_back(i);
+  t.source = q.name + " rotation";
+  return fit_table<double>(s, seq, t, pos, 4096);
+}
+
 template table_fit fit_table<double>(const spec::rope&, std::optional<std::int64_t>,
                                      const table_source&, const std::vector<std::int64_t>&,
                                      std::size_t);

@@ -64,4 +64,11 @@ template <class T>
 table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
                     const std::vector<std::int64_t>& pos, std::size_t max_rows = 0);
 
+/// Fits the table a rotation of q or k implies (docs/certify.md §8.3): per row and pair, the
+/// cos and sin that take the input pair to the output pair, (x·y, x × y)/|x|² of the head with
+/// the largest |x| — exact in double up to the data's rounding — fitted as a table of doubles at
+/// the rows' positions `pos`. What q/k alone say of the frequencies and the attention factor.
+table_fit fit_rotation(const spec::rope& s, std::optional<std::int64_t> seq, const qk_source& q,
+                       const std::vector<std::int64_t>& pos);
+
 }  // namespace pev::certify::detail

@@ -150,11 +150,15 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
     for (const std::string& key : order) {
       const auto& ls = by[key];
       std::string line = fmt::format("{}: {}", site_list(ls), key);
-      if (!ls[0]->findings.empty()) line += " — " + ls[0]->findings[0];
+      for (std::size_t j = 0; j < ls[0]->findings.size(); ++j) {
+        line += (j == 0 ? " — " : "; ") + ls[0]->findings[j];
+      }
       why.findings.push_back(line);
       if (key != "(no known mistake)") {
         std::string what = site_list(ls);
-        if (!ls[0]->findings.empty()) what += ": " + ls[0]->findings[0];
+        for (std::size_t j = 0; j < ls[0]->findings.size(); ++j) {
+          what += (j == 0 ? ": " : "; ") + ls[0]->findings[j];
+        }
         why.explanations.push_back({key, what, 0, 0, true, 0});
       }
     }
