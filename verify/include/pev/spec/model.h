@@ -44,7 +44,7 @@ struct layer_spec {
 };
 
 struct model_spec {
-  std::string model_type;      // the config's model_type ("" when absent)
+  std::string model_type;       // the config's model_type ("" when absent)
   std::int64_t num_layers = 0;  // num_hidden_layers (0 for a model without decoder layers)
   /// Every site, ordered by (index, site); model-level sites (index −1) first.
   std::vector<layer_spec> layers;
