@@ -245,6 +245,12 @@ const std::vector<rope_case>& rope_cases() {
       {"ministral3_8b", "", {{"head_dim", "128"}, {"rotary_dim", "128"}, {"rope_theta", "1000000"},
         {"rope_type", "yarn"}, {"factor", "16"}, {"max_position_embeddings", "262144"},
         {"original_max_position_embeddings", "16384"}, {"mscale", "1"}, {"mscale_all_dim", "1"}}},
+      // Gemma-4: per-layer groups; full_attention proportional over global_head_dim 512.
+      {"gemma4_e4b", "", {{"head_dim", "512"}, {"partial_rotary_factor", "0.25"},
+        {"rotary_dim", "512"}, {"rope_theta", "1000000"}, {"rope_type", "proportional"},
+        {"max_position_embeddings", "131072"}}},
+      {"gemma4_e4b", "sliding_attention", {{"head_dim", "256"}, {"rotary_dim", "256"},
+        {"max_position_embeddings", "131072"}}},
       // HunYuan: dynamic with alpha 1000 is default RoPE with base 1e4·1000^(128/126).
       {"hunyuan_7b", "", {{"head_dim", "128"}, {"rotary_dim", "128"},
         {"rope_theta", "11158839.92507748"}, {"max_position_embeddings", "262144"}}},

@@ -139,6 +139,43 @@ TEST(SpecModel, Gemma3SlidingLayersTakeTheLocalBase) {
             "layer_types[4] = sliding_attention: rope_parameters.sliding_attention");
 }
 
+TEST(SpecModel, Gemma4FullLayersProportionalOverTheGlobalHeadDim) {
+  // Gemma4TextConfig: layer_types absent → pattern 6, last layer full; full_attention layers
+  // rotate a quarter of global_head_dim = 512 (proportional), sliding ones all of head_dim 256.
+  const auto file = kFamilies / "gemma4_e4b.json";
+  const auto [m, w] = load(file);
+  EXPECT_TRUE(w.empty()) << w.front();
+  EXPECT_EQ(m.model_type, "gemma4_text");
+  ASSERT_EQ(m.num_layers, 42);
+  for (std::int64_t i = 0; i < 42; ++i) {
+    EXPECT_EQ(at(m, i).type, (i + 1) % 6 == 0 ? "full_attention" : "sliding_attention") << i;
+  }
+  const rope& full = rope_of(at(m, 41));
+  EXPECT_EQ(full.type, rope_type::proportional);
+  EXPECT_EQ(full.head_dim, 512);
+  EXPECT_EQ(full.partial_rotary_factor, 0.25);
+  EXPECT_EQ(full.rope_theta, 1e6);
+  EXPECT_EQ(full, group_of(file, "full_attention"));
+  const rope& sliding = rope_of(at(m, 0));
+  EXPECT_EQ(sliding.type, rope_type::default_);
+  EXPECT_EQ(sliding.head_dim, 256);
+  EXPECT_EQ(sliding.rotary_dim, 256);
+  EXPECT_EQ(sliding.rope_theta, 10000.0);
+  EXPECT_TRUE(contains(at(m, 5).rule, "global_head_dim")) << at(m, 5).rule;
+
+  // A last layer given as sliding is forced to full_attention, with transformers' warning.
+  std::vector<std::string> warned;
+  const auto forced = parse_config_model_text(
+      R"({"model_type": "gemma4_text", "hidden_size": 2560, "num_attention_heads": 8,
+          "num_hidden_layers": 2, "layer_types": ["sliding_attention", "sliding_attention"]})",
+      "g.json", [&](std::string_view m) { warned.emplace_back(m); });
+  EXPECT_EQ(at(forced, 1).type, "full_attention");
+  EXPECT_EQ(rope_of(at(forced, 1)).head_dim, 512);  // Gemma4TextConfig's global_head_dim
+  EXPECT_EQ(rope_of(at(forced, 1)).type, rope_type::proportional);
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_TRUE(contains(warned[0], "Forcing last layer")) << warned[0];
+}
+
 TEST(SpecModel, Llama4ScoutNoPEEveryFourthLayerChunkedElsewhere) {
   // no_rope_layers [] → Llama4TextConfig's default: use_rope = (i + 1) % 4 != 0; RoPE layers are
   // chunked_attention, the NoPE ones full_attention.
@@ -446,6 +483,12 @@ TEST(SpecModel, NamedErrorsForRulesPevDoesNotKnow) {
       "layer_types": ["sliding_attention", "chunked_attention"], "head_dim": 256,
       "hidden_size": 1152, "num_attention_heads": 4})"),
                        "no group 'chunked_attention'"));
+  // Groups by layer type without layer_types, in a family whose pattern pev does not know.
+  EXPECT_TRUE(contains(error_of(R"({"model_type": "newmodel", "hidden_size": 1024,
+      "num_attention_heads": 8, "num_hidden_layers": 4, "rope_parameters": {
+      "full_attention": {"rope_type": "default", "rope_theta": 1e6},
+      "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}})"),
+                       "layer_types is not given, and pev does not know"));
   // The learned table's shape is needed.
   EXPECT_TRUE(contains(error_of(R"({"model_type": "gpt2", "n_layer": 2})"), "n_positions"));
 }

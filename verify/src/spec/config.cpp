@@ -239,6 +239,24 @@ encoding read_config(std::string_view json_text_in, std::string_view source,
       if (gemma && scaling != nullptr && truthy(*scaling)) dict_name = "rope_scaling";
       norm.erase("rope_theta");  // moved into the groups
     }
+  } else if (ctx.is(special::gemma4)) {
+    if (!find(norm, "global_head_dim")) {
+      norm["global_head_dim"] = 512;
+      ctx.names["global_head_dim"] = "global_head_dim (Gemma4TextConfig default)";
+    }
+    // Gemma4TextConfig: rope_parameters per layer type as given (no legacy rope_scaling); absent,
+    // {"sliding_attention": default, θ 1e4; "full_attention": proportional, partial_rotary_factor
+    // 0.25, θ 1e6}.
+    if (params != nullptr && params->is_object() && !params->empty()) {
+      dict = *params;
+    } else {
+      dict = {{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
+              {"full_attention",
+               {{"rope_type", "proportional"},
+                {"partial_rotary_factor", 0.25},
+                {"rope_theta", 1000000.0}}}};
+      synthesized = true;
+    }
   } else if (ctx.is(special::olmo3)) {
     // OLMo-3 scales only its full-attention layers: Olmo3Config.convert_rope_params_to_dict
     // (transformers v5) builds {"sliding_attention": default, "full_attention": default updated
@@ -367,7 +385,23 @@ encoding read_config(std::string_view json_text_in, std::string_view source,
     const json& d = dict[name];
     const std::string path = (synthesized ? at + "rope_parameters" : dict_path) + "." + name;
     if (!d.is_object()) in.fail(fmt::format("{} must be an object, got {}", path, json_text(d)));
-    rope r = read_group(ctx, d, path, true, name == group || all_groups != nullptr);
+    // Gemma-4's full-attention layers have their own head width, global_head_dim (the
+    // proportional initializer reads it: head_dim_key="global_head_dim").
+    const json* global_hd = ctx.is(special::gemma4) && name == "full_attention"
+                                ? find(norm, "global_head_dim")
+                                : nullptr;
+    json wide;
+    context wide_ctx = ctx;
+    if (global_hd != nullptr && !global_hd->is_null()) {
+      wide = norm;
+      wide["head_dim"] = *global_hd;
+      wide_ctx.cfg = &wide;
+      const auto named = ctx.names.find("global_head_dim");
+      wide_ctx.names["head_dim"] =
+          named != ctx.names.end() ? named->second : std::string("global_head_dim");
+    }
+    rope r = read_group(wide.is_null() ? ctx : wide_ctx, d, path, true,
+                        name == group || all_groups != nullptr);
     if (all_groups != nullptr) (*all_groups)[name] = r;
     if (name == group) chosen = std::move(r);
   }

@@ -42,6 +42,7 @@ enum class special {
   deepseek_v3,  // rope_interleave (default true)
   mpt,          // ALiBi always (attn_config ignored by transformers' MptModel)
   olmo3,        // per-layer groups: rope_scaling on full-attention layers only
+  gemma4,       // per-layer groups; full-attention layers over global_head_dim
   hunyuan,      // rope_scaling.alpha: dynamic NTK-alpha, a changed base
   ministral3,   // rope_parameters.llama_4_scaling_beta: a q scale, not a rotation
 };

@@ -224,6 +224,16 @@ model_spec parse_config_model_text(std::string_view json_text, std::string_view 
 
   // RoPE: which layer rotates, and with which group.
   m.num_layers = layer_count(in, cfg, at);
+  const json* lt = find(cfg, "layer_types");
+  if ((lt == nullptr || lt->is_null()) && groups.count("") == 0 && groups.size() > 1 &&
+      !derives_layer_types(fam != nullptr ? fam->model_type : std::string_view())) {
+    std::string names;
+    for (const auto& [g, r] : groups) names += (names.empty() ? "" : ", ") + g;
+    in.fail(fmt::format(
+        "the rope dict has layer-type groups ({}) but {}layer_types is not given, and pev does not "
+        "know how model_type {} assigns them to layers (docs/encodings.md §7.9)",
+        names, at, lm.model_type.empty() ? "(not given)" : "'" + lm.model_type + "'"));
+  }
   const std::vector<layer_plan> plan = plan_layers(in, cfg, at, fam, m.num_layers);
   const bool v32 = fam != nullptr && fam->model_type == "deepseek_v32";
   for (std::int64_t i = 0; i < m.num_layers; ++i) {

@@ -37,6 +37,14 @@ const json* rope_dict(const json& cfg) {
 
 }  // namespace
 
+bool derives_layer_types(std::string_view mt) {
+  for (const char* m : {"gemma3_text", "cohere2", "gemma4_text", "olmo3", "qwen3_next",
+                        "qwen3_5_text", "modernbert", "llama4_text", "smollm3"}) {
+    if (mt == m) return true;
+  }
+  return false;
+}
+
 std::vector<layer_plan> plan_layers(const reader& in, const json& cfg, const std::string& at,
                                     const family* fam, std::int64_t num_layers) {
   const std::string_view mt = fam != nullptr ? fam->model_type : std::string_view();
@@ -126,9 +134,10 @@ std::vector<layer_plan> plan_layers(const reader& in, const json& cfg, const std
         plan[i].why = fmt::format("{} → {}", why, plan[i].type);
       }
     };
-    if (mt == "gemma3_text" || mt == "cohere2") {
-      const std::int64_t n =
-          positive(in, cfg, at, "sliding_window_pattern", mt == "cohere2" ? 4 : 6);
+    if (mt == "gemma3_text" || mt == "cohere2" || mt == "gemma4_text") {
+      const std::int64_t n = mt == "gemma4_text" ? 6
+                                                 : positive(in, cfg, at, "sliding_window_pattern",
+                                                            mt == "cohere2" ? 4 : 6);
       every(n, "sliding_attention", "full_attention",
             fmt::format("layer_types absent: {} with sliding_window_pattern {} (full where (i + "
                         "1) % {} == 0)",
@@ -176,6 +185,16 @@ std::vector<layer_plan> plan_layers(const reader& in, const json& cfg, const std
         plan[i].why = "full_attention (no layer_types)";
       }
     }
+  }
+
+  // Gemma4TextConfig forces the last layer to full_attention (with a warning).
+  if (mt == "gemma4_text" && L > 0 && plan[L - 1].type != "full_attention") {
+    in.warning(
+        fmt::format("Last layer must use `full_attention`, but got `{}`. Forcing last layer "
+                    "to `full_attention` (Gemma4TextConfig)",
+                    plan[L - 1].type));
+    plan[L - 1].type = "full_attention";
+    plan[L - 1].why += " → full_attention (Gemma4TextConfig forces the last layer)";
   }
 
   // --- Which layers rotate.
@@ -233,6 +252,9 @@ std::string rope_note(const json& cfg, const std::string& at, const family* fam,
   if (mt == "modernbert") {
     const char* key = group == "sliding_attention" ? "local_rope_theta" : "global_rope_theta";
     if (has(key)) note += fmt::format("; rope_theta = {}{}", at, key);
+  }
+  if (mt == "gemma4_text" && group == "full_attention" && has("global_head_dim")) {
+    note += fmt::format("; head_dim = {}global_head_dim", at);
   }
   if (mt == "olmo3" && group == "sliding_attention") {
     note += "; OLMo-3 applies its rope scaling to full-attention layers only";

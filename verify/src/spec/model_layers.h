@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config_family.h"
@@ -22,6 +23,10 @@ struct layer_plan {
   std::string group;
   std::string why;
 };
+
+/// Whether the config class of `model_type` derives layer_types when the config has none (the
+/// table of docs/encodings.md §7.9); for the others every layer is full_attention.
+bool derives_layer_types(std::string_view model_type);
 
 /// Every decoder layer's plan: `layer_types` (given, else derived as the family's config class
 /// does), `no_rope_layers` / `no_rope_layer_interval` (Llama-4, SmolLM3), linear-attention layers
