@@ -207,6 +207,53 @@ const std::vector<rope_case>& rope_cases() {
       // DbrxConfig: d_model/n_heads, max_seq_len, attn_config.rope_theta.
       {"dbrx", "", {{"head_dim", "128"}, {"rotary_dim", "128"}, {"rope_theta", "500000"},
         {"max_position_embeddings", "32768"}}},
+      // The families of docs/encodings.md §7.9 (their per-layer rules: test_model.cpp).
+      // SmolLM3Config: generic keys; its NoPE layers are per-layer.
+      {"smollm3_3b", "", {{"head_dim", "128"}, {"rotary_dim", "128"}, {"rope_theta", "5000000"},
+        {"max_position_embeddings", "65536"}}},
+      // Qwen3NextConfig / Qwen3_5TextConfig: partial_rotary_factor 0.25 of head_dim 256.
+      {"qwen3_next_80b_a3b", "", {{"head_dim", "256"}, {"partial_rotary_factor", "0.25"},
+        {"rotary_dim", "64"}, {"rope_theta", "10000000"}, {"max_position_embeddings", "262144"}}},
+      {"qwen3_5_9b", "", {{"head_dim", "256"}, {"partial_rotary_factor", "0.25"}, {"rotary_dim", "64"},
+        {"rope_theta", "10000000"}, {"max_position_embeddings", "262144"},
+        {"mrope_section", "[11,11,10]"}, {"mrope_interleaved", "true"}}},
+      // Glm4MoeConfig: partial_rotary_factor 0.5, NeoX pairs (rotate_half), unlike glm/glm4.
+      {"glm4_5_air", "", {{"head_dim", "128"}, {"partial_rotary_factor", "0.5"}, {"rotary_dim", "64"},
+        {"rope_theta", "1000000"}, {"max_position_embeddings", "131072"}}},
+      // Phi-4-mini: LongRoPE over 0.75 of the head (96 of 128); factor None → L/Lo = 32.
+      {"phi4_mini", "", {{"head_dim", "128"}, {"partial_rotary_factor", "0.75"}, {"rotary_dim", "96"},
+        {"rope_type", "longrope"}, {"factor", "32"}, {"max_position_embeddings", "131072"},
+        {"original_max_position_embeddings", "4096"}, {"short_factor", list_of(48, 1.0, 1.0 / 64)},
+        {"long_factor", list_of(48, 1.0, 0.5)}},
+       {"Please set the `factor` field"}},
+      // Qwen3-VL: text_config, interleaved MRoPE sections (pairs stay NeoX).
+      {"qwen3_vl_8b", "", {{"head_dim", "128"}, {"rotary_dim", "128"}, {"rope_theta", "5000000"},
+        {"max_position_embeddings", "262144"}, {"mrope_section", "[24,20,20]"},
+        {"mrope_interleaved", "true"}}},
+      // DeepSeek-V3.2: DeepSeek-V3's MLA rope (its indexer: test_model.cpp).
+      {"deepseek_v32_exp", "", {{"head_dim", "64"}, {"rotary_dim", "64"}, {"layout", "interleaved"},
+        {"rope_type", "yarn"}, {"factor", "40"}, {"max_position_embeddings", "163840"},
+        {"original_max_position_embeddings", "4096"}, {"mscale", "1"}, {"mscale_all_dim", "1"}}},
+      // OLMo-3: YaRN with an explicit attention_factor on the full-attention layers; the sliding
+      // layers default RoPE with the same base.
+      {"olmo3_7b_think", "", {{"head_dim", "128"}, {"rotary_dim", "128"}, {"rope_theta", "500000"},
+        {"rope_type", "yarn"}, {"factor", "8"}, {"max_position_embeddings", "65536"},
+        {"original_max_position_embeddings", "8192"}, {"attention_factor", "1.2079441541679836"}}},
+      {"olmo3_7b_think", "sliding_attention", {{"head_dim", "128"}, {"rotary_dim", "128"},
+        {"rope_theta", "500000"}, {"max_position_embeddings", "65536"}}},
+      // Ministral-3: yarn; llama_4_scaling_beta scales q, it is no RoPE field.
+      {"ministral3_8b", "", {{"head_dim", "128"}, {"rotary_dim", "128"}, {"rope_theta", "1000000"},
+        {"rope_type", "yarn"}, {"factor", "16"}, {"max_position_embeddings", "262144"},
+        {"original_max_position_embeddings", "16384"}, {"mscale", "1"}, {"mscale_all_dim", "1"}}},
+      // Gemma-4: per-layer groups; full_attention proportional over global_head_dim 512.
+      {"gemma4_e4b", "", {{"head_dim", "512"}, {"partial_rotary_factor", "0.25"},
+        {"rotary_dim", "512"}, {"rope_theta", "1000000"}, {"rope_type", "proportional"},
+        {"max_position_embeddings", "131072"}}},
+      {"gemma4_e4b", "sliding_attention", {{"head_dim", "256"}, {"rotary_dim", "256"},
+        {"max_position_embeddings", "131072"}}},
+      // HunYuan: dynamic with alpha 1000 is default RoPE with base 1e4·1000^(128/126).
+      {"hunyuan_7b", "", {{"head_dim", "128"}, {"rotary_dim", "128"},
+        {"rope_theta", "11158839.92507748"}, {"max_position_embeddings", "262144"}}},
       // Legacy rope_scaling.type "dynamic".
       {"llama_dynamic_legacy", "", {{"head_dim", "128"}, {"rotary_dim", "128"}, {"rope_type", "dynamic"},
         {"factor", "2"}, {"max_position_embeddings", "4096"}}},
@@ -270,6 +317,7 @@ const std::vector<other_case>& other_cases() {
       {"gpt2", "",
        "learned absolute position embeddings (n_positions = 1024 positions × n_embd = 768)"},
       {"bert_base", "", "learned absolute position embeddings"},
+      {"opt_125m", "", "OPT's table has 2"},
       {"mamba_130m", "", "has no positional encoding pev could check"},
 
   };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,39 +30,49 @@ namespace pev::spec {
 
 using namespace config_detail;
 
-encoding parse_config_encoding_text(std::string_view json_text_in, std::string_view source,
-                                    const config_options& options, const warning_sink& warn) {
-  const reader in(source, warn);
-  const json root = parse_json(in, json_text_in);
-  if (!root.is_object()) {
-    in.fail(fmt::format("a config.json must be a JSON object, got {}", root.type_name()));
-  }
+namespace config_detail {
 
+language_model find_language_model(const json& root) {
   // Multimodal configs (Gemma-3, Llava, Qwen-VL …) keep the language model under text_config.
-  const json* cfg = &root;
-  std::string at;  // prefix of key names in messages
+  language_model lm{&root, "", "", nullptr};
   if (!has_attention_keys(root)) {
     if (const json* text = find(root, "text_config"); text != nullptr && text->is_object()) {
-      cfg = text;
-      at = "text_config.";
+      lm.cfg = text;
+      lm.at = "text_config.";
     }
   }
-
-  // --- The family: the model_type of the config read (text_config's own, else the wrapper's text
+  // The family: the model_type of the config read (text_config's own, else the wrapper's text
   // family), else the root's.
   const auto model_type_of = [](const json& o) -> std::string {
     const json* mt = find(o, "model_type");
     return mt != nullptr && mt->is_string() ? mt->get<std::string>() : std::string();
   };
-  std::string mt = model_type_of(*cfg);
-  const std::string root_mt = model_type_of(root);
-  if (mt.empty()) mt = root_mt;
+  std::string& mt = lm.model_type;
+  mt = model_type_of(*lm.cfg);
+  if (mt.empty()) mt = model_type_of(root);
   const family* fam = mt.empty() ? nullptr : find_family(mt);
   if (fam != nullptr && fam->kind == family_kind::container) {
     // A wrapper read at its root (no text_config), or a text_config without a model_type.
-    fam = find_family(cfg == &root ? mt : fam->text_family);
+    fam = find_family(lm.cfg == &root ? mt : fam->text_family);
     if (fam != nullptr && fam->kind == family_kind::container) fam = find_family(fam->text_family);
   }
+  lm.fam = fam;
+  return lm;
+}
+
+encoding read_config(std::string_view json_text_in, std::string_view source,
+                     const config_options& options, const warning_sink& warn,
+                     std::map<std::string, rope>* all_groups) {
+  const reader in(source, warn);
+  const json root = parse_json(in, json_text_in);
+  if (!root.is_object()) {
+    in.fail(fmt::format("a config.json must be a JSON object, got {}", root.type_name()));
+  }
+  const language_model lm = find_language_model(root);
+  const json* cfg = lm.cfg;
+  const std::string& at = lm.at;  // prefix of key names in messages
+  const std::string& mt = lm.model_type;
+  const family* fam = lm.fam;
   if (fam == nullptr && !mt.empty()) {
     in.warning(fmt::format(
         "model_type '{}' is not among the families pev knows (docs/encodings.md §7.8): read with "
@@ -228,6 +239,64 @@ encoding parse_config_encoding_text(std::string_view json_text_in, std::string_v
       if (gemma && scaling != nullptr && truthy(*scaling)) dict_name = "rope_scaling";
       norm.erase("rope_theta");  // moved into the groups
     }
+  } else if (ctx.is(special::gemma4)) {
+    if (!find(norm, "global_head_dim")) {
+      norm["global_head_dim"] = 512;
+      ctx.names["global_head_dim"] = "global_head_dim (Gemma4TextConfig default)";
+    }
+    // Gemma4TextConfig: rope_parameters per layer type as given (no legacy rope_scaling); absent,
+    // {"sliding_attention": default, θ 1e4; "full_attention": proportional, partial_rotary_factor
+    // 0.25, θ 1e6}.
+    if (params != nullptr && params->is_object() && !params->empty()) {
+      dict = *params;
+    } else {
+      dict = {{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
+              {"full_attention",
+               {{"rope_type", "proportional"},
+                {"partial_rotary_factor", 0.25},
+                {"rope_theta", 1000000.0}}}};
+      synthesized = true;
+    }
+  } else if (ctx.is(special::olmo3)) {
+    // OLMo-3 scales only its full-attention layers: Olmo3Config.convert_rope_params_to_dict
+    // (transformers v5) builds {"sliding_attention": default, "full_attention": default updated
+    // with rope_scaling}; v4.57's Olmo3Model gave the sliding layers rope_type "default" and the
+    // full layers config.rope_scaling. A flat dict (legacy rope_scaling or a flat
+    // rope_parameters) is the full_attention group; both groups' rope_theta default to the
+    // config's rope_theta, else the class default 500000 (docs/encodings.md §7.9).
+    const bool per_layer = params != nullptr && params->is_object() && !params->empty() &&
+                           std::all_of(params->begin(), params->end(),
+                                       [](const json& v) { return v.is_object() || v.is_null(); });
+    const json* flat = scaling != nullptr && truthy(*scaling) ? scaling
+                       : !per_layer && params != nullptr && params->is_object() && !params->empty()
+                           ? params
+                           : nullptr;
+    if (per_layer) {
+      dict = *params;
+    } else {
+      synthesized = true;
+    }
+    for (const char* g : {"full_attention", "sliding_attention"}) {
+      if (!dict.contains(g) || dict[g].is_null()) dict[g] = {{"rope_type", "default"}};
+    }
+    if (flat != nullptr) {
+      json& full = dict["full_attention"];
+      if (per_layer) {
+        full.update(*flat);
+      } else {
+        full = *flat;
+      }
+      if (!full.contains("rope_type") && full.contains("type")) full["rope_type"] = full["type"];
+      full.erase("type");
+      dict_name = flat == scaling ? "rope_scaling" : "rope_parameters";
+    }
+    const json* theta = find(norm, "rope_theta");
+    for (const char* g : {"full_attention", "sliding_attention"}) {
+      if (!dict[g].contains("rope_theta")) {
+        dict[g]["rope_theta"] = theta != nullptr ? *theta : json(500000.0);
+      }
+    }
+    norm.erase("rope_theta");  // moved into the groups
   } else if (scaling != nullptr && truthy(*scaling)) {
     dict = *scaling;
     dict_name = "rope_scaling";
@@ -270,6 +339,11 @@ encoding parse_config_encoding_text(std::string_view json_text_in, std::string_v
         "sliding_attention");
   };
   if (!nested) {
+    if (all_groups != nullptr) {
+      rope r = read_group(ctx, dict, dict_path, false, true);
+      (*all_groups)[""] = r;
+      return r;
+    }
     const std::string& lt = options.layer_type;
     if (ctx.is(special::cohere2) && lt == "full_attention") cohere2_full();
     if (!lt.empty() && !(ctx.is(special::cohere2) && lt == "sliding_attention")) {
@@ -284,7 +358,9 @@ encoding parse_config_encoding_text(std::string_view json_text_in, std::string_v
   std::set<std::string> groups;
   for (const auto& [key, value] : dict.items()) groups.insert(key);
   std::string group = options.layer_type;
-  if (!group.empty()) {
+  if (all_groups != nullptr) {
+    group = *groups.begin();  // every group is read, validated and returned
+  } else if (!group.empty()) {
     if (groups.count(group) == 0) {
       in.fail(fmt::format("layer_type '{}' is not a group of {} (groups: {})", group, dict_path,
                           join(groups)));
@@ -301,16 +377,42 @@ encoding parse_config_encoding_text(std::string_view json_text_in, std::string_v
                     "one (--layer-type)",
                     dict_path, join(groups)));
   }
-  if (ctx.is(special::cohere2) && group == "full_attention") cohere2_full();
+  if (all_groups == nullptr && ctx.is(special::cohere2) && group == "full_attention") {
+    cohere2_full();
+  }
   std::optional<rope> chosen;
   for (const auto& name : groups) {
     const json& d = dict[name];
     const std::string path = (synthesized ? at + "rope_parameters" : dict_path) + "." + name;
     if (!d.is_object()) in.fail(fmt::format("{} must be an object, got {}", path, json_text(d)));
-    rope r = read_group(ctx, d, path, true, name == group);
+    // Gemma-4's full-attention layers have their own head width, global_head_dim (the
+    // proportional initializer reads it: head_dim_key="global_head_dim").
+    const json* global_hd = ctx.is(special::gemma4) && name == "full_attention"
+                                ? find(norm, "global_head_dim")
+                                : nullptr;
+    json wide;
+    context wide_ctx = ctx;
+    if (global_hd != nullptr && !global_hd->is_null()) {
+      wide = norm;
+      wide["head_dim"] = *global_hd;
+      wide_ctx.cfg = &wide;
+      const auto named = ctx.names.find("global_head_dim");
+      wide_ctx.names["head_dim"] =
+          named != ctx.names.end() ? named->second : std::string("global_head_dim");
+    }
+    rope r = read_group(wide.is_null() ? ctx : wide_ctx, d, path, true,
+                        name == group || all_groups != nullptr);
+    if (all_groups != nullptr) (*all_groups)[name] = r;
     if (name == group) chosen = std::move(r);
   }
   return *chosen;
+}
+
+}  // namespace config_detail
+
+encoding parse_config_encoding_text(std::string_view json_text, std::string_view source,
+                                    const config_options& options, const warning_sink& warn) {
+  return read_config(json_text, source, options, warn, nullptr);
 }
 
 encoding parse_config_encoding_file(const std::filesystem::path& file,

@@ -4,6 +4,7 @@
 // reader of the families without RoPE.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,10 @@ enum class special {
   cohere2,      // full-attention layers have no positional encoding
   deepseek_v3,  // rope_interleave (default true)
   mpt,          // ALiBi always (attn_config ignored by transformers' MptModel)
+  olmo3,        // per-layer groups: rope_scaling on full-attention layers only
+  gemma4,       // per-layer groups; full-attention layers over global_head_dim
+  hunyuan,      // rope_scaling.alpha: dynamic NTK-alpha, a changed base
+  ministral3,   // rope_parameters.llama_4_scaling_beta: a q scale, not a rotation
 };
 
 struct family {
@@ -68,6 +73,25 @@ const json* attribute(const json& cfg, const family* fam, std::string_view attr,
                       std::string* name = nullptr);
 /// Whether an object holds keys of the attention shape (head_dim, hidden_size, n_head, …).
 bool has_attention_keys(const json& object);
+
+/// The language model of a config.json: the root, or its text_config when the root has no
+/// attention keys (multimodal wrappers), with its model_type (text_config's own, else the root's)
+/// and family (a wrapper resolved to its text family; null for a model_type pev does not know).
+struct language_model {
+  const json* cfg;
+  std::string at;  // "text_config." or ""
+  std::string model_type;
+  const family* fam;
+};
+language_model find_language_model(const json& root);
+
+/// The config reader behind parse_config_encoding_text (config.cpp). With `all_groups`, every
+/// layer-type group of a per-layer-type rope dict is read, validated and stored by its name (a
+/// dict for every layer under ""), and options.layer_type is not consulted; for a family without
+/// RoPE nothing is stored. The per-layer reader (model.cpp) uses it.
+encoding read_config(std::string_view json_text, std::string_view source,
+                     const config_options& options, const warning_sink& warn,
+                     std::map<std::string, rope>* all_groups);
 
 /// The encoding of a family without RoPE, or an error naming what pev would need
 /// (config_non_rope.cpp).

@@ -198,7 +198,9 @@ rope read_group(const context& ctx, const json& d, const std::string& path, bool
   for (const auto& k : received) {
     // The VL models' configs validate without their MRoPE keys (ignore_keys).
     if (keys.required.count(k) == 0 && keys.optional.count(k) == 0 &&
-        k != "partial_rotary_factor" && k != "mrope_section" && k != "mrope_interleaved") {
+        k != "partial_rotary_factor" && k != "mrope_section" && k != "mrope_interleaved" &&
+        !(ctx.is(special::hunyuan) && k == "alpha") &&
+        !(ctx.is(special::ministral3) && k == "llama_4_scaling_beta")) {
       unknown.insert(k);
     }
   }
@@ -568,6 +570,23 @@ rope read_group(const context& ctx, const json& d, const std::string& path, bool
       // _compute_proportional_rope_parameters reads it: rope_parameters.get("factor", 1.0).
       if (factor != nullptr) r.factor = in.number(*factor, key_name("factor"));
       break;
+    }
+  }
+
+  // HunYuan's dynamic NTK-alpha (HunYuanDenseV1RotaryEmbedding / HunYuanMoEV1RotaryEmbedding):
+  // rope_type dynamic with a truthy `alpha` builds default RoPE frequencies over head_dim from the
+  // base rope_theta·alpha^(head_dim/(head_dim−2)), attention scaling 1 — exactly default RoPE with
+  // that base (docs/encodings.md §7.9).
+  if (ctx.is(special::hunyuan) && t == rope_type::dynamic) {
+    if (const json* a = get("alpha"); a != nullptr && truthy(*a)) {
+      const double alpha = in.number(*a, key_name("alpha"));
+      const auto d = static_cast<double>(r.head_dim);
+      if (r.head_dim <= 2) {
+        in.fail(fmt::format("{}: NTK-alpha needs head_dim > 2, got {}", path, r.head_dim));
+      }
+      r.rope_theta = r.rope_theta * std::pow(alpha, d / (d - 2.0));
+      r.type = rope_type::default_;
+      r.factor = 1.0;
     }
   }
 

@@ -13,12 +13,15 @@
 // GPT-J's and CodeGen's `n_embd`/`n_head`/`rotary_dim` (fixed base 10000, interleaved pairs),
 // Falcon's `n_head`, DBRX's `attn_config.rope_theta`, Phi-3's legacy `su`/`yarn` (longrope),
 // Gemma-3's sliding layers
-// (`rope_local_base_freq`), ModernBERT's global/local bases, the classes' own defaults (Gemma-3's
+// (`rope_local_base_freq`), Gemma-4's and OLMo-3's groups, ModernBERT's global/local bases,
+// HunYuan's NTK `alpha`, the classes' own defaults (Gemma-3's
 // rope_theta 1e6, Phi's partial_rotary_factor 0.5, …) and which families rotate interleaved pairs
 // (GPT-J, CodeGen, Cohere, GLM, Llama-4, DeepSeek). Families without RoPE map onto pev's own
 // encodings where transformers' semantics are those (BLOOM, MPT, Falcon-RW: ALiBi; T5: buckets;
 // DistilBERT with sinusoidal_pos_embds: sinusoidal) or get an error naming what pev would need
-// (a learned table's file, …). Qwen2-VL's MRoPE is named as not supported.
+// (a learned table's file, …). MRoPE sections (Qwen2-VL … Qwen3.5) are read into rope's
+// mrope fields (docs/encodings.md §4.6). Which layer takes which group, and which layers apply no
+// encoding: pev/spec/model.h (docs/encodings.md §7.9).
 //
 // Python's json.dump writes NaN, Infinity and -Infinity for non-finite floats; they are accepted
 // wherever they appear and are an error only where pev needs the value ("must be finite").
