@@ -168,9 +168,15 @@ model_spec parse_config_model_text(std::string_view json_text, std::string_view 
   const family* fam = lm.fam;
 
   if (lm.model_type == "deepseek_v4") {
+    // DeepseekV4Config: rope_parameters {"main": rope_theta, default; "compress":
+    // compress_rope_theta, yarn, attention_factor 1}; sliding_attention layers read main, the
+    // compressed ones (CSA, HCA) compress. Each head is [nope | rope]: the rotated channels are
+    // the last qk_rope_head_dim, interleaved — a placement spec::rope cannot state (it rotates the
+    // leading rotary_dim channels).
     in.fail(
-        "model_type 'deepseek_v4': the per-layer rule of DeepSeek-V4 (its main and compressed "
-        "attention groups, each with its own RoPE) is not modelled by pev yet "
+        "model_type 'deepseek_v4': DeepSeek-V4 rotates the last qk_rope_head_dim channels of each "
+        "head ([nope | rope], interleaved pairs; main group on sliding layers, compress group on "
+        "compressed ones), a channel placement pev's rope spec cannot state yet "
         "(docs/encodings.md §7.9)");
   }
   if (fam != nullptr &&
