@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,7 +15,9 @@
 #include "pev/certify/trace.h"
 #include "pev/impl/implementation.h"
 #include "pev/impl/mutants.h"
+#include "pev/kernel/relative.h"
 #include "pev/report/json.h"
+#include "pev/spec/config.h"
 #include "pev/spec/model.h"
 #include "pev/spec/parse.h"
 
@@ -294,6 +297,43 @@ TEST(Trace, BadTracesAreNamedErrors) {
   certify::options sharded = opts();
   sharded.shard_count = 2;
   EXPECT_THROW((void)certify::certify_trace(model(), d, sharded, only0), error);
+}
+
+// T5 from one config (docs/encodings.md §7.9): the encoder's bidirectional buckets and the
+// decoder's causal ones, each certified against its own site; the decoder given the encoder's
+// buckets is named at the decoder.
+io::array buckets(const spec::t5& s, std::int64_t Q, std::int64_t K) {
+  std::vector<std::int64_t> r, b(static_cast<std::size_t>(Q * K));
+  for (std::int64_t q = 0; q < Q; ++q) {
+    for (std::int64_t k = 0; k < K; ++k) r.push_back(k - q);
+  }
+  kernel::t5_buckets(s, kernel::strategy::hf, r, b);
+  return io::array::from_int64({Q, K}, b);
+}
+
+TEST(Trace, T5EncoderAndDecoderBucketsFromOneConfig) {
+  const spec::model_spec m = spec::parse_config_model_file(
+      std::filesystem::path(PEV_SOURCE_DIR) / "tests/spec/configs/families/t5_small.json");
+  const spec::t5 enc{32, 128, true}, dec{32, 128, false};
+  certify::dump d;
+  d.tensors.emplace("encoder.buckets", buckets(enc, 200, 200));
+  d.tensors.emplace("decoder.buckets", buckets(dec, 200, 200));
+  const auto c = certify::certify_trace(m, d, opts());
+  EXPECT_EQ(c.exit_code(), 0) << certify::to_text(c);
+  ASSERT_EQ(c.certification->layers.size(), 2u);
+  // The decoder with the encoder's (bidirectional) buckets.
+  certify::dump wrong;
+  wrong.tensors.emplace("encoder.buckets", buckets(enc, 200, 200));
+  wrong.tensors.emplace("decoder.buckets", buckets(enc, 200, 200));
+  const auto w = certify::certify_trace(m, wrong, opts());
+  SCOPED_TRACE(certify::to_text(w));
+  EXPECT_EQ(w.exit_code(), 1);
+  for (const auto& l : w.certification->layers) {
+    EXPECT_EQ(l.result == report::grade::not_certified, l.site == "decoder") << l.site;
+    if (l.site == "decoder") {
+      EXPECT_TRUE(l.named.has_value());
+    }
+  }
 }
 
 }  // namespace
