@@ -136,10 +136,10 @@ TEST(CertifyLearned, ExplicitRowsForATrace) {
       spec::encoding{s}, rows_of<float>(wrong, strategy::hf, pos), pos, {});
   EXPECT_EQ(bad.exit_code(), 1);
   EXPECT_EQ(named_of(bad), "learned-align-corners");
-  EXPECT_THROW(certify::detail::learned_check(spec::encoding{s},
-                                              rows_of<float>(s, strategy::hf, pos),
-                                              std::vector<std::int64_t>{0, 1}, {}),
-               error);
+  EXPECT_THROW(
+      certify::detail::learned_check(spec::encoding{s}, rows_of<float>(s, strategy::hf, pos),
+                                     std::vector<std::int64_t>{0, 1}, {}),
+      error);
 }
 
 // ---- The field's mistakes, named with the parameter the rows imply ----------------------------
@@ -150,7 +150,8 @@ certify::certificate mistaken(const spec::learned& s, const spec::learned& made,
   return run(s, dump_of(rows_of<T>(made, strategy::hf, pos), pos));
 }
 
-void expect_named(const certify::certificate& c, const std::string& id, const std::string& finding) {
+void expect_named(const certify::certificate& c, const std::string& id,
+                  const std::string& finding) {
   EXPECT_EQ(c.exit_code(), 1);
   EXPECT_EQ(grade_of(c), grade::not_certified);
   EXPECT_EQ(named_of(c), id) << findings_of(c);
@@ -192,9 +193,9 @@ TEST(CertifyLearned, WrongCornerAlignmentIsNamed) {
     const spec::learned s = learned_of(text);
     spec::learned made = s;
     made.align_corners = !s.align_corners;
-    const std::string finding =
-        std::string("align_corners: the rows imply ") + (made.align_corners ? "true" : "false") +
-        ", the spec says " + (s.align_corners ? "true" : "false");
+    const std::string finding = std::string("align_corners: the rows imply ") +
+                                (made.align_corners ? "true" : "false") + ", the spec says " +
+                                (s.align_corners ? "true" : "false");
     const auto pos = range(spec::learned_rows(s));
     expect_named(mistaken<float>(s, made, pos), "learned-align-corners", finding);
     expect_named(mistaken<bfloat16>(s, made, pos), "learned-align-corners", finding);
@@ -283,10 +284,10 @@ TEST(CertifyLearned, BadInputIsRefusedWithAClearMessage) {
   certify::dump d = dump_of(rows_of<float>(s, strategy::hf, pos), range(90));
   EXPECT_NE(error_of(s, d).find("positions"), std::string::npos) << error_of(s, d);
   // Integer rows.
-  EXPECT_NE(error_of(s, dump_of(io::array::from_int64({2, 24}, std::vector<std::int64_t>(48, 1)),
-                                {0, 1}))
-                .find("expected F32, F16, BF16 or F64"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(s, dump_of(io::array::from_int64({2, 24}, std::vector<std::int64_t>(48, 1)), {0, 1}))
+          .find("expected F32, F16, BF16 or F64"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -392,8 +392,8 @@ TEST(CliCertify, ShardsMergeIntoTheCertificate) {
 TEST(CliCertify, LearnedTableWithOffset) {
   const std::string dir = test::temp_dir("certify_learned");
   const std::string spec = "learned:num_positions=66,d_model=8,offset=2,seed=3";
-  auto c = run_pev({"compute", "--strategy", "hf", "--spec", spec, "--positions", "0:64",
-                    "--dtype", "bf16", "--format", "safetensors", "--out", dir + "/opt.safetensors"});
+  auto c = run_pev({"compute", "--strategy", "hf", "--spec", spec, "--positions", "0:64", "--dtype",
+                    "bf16", "--format", "safetensors", "--out", dir + "/opt.safetensors"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   auto ok = run_pev({"certify", "--impl", dir + "/opt.safetensors", "--out", dir + "/ok"});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
@@ -422,8 +422,8 @@ TEST(CliCertify, LearnedTableWithOffset) {
   const auto jf = read_json(dir + "/file/certificate.json");
   bool hashed = false;
   for (const auto& in : jf["inputs"]) {
-    hashed = hashed || (in["path"] == dir + "/table.npy" &&
-                        in["sha256"] == sha256sum(dir + "/table.npy"));
+    hashed = hashed ||
+             (in["path"] == dir + "/table.npy" && in["sha256"] == sha256sum(dir + "/table.npy"));
   }
   EXPECT_TRUE(hashed);
 }

@@ -135,9 +135,10 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
     } else if (const auto* s = std::get_if<spec::learned>(&e)) {
       detail::certify_learned(*s, k);
     } else {
-      throw error(fmt::format("certify: the {} family is not supported yet (rope, sinusoidal, "
-                              "learned, alibi and t5 are)",
-                              spec::family_name(e)));
+      throw error(
+          fmt::format("certify: the {} family is not supported yet (rope, sinusoidal, "
+                      "learned, alibi and t5 are)",
+                      spec::family_name(e)));
     }
   });
 }

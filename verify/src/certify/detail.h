@@ -260,9 +260,9 @@ certificate certify_frame(const spec::encoding& e, const dump& d, const options&
 /// The check of a learned table's rows: `rows` [R, d_model] (any float dtype; size-1 leading
 /// dimensions and a [B, T, d_model] batch are read as R = B·T rows) produced at `positions` (R of
 /// them, each ≥ 0 with position + offset inside the spec's table), against the exact rows of the
-/// spec's table (docs/encodings.md §2.4), as check `name` of k's certificate (its source: `source`);
-/// when it is not certified and k.o.diagnose, the diagnosis of the field's three mistakes —
-/// another offset, the other align_corners, a truncated table — into k's certificate
+/// spec's table (docs/encodings.md §2.4), as check `name` of k's certificate (its source:
+/// `source`); when it is not certified and k.o.diagnose, the diagnosis of the field's three
+/// mistakes — another offset, the other align_corners, a truncated table — into k's certificate
 /// (explanations `learned-offset`, `learned-align-corners`, `learned-truncated-clamped`,
 /// `learned-truncated-zero`, and findings naming the parameter the rows imply). pev::error (exit
 /// 2) for a shape, width, dtype or position that does not fit.

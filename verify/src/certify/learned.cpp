@@ -92,9 +92,9 @@ column_model column_of(const spec::learned& s, const row_model& m, std::size_t c
     }
   }
   constexpr format f32 = format_of<float>();
-  cm.hf = m.lookup ? metric::half_ulp(cm.mag, f32)
-                   : m.ex * slope + 0x1p-25 * cm.mag +
-                         3 * metric::half_ulp(cm.mag * (1 + 0x1p-22), f32);
+  cm.hf = m.lookup
+              ? metric::half_ulp(cm.mag, f32)
+              : m.ex * slope + 0x1p-25 * cm.mag + 3 * metric::half_ulp(cm.mag * (1 + 0x1p-22), f32);
   return cm;
 }
 
@@ -155,9 +155,8 @@ void rows_as(const spec::learned& s, context& k, const io::array& a,
        {"vllm-fp16", stored(format_of<half>())},
        {"vllm-bf16", stored(format_of<bfloat16>())}},
       "learned");
-  const compare::figures::options fo =
-      figure_options(k.o, layout_end(*std::max_element(pos.begin(), pos.end())), s.d_model, false,
-                     &k.mismatches);
+  const compare::figures::options fo = figure_options(
+      k.o, layout_end(*std::max_element(pos.begin(), pos.end())), s.d_model, false, &k.mismatches);
   const std::size_t gate = fo.gate;
   compare::figures f(fo);
   std::vector<double> b(bounds.size());
@@ -234,10 +233,10 @@ void diagnose_as(const spec::learned& s, context& k, const io::array& a,
         changes = changes || bits_of(v) != bits_of(correct[r * d + c]);
         x.digest = (x.digest ^ bits_of(v)) * 0x100000001b3ull;  // FNV-1a over 64-bit words
         const double vd = scalar_traits<T>::to_double(v);
-        const double bound =
-            zero ? 0.0
-                 : with_output<T>(column_of(ms, m, c).hf,
-                                  std::max(std::fabs(g[r * d + c]), std::fabs(vd)));
+        const double bound = zero
+                                 ? 0.0
+                                 : with_output<T>(column_of(ms, m, c).hf,
+                                                  std::max(std::fabs(g[r * d + c]), std::fabs(vd)));
         x.add(rho_against(g[r * d + c], vd, bound));
       }
     }
@@ -275,7 +274,8 @@ void diagnose_as(const spec::learned& s, context& k, const io::array& a,
     }
     std::size_t looked = 0;
     for (std::size_t r = 0; r < n && looked < 64; ++r) {
-      const std::uint64_t h = row_hash([&](std::size_t c) { return bits_of(element<T>(a, rsel[r] * d + c)); });
+      const std::uint64_t h =
+          row_hash([&](std::size_t c) { return bits_of(element<T>(a, rsel[r] * d + c)); });
       if (h == row_hash([&](std::size_t c) { return bits_of(correct[r * d + c]); })) continue;
       ++looked;
       const auto [lo, hi] = by_hash.equal_range(h);
@@ -291,9 +291,10 @@ void diagnose_as(const spec::learned& s, context& k, const io::array& a,
     const std::string what =
         o == 0 ? fmt::format("the offset {} forgotten: position p read row p", s.offset)
         : s.offset == 0
-            ? fmt::format("an offset of {} applied where the spec has none (as OPT's "
-                          "embed_positions adds 2): position p read row p + {}",
-                          o, o)
+            ? fmt::format(
+                  "an offset of {} applied where the spec has none (as OPT's "
+                  "embed_positions adds 2): position p read row p + {}",
+                  o, o)
             : fmt::format("position p read row p + {} (the spec's offset is {})", o, s.offset);
     replay("learned-offset", what,
            fmt::format("offset: the rows imply {}, the spec says {}", o, s.offset), ms, pos, kNone);
@@ -317,9 +318,9 @@ void diagnose_as(const spec::learned& s, context& k, const io::array& a,
     for (std::size_t r = 0; r < n; ++r) {
       clamped[r] = std::min(*spec::learned_index(s, pos[r]), len - 1) - s.offset;
     }
-    const std::string implied = fmt::format(
-        "table length: the rows imply {} rows, the spec's table has {}", len,
-        spec::learned_rows(s));
+    const std::string implied =
+        fmt::format("table length: the rows imply {} rows, the spec's table has {}", len,
+                    spec::learned_rows(s));
     replay("learned-truncated-clamped",
            fmt::format("a table truncated to {} rows: the rows past it repeat row {} (clamped)",
                        len, len - 1),
@@ -337,9 +338,10 @@ void learned_rows_check(const spec::learned& s, context& k, const io::array& row
                         const std::string& source) {
   const auto L = s.num_positions, dm = s.d_model;
   if (static_cast<std::int64_t>(s.table.size()) != L * dm) {
-    throw error(fmt::format("learned: the spec's table holds {} values, expected {}·{} (is "
-                            "table=FILE loaded?)",
-                            s.table.size(), L, dm));
+    throw error(
+        fmt::format("learned: the spec's table holds {} values, expected {}·{} (is "
+                    "table=FILE loaded?)",
+                    s.table.size(), L, dm));
   }
   const auto sh = squeezed(rows.shape);
   std::int64_t count = 1;
@@ -357,8 +359,8 @@ void learned_rows_check(const spec::learned& s, context& k, const io::array& row
     const std::int64_t p = positions[r];
     if (p < 0 || !spec::learned_index(s, p)) {
       throw error(fmt::format(
-          "position {} (row {} of tensor '{}') is outside the spec's table: positions 0 … {}{}",
-          p, r, name, spec::learned_rows(s) - 1 - s.offset,
+          "position {} (row {} of tensor '{}') is outside the spec's table: positions 0 … {}{}", p,
+          r, name, spec::learned_rows(s) - 1 - s.offset,
           s.offset != 0 ? fmt::format(" (rows {} … {} with offset {})", s.offset,
                                       spec::learned_rows(s) - 1, s.offset)
                         : std::string()));
@@ -390,7 +392,8 @@ void learned_rows_check(const spec::learned& s, context& k, const io::array& row
 void certify_learned(const spec::learned& s, context& k) {
   const dump& d = k.d;
   std::string name;
-  const io::array* a = find_any(d, {"embed.positions", "positions_embedding", "pe", "table"}, &name);
+  const io::array* a =
+      find_any(d, {"embed.positions", "positions_embedding", "pe", "table"}, &name);
   if (!a) {
     // A lone tensor beside the positions.
     const io::array* lone = nullptr;
@@ -404,10 +407,10 @@ void certify_learned(const spec::learned& s, context& k) {
     if (others == 1) a = lone;
   }
   if (!a) {
-    throw error(fmt::format(
-        "no learned positional rows in the dump (expected a tensor 'pe' [P, {}] or "
-        "'embed.positions' [B, T, {}]); it holds {}",
-        s.d_model, s.d_model, tensor_list(d)));
+    throw error(
+        fmt::format("no learned positional rows in the dump (expected a tensor 'pe' [P, {}] or "
+                    "'embed.positions' [B, T, {}]); it holds {}",
+                    s.d_model, s.d_model, tensor_list(d)));
   }
   const auto sh = squeezed(a->shape);
   if (sh.size() < 2 || sh.size() > 3 || sh.back() != s.d_model) {

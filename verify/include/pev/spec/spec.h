@@ -49,7 +49,7 @@ struct learned {
   std::int64_t target_positions = 0;  // 0: no interpolation (lookup)
   bool align_corners = true;
   std::int64_t offset = 0;  // row of position p: p + offset (0 ≤ offset < rows)
-  std::string table_file;  // npy or safetensors; empty: generated from seed
+  std::string table_file;   // npy or safetensors; empty: generated from seed
   std::uint64_t seed = 0;
   std::vector<double> table;  // row-major [num_positions, d_model], filled by the parser
 
