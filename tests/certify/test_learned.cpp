@@ -14,6 +14,7 @@
 #include "pev/certify/certify.h"
 #include "pev/core/error.h"
 #include "pev/kernel/absolute.h"
+#include "pev/ref/sinusoidal.h"
 #include "pev/spec/parse.h"
 
 namespace pev {
@@ -67,6 +68,8 @@ std::string named_of(const certify::certificate& c) {
   return why && why->named ? *why->named : "(none)";
 }
 
+void expect_named(const certify::certificate& c, const std::string& id, const std::string& finding);
+
 // ---- Genuine tables ---------------------------------------------------------------------------
 
 const char* const kLookup = "learned:num_positions=96,d_model=24,seed=5";
@@ -103,6 +106,38 @@ TEST(CertifyLearned, GenuineInterpolationIsCertified) {
     expect_certified<half>(text, strategy::hf, grade::recipe_hf);
     expect_certified<bfloat16>(text, strategy::hf, grade::recipe_hf);
   }
+}
+
+TEST(CertifyLearned, Float64RowsAreCertifiedAndDiagnosed) {
+  // numpy dumps in float64: the table's own values, and an interpolation in double.
+  const spec::learned s = learned_of(kHalfPixel);
+  const auto d = static_cast<std::size_t>(s.d_model);
+  const auto pos = range(spec::learned_rows(s));
+  std::vector<double> v;
+  for (std::int64_t p : pos) {
+    const ref::learned_source src = ref::learned_source_of(s, p);
+    const double w = static_cast<double>(src.rem) / static_cast<double>(src.den);
+    for (std::size_t c = 0; c < d; ++c) {
+      v.push_back((1 - w) * s.table[static_cast<std::size_t>(src.i0) * d + c] +
+                  w * s.table[static_cast<std::size_t>(src.i1) * d + c]);
+    }
+  }
+  const auto n = static_cast<std::int64_t>(pos.size());
+  const auto c = run(s, dump_of(io::array::from_values<double>({n, s.d_model}, v), pos));
+  EXPECT_EQ(c.exit_code(), 0) << named_of(c);
+  // Not faithful where the two terms cancel, but within 2 ulps of the rows' magnitude.
+  EXPECT_EQ(grade_of(c), grade::drift_free);
+  // A lookup read two rows on: the offset the rows imply, recovered from the table.
+  const spec::learned l = learned_of(kLookup);
+  const auto lp = range(90);
+  std::vector<double> shifted;
+  for (std::int64_t p : lp) {
+    for (std::int64_t k = 0; k < l.d_model; ++k) {
+      shifted.push_back(l.table[static_cast<std::size_t>((p + 5) * l.d_model + k)]);
+    }
+  }
+  expect_named(run(l, dump_of(io::array::from_values<double>({90, l.d_model}, shifted), lp)),
+               "learned-offset", "offset: the rows imply 5, the spec says 0");
 }
 
 TEST(CertifyLearned, OffsetRowsAndBatchedPositionIds) {

@@ -107,12 +107,18 @@ double with_output(double e, double y) {
 }
 
 /// The correctly rounded rows of `pos`: the accurate kernel (correctly rounded, docs/numerics.md
-/// §10.3); fp64 rows from the MPFR reference.
+/// §10.3); fp64 rows: the stored value, or the MPFR reference's interpolation rounded once.
 template <class T>
 void correct_rows(const spec::learned& s, std::span<const std::int64_t> pos, std::span<T> out) {
   if constexpr (std::is_same_v<T, double>) {
     const auto d = static_cast<std::size_t>(s.d_model);
     for (std::size_t r = 0; r < pos.size(); ++r) {
+      const ref::learned_source src = ref::learned_source_of(s, pos[r]);
+      if (src.rem == 0) {
+        std::copy_n(s.table.begin() + static_cast<std::ptrdiff_t>(src.i0) * s.d_model, d,
+                    out.begin() + static_cast<std::ptrdiff_t>(r * d));
+        continue;
+      }
       const std::vector<real> row = ref::learned_row(s, pos[r]);
       for (std::size_t c = 0; c < d; ++c) out[r * d + c] = round_to<double>(row[c]);
     }
@@ -255,7 +261,8 @@ void diagnose_as(const spec::learned& s, context& k, const io::array& a,
                          s.offset - 1, s.offset + 1, s.offset + 2}) {
     if (o >= 0 && o != s.offset && o < spec::learned_rows(s)) offsets.insert(o);
   }
-  if (s.target_positions == 0) {
+  // (At most 2^26 table values are rounded for that: beyond, the usual offsets only.)
+  if (s.target_positions == 0 && s.table.size() <= (std::size_t{1} << 26)) {
     spec::learned plain = s;
     plain.offset = 0;
     std::vector<std::int64_t> every(static_cast<std::size_t>(s.num_positions));
