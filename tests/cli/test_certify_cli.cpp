@@ -386,6 +386,48 @@ TEST(CliCertify, ShardsMergeIntoTheCertificate) {
   }
 }
 
+// Learned tables (docs/certify.md §4): OPT's rows (offset 2) certified against their spec, the
+// offset named against a spec without it, a table of another width refused (exit 2), and a
+// table=FILE read and hashed as an input.
+TEST(CliCertify, LearnedTableWithOffset) {
+  const std::string dir = test::temp_dir("certify_learned");
+  const std::string spec = "learned:num_positions=66,d_model=8,offset=2,seed=3";
+  auto c = run_pev({"compute", "--strategy", "hf", "--spec", spec, "--positions", "0:64", "--dtype",
+                    "bf16", "--format", "safetensors", "--out", dir + "/opt.safetensors"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto ok = run_pev({"certify", "--impl", dir + "/opt.safetensors", "--out", dir + "/ok"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_EQ(read_json(dir + "/ok/certificate.json")["grade"], "correctly-rounded");
+  auto off = run_pev({"certify", "--impl", dir + "/opt.safetensors", "--spec",
+                      "learned:num_positions=66,d_model=8,seed=3", "--out", dir + "/off"});
+  EXPECT_EQ(off.exit_code, 1) << off.out << off.err;
+  const auto j = read_json(dir + "/off/certificate.json");
+  EXPECT_EQ(j["diagnosis"]["named"], "learned-offset");
+  EXPECT_EQ(j["diagnosis"]["findings"][0], "offset: the rows imply 2, the spec says 0");
+  auto bad = run_pev({"certify", "--impl", dir + "/opt.safetensors", "--spec",
+                      "learned:num_positions=66,d_model=9,seed=3", "--out", dir + "/bad"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("tensor 'pe' has shape [64, 8], expected [P, 9] or [B, T, 9]"),
+            std::string::npos)
+      << bad.err;
+  // The table from a file: the same seeded table, written by `pev compute` as rows 0 … 65.
+  auto t = run_pev({"compute", "--strategy", "accurate", "--spec",
+                    "learned:num_positions=66,d_model=8,seed=3", "--positions", "0:66", "--dtype",
+                    "fp32", "--format", "npy", "--out", dir + "/table.npy"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  auto file = run_pev({"certify", "--impl", dir + "/opt.safetensors", "--spec",
+                       "learned:num_positions=66,d_model=8,offset=2,table=" + dir + "/table.npy",
+                       "--out", dir + "/file"});
+  EXPECT_EQ(file.exit_code, 0) << file.out << file.err;
+  const auto jf = read_json(dir + "/file/certificate.json");
+  bool hashed = false;
+  for (const auto& in : jf["inputs"]) {
+    hashed = hashed ||
+             (in["path"] == dir + "/table.npy" && in["sha256"] == sha256sum(dir + "/table.npy"));
+  }
+  EXPECT_TRUE(hashed);
+}
+
 TEST(CliCertify, BadUsageExitsTwo) {
   const std::string dir = test::temp_dir("certify_bad");
   auto c = run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "5:50",

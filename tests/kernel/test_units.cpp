@@ -98,6 +98,17 @@ TEST(KernelStrategy, ShapeMismatchesThrow) {
                error);
   EXPECT_THROW(kernel::learned_table<float>(lrn, strategy::hf, std::vector<std::int64_t>{-1}, out),
                error);
+  // offset: position p reads row p + offset (of the interpolated table when it interpolates).
+  auto off = test::parse_as<spec::learned>(
+      "learned:num_positions=3,d_model=2,target_positions=5,offset=1");
+  off.table = {0, 10, 1, 20, 3, 40};
+  for (strategy st : {strategy::hf, strategy::accurate}) {
+    kernel::learned_table<float>(off, st, std::vector<std::int64_t>{2}, out);  // x = 3/2
+    EXPECT_EQ(out[1], 30.0f);
+    kernel::learned_table<float>(off, st, std::vector<std::int64_t>{-1}, out);  // row 0
+    EXPECT_EQ(out[1], 10.0f);
+    EXPECT_THROW(kernel::learned_table<float>(off, st, std::vector<std::int64_t>{4}, out), error);
+  }
   const auto ali = test::parse_as<spec::alibi>("alibi:num_heads=4");
   std::vector<float> bias(4 * 3 * 2 + 1);
   EXPECT_THROW(

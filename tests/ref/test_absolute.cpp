@@ -108,5 +108,22 @@ TEST(LearnedReference, LookupAndInterpolation) {
   EXPECT_LT(to_d(abs(h[1] - (real(10) * 3 / 7 + real(20) * 4 / 7))), 1e-40);
 }
 
+TEST(LearnedReference, OffsetReadsRowPPlusOffset) {
+  auto s = std::get<spec::learned>(spec::parse_spec("learned:num_positions=3,d_model=2,offset=1"));
+  s.table = {0, 10, 1, 20, 3, 40};
+  EXPECT_EQ(ref::learned_row(s, 0)[1], 20);
+  EXPECT_EQ(ref::learned_row(s, 1)[1], 40);
+  EXPECT_EQ(ref::learned_row(s, -1)[1], 10);
+  EXPECT_THROW(ref::learned_row(s, 2), error);
+  // Interpolated 3 → 5 rows (align_corners: x = t′/2), position 2 reads row t′ = 3: x = 1.5.
+  s.target_positions = 5;
+  EXPECT_EQ(ref::learned_row(s, 2)[1], 30);
+  const ref::learned_source src = ref::learned_source_of(s, 2);
+  EXPECT_EQ(src.i0, 1);
+  EXPECT_EQ(src.i1, 2);
+  EXPECT_EQ(src.rem, 2);
+  EXPECT_EQ(src.den, 4);
+}
+
 }  // namespace
 }  // namespace pev

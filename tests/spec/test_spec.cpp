@@ -212,6 +212,28 @@ TEST(SpecLearned, SeededTableIsDeterministicAndFloat32Exact) {
             "table=/data/wpe.npy");
 }
 
+TEST(SpecLearned, OffsetIndexesRowPPlusOffset) {
+  // OPT's embed_positions: position p reads row p + 2 (docs/encodings.md §2.4).
+  const auto o = parse_as<learned>("learned:num_positions=6,d_model=2,offset=2");
+  EXPECT_EQ(o.offset, 2);
+  EXPECT_EQ(to_spec_string(o), "learned:num_positions=6,d_model=2,offset=2");
+  EXPECT_EQ(learned_index(o, 0), 2);
+  EXPECT_EQ(learned_index(o, 3), 5);
+  EXPECT_EQ(learned_index(o, -2), 0);  // OPT's left padding: position −1 reads row 1
+  EXPECT_EQ(learned_index(o, 4), std::nullopt);
+  EXPECT_EQ(learned_index(o, -3), std::nullopt);
+  EXPECT_EQ(learned_index(o, INT64_MAX), std::nullopt);
+  EXPECT_EQ(learned_index(o, INT64_MIN), std::nullopt);
+  // Interpolated: the offset indexes the interpolated table's rows.
+  EXPECT_EQ(learned_rows(parse_as<learned>("learned:num_positions=6,d_model=2,target_positions=9,"
+                                           "offset=8")),
+            9);
+  EXPECT_NE(error_of("learned:num_positions=6,d_model=2,offset=-1").find("offset"),
+            std::string::npos);
+  EXPECT_NE(error_of("learned:num_positions=6,d_model=2,offset=6").find("[0, 5]"),
+            std::string::npos);
+}
+
 TEST(SpecRoundTrip, CanonicalStringsParseBack) {
   const std::vector<std::string> specs = {
       "sinusoidal:d_model=512",
@@ -219,6 +241,7 @@ TEST(SpecRoundTrip, CanonicalStringsParseBack) {
       "sinusoidal:d_model=320,base=10000,layout=blocked",
       "learned:num_positions=16,d_model=8,seed=123",
       "learned:num_positions=16,d_model=8,target_positions=40,align_corners=0",
+      "learned:num_positions=16,d_model=8,offset=2",
       "alibi:num_heads=12,max_bias=16",
       "t5:num_buckets=64,max_distance=256,bidirectional=false",
       "t5",

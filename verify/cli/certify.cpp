@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "exit_guard.h"
 #include "pev/app/certify.h"
+#include "pev/app/encoding.h"
 #include "pev/app/inputs.h"
 #include "pev/app/limits.h"
 #include "pev/app/positions.h"
@@ -332,7 +333,12 @@ command add_certify(CLI::App& app) {
               }
               used.push_back({st->config_file, "config", certify::sha256_bytes(text)});
             } else if (!st->spec_text.empty()) {
-              e = spec::parse_spec(st->spec_text);
+              // A learned table's table=FILE is read, refused inside --out, and hashed.
+              e = app::parse_encoding(st->spec_text);
+              for (const app::input_path& f : app::encoding_files(e)) {
+                app::refuse_inputs_inside_out(st->out, {f});
+                used.push_back({f.path.string(), f.flag, certify::sha256_file(f.path)});
+              }
             } else if (const auto it = d.metadata.find("spec"); it != d.metadata.end()) {
               e = spec::parse_spec(it->second);
               std::cerr << "pev: certify: spec from the dump's metadata: " << escaped(it->second)

@@ -21,7 +21,7 @@ command add_list(CLI::App& app) {
         s += "  sinusoidal  d_model, base=10000, layout=interleaved|blocked, freq_shift=1 "
              "(blocked)\n";
         s += "  learned     num_positions, d_model, target_positions=0, align_corners=true, "
-             "table=FILE.npy|.safetensors, seed=0\n";
+             "offset=0, table=FILE.npy|.safetensors, seed=0\n";
         s += "  alibi       num_heads, max_bias=8\n";
         s += "  t5          num_buckets=32, max_distance=128, bidirectional=true\n";
         s += "  shaw        max_relative_position\n";

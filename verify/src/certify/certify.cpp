@@ -1,5 +1,6 @@
 // certify_dump (certify.h): the certificate's frame — spec, inputs, provenance — then the
-// family's checks (rope.cpp, sinusoidal.cpp, alibi.cpp, t5.cpp), then grade, claim and diagnosis.
+// family's checks (rope.cpp, sinusoidal.cpp, learned.cpp, alibi.cpp, t5.cpp), then grade, claim
+// and diagnosis.
 
 #include "pev/certify/certify.h"
 
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <future>
 
 #include "detail.h"
@@ -52,7 +54,10 @@ std::string run_options(const options& o) {
       o.max_trig_ulp ? fmt::format("{}", *o.max_trig_ulp) : "-");
 }
 
-certificate certify_dump(const spec::encoding& e, const dump& d, const options& o) {
+namespace detail {
+
+certificate certify_frame(const spec::encoding& e, const dump& d, const options& o,
+                          const std::function<void(context&)>& checks) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.recipe) (void)detail::claim_grade(*o.recipe);  // pev::error for an unknown recipe
   if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
@@ -87,21 +92,8 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
   z.library.assumed = o.libm->name;
   z.libm_claimed = o.libm != &metric::kAnyConforming;
   z.library.max_trig_ulp = o.max_trig_ulp;
-  detail::context k{e, d, o, cert, {}};
-  if (const auto* s = std::get_if<spec::rope>(&e)) {
-    detail::certify_rope(*s, k);
-  } else if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
-    detail::certify_sinusoidal(*s, k);
-  } else if (const auto* s = std::get_if<spec::alibi>(&e)) {
-    detail::certify_alibi(*s, k);
-  } else if (const auto* s = std::get_if<spec::t5>(&e)) {
-    detail::certify_t5(*s, k);
-  } else {
-    throw error(
-        fmt::format("certify: the {} family is not supported yet (rope, sinusoidal, "
-                    "alibi and t5 are)",
-                    spec::family_name(e)));
-  }
+  context k{e, d, o, cert, {}};
+  checks(k);
   if (hashing.valid()) {
     hashing.get();
   } else if (unhashed) {
@@ -119,13 +111,36 @@ certificate certify_dump(const spec::encoding& e, const dump& d, const options& 
     any_hf = any_hf || c.recipe_rho.count("hf") > 0;
     any_ggml = any_ggml || c.recipe_rho.count("ggml") > 0;
   }
-  z.held_to = detail::held_bound(o, any_ggml, any_hf || !any_recipe);
+  z.held_to = held_bound(o, any_ggml, any_hf || !any_recipe);
   report::diagnosis& why = z.why ? *z.why : z.why.emplace();
   why.first = std::move(k.mismatches);
-  why.max_rho_without = detail::max_rho_without(cert);
-  detail::finish(cert);
+  why.max_rho_without = max_rho_without(cert);
+  finish(cert);
   z.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return cert;
+}
+
+}  // namespace detail
+
+certificate certify_dump(const spec::encoding& e, const dump& d, const options& o) {
+  return detail::certify_frame(e, d, o, [&e](detail::context& k) {
+    if (const auto* s = std::get_if<spec::rope>(&e)) {
+      detail::certify_rope(*s, k);
+    } else if (const auto* s = std::get_if<spec::sinusoidal>(&e)) {
+      detail::certify_sinusoidal(*s, k);
+    } else if (const auto* s = std::get_if<spec::alibi>(&e)) {
+      detail::certify_alibi(*s, k);
+    } else if (const auto* s = std::get_if<spec::t5>(&e)) {
+      detail::certify_t5(*s, k);
+    } else if (const auto* s = std::get_if<spec::learned>(&e)) {
+      detail::certify_learned(*s, k);
+    } else {
+      throw error(
+          fmt::format("certify: the {} family is not supported yet (rope, sinusoidal, "
+                      "learned, alibi and t5 are)",
+                      spec::family_name(e)));
+    }
+  });
 }
 
 }  // namespace pev::certify

@@ -6,8 +6,8 @@
 //   positions.cpp   the positions of a dump's rows
 //   checks.cpp      the check rows of a certificate: bounds, figures options, grading, the claim
 //   diagnosis.cpp   which known mistake explains data that is not certified
-//   rope.cpp, sinusoidal.cpp, alibi.cpp, t5.cpp   one family's checks each
-//   certify.cpp     certify_dump: the family dispatch
+//   rope.cpp, sinusoidal.cpp, learned.cpp, alibi.cpp, t5.cpp   one family's checks each
+//   certify.cpp     certify_dump: the certificate's frame and the family dispatch
 //   live.cpp        certify_live: live implementations as dumps, plus the property suites
 //   merge.cpp       merge_shards: the certificates of --shard I/N runs as one
 // clang-format on
@@ -245,7 +245,34 @@ struct context {
 
 void certify_rope(const spec::rope& s, context& k);
 void certify_sinusoidal(const spec::sinusoidal& s, context& k);
+void certify_learned(const spec::learned& s, context& k);
 void certify_alibi(const spec::alibi& s, context& k);
 void certify_t5(const spec::t5& s, context& k);
+
+/// The certificate of `checks` run on dump `d` under encoding `e` (certify.cpp): its frame (spec,
+/// inputs, provenance, shard), then the checks, then the held bound, grade, claim and diagnosis.
+/// certify_dump is this with the family dispatch.
+certificate certify_frame(const spec::encoding& e, const dump& d, const options& o,
+                          const std::function<void(context&)>& checks);
+
+// ---- Learned tables (learned.cpp; docs/certify.md §4) -------------------------------------------
+
+/// The check of a learned table's rows: `rows` [R, d_model] (any float dtype; size-1 leading
+/// dimensions and a [B, T, d_model] batch are read as R = B·T rows) produced at `positions` (R of
+/// them, each ≥ 0 with position + offset inside the spec's table), against the exact rows of the
+/// spec's table (docs/encodings.md §2.4), as check `name` of k's certificate (its source:
+/// `source`); when it is not certified and k.o.diagnose, the diagnosis of the field's three
+/// mistakes — another offset, the other align_corners, a truncated table — into k's certificate
+/// (explanations `learned-offset`, `learned-align-corners`, `learned-truncated-clamped`,
+/// `learned-truncated-zero`, and findings naming the parameter the rows imply). pev::error (exit
+/// 2) for a shape, width, dtype or position that does not fit.
+void learned_rows_check(const spec::learned& s, context& k, const io::array& rows,
+                        std::span<const std::int64_t> positions, const std::string& name,
+                        const std::string& source);
+/// A whole certificate of explicit rows and positions (for a trace's `embed.positions`, which
+/// the caller reads): learned_rows_check in certify_frame with no dump file, check "pe". `e` must
+/// hold a spec::learned (pev::error otherwise).
+certificate learned_check(const spec::encoding& e, const io::array& rows,
+                          std::span<const std::int64_t> positions, const options& o);
 
 }  // namespace pev::certify::detail

@@ -29,11 +29,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::size_t kReplayRows = 4096;
 constexpr std::size_t kLargestRows = 256;
 
-/// The rows the diagnosis replays, in row order (docs/certify.md §3): every row of a dump of at
-/// most kReplayRows; else the first row at each position of `first` (the first mismatches: where
-/// the data leaves the bound), the kLargestRows rows of the largest positions (where mistakes of
-/// position and angle precision grow) and evenly spaced rows up to kReplayRows. `pos` holds
-/// `streams` lists of `rows` positions (MRoPE); a row's position is its largest.
+}  // namespace
+
 std::vector<std::size_t> replay_rows(const std::vector<std::int64_t>& pos, std::size_t streams,
                                      const std::vector<report::mismatch>& first) {
   const std::size_t rows = pos.size() / streams;
@@ -112,6 +109,8 @@ void record_replayed(context& k, const std::vector<std::string>& parts) {
   if (!z.why) z.why.emplace();
   z.why->replayed_on = fmt::format("{}", fmt::join(said, "; "));
 }
+
+namespace {
 
 /// Calls f(mutant, evidence) for every mistake of `family` that applies to `e` and can produce
 /// `what` in dtype `t`.

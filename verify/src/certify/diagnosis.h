@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "detail.h"
@@ -12,6 +13,21 @@
 #include "pev/impl/contract.h"
 
 namespace pev::certify::detail {
+
+/// The rows the diagnosis replays, in row order (docs/certify.md §3): every row of a dump of at
+/// most 4096; else the first row at each position of `first` (the first mismatches: where the
+/// data leaves the bound), the 256 rows of the largest positions (where mistakes of position and
+/// angle precision grow) and evenly spaced rows up to 4096. `pos` holds `streams` lists of `rows`
+/// positions (MRoPE); a row's position is its largest.
+std::vector<std::size_t> replay_rows(const std::vector<std::int64_t>& pos, std::size_t streams,
+                                     const std::vector<report::mismatch>& first);
+/// The positions of `rows` of `pos` (`streams` lists, MRoPE): `streams` lists of rows.size().
+std::vector<std::int64_t> positions_of(const std::vector<std::int64_t>& pos, std::size_t streams,
+                                       const std::vector<std::size_t>& rows);
+/// "N of R what" when the diagnosis replays a sample, else empty.
+std::string replayed_text(std::size_t n, std::size_t rows, const char* what);
+/// Records in the certificate's diagnosis which rows were replayed (empty parts left out).
+void record_replayed(context& k, const std::vector<std::string>& parts);
 
 /// A pipeline RoPE mistakes are replayed on: the recipe under test (hf or ggml), its contract
 /// (whose bounds judge the replay), and how it rotates q/k.

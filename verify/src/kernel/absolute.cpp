@@ -47,10 +47,13 @@ sinusoidal_plan plan_sinusoidal(const spec::sinusoidal& s, strategy st) {
 
 learned_row_plan plan_learned_row(const spec::learned& s, strategy st, std::int64_t t) {
   const std::int64_t L = s.num_positions;
-  const std::int64_t rows = s.target_positions > 0 ? s.target_positions : L;
-  if (t < 0 || t >= rows) {
-    throw error(fmt::format("learned: position {} is outside the table (0 … {})", t, rows - 1));
+  const std::optional<std::int64_t> row = spec::learned_index(s, t);
+  if (!row) {
+    throw error(fmt::format("learned: position {}{} is outside the table (rows 0 … {})", t,
+                            s.offset != 0 ? fmt::format(" with offset {}", s.offset) : "",
+                            spec::learned_rows(s) - 1));
   }
+  t = *row;  // the row of the (interpolated) table that position t reads
   learned_row_plan rp;
   if (s.target_positions == 0) {
     rp.i0 = t;

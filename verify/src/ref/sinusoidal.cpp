@@ -1,6 +1,7 @@
 #include "pev/ref/sinusoidal.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "pev/core/error.h"
@@ -76,6 +77,48 @@ std::vector<real> sinusoidal_row(const spec::sinusoidal& s, std::int64_t p, cons
   return row;
 }
 
+namespace {
+
+/// Row t + offset of the table, checked (pev::error naming the position and the offset).
+std::int64_t learned_row_index(const spec::learned& s, std::int64_t t) {
+  const std::optional<std::int64_t> i = spec::learned_index(s, t);
+  if (!i) {
+    const std::int64_t rows = spec::learned_rows(s);
+    throw error("learned: position " + std::to_string(t) +
+                (s.offset != 0 ? " with offset " + std::to_string(s.offset) : std::string()) +
+                " is outside the table (rows 0 … " + std::to_string(rows - 1) + ")");
+  }
+  return *i;
+}
+
+}  // namespace
+
+learned_source learned_source_of(const spec::learned& s, std::int64_t t) {
+  const std::int64_t row = learned_row_index(s, t);
+  const std::int64_t L = s.num_positions;
+  learned_source src;
+  if (s.target_positions == 0) {
+    src.i0 = src.i1 = row;
+    return src;
+  }
+  // x = num/den exactly (align_corners: t′·(L−1)/(L′−1); else ((2t′+1)·L − L′)/(2L′), clamped at
+  // 0): index and remainder in integers (all below 2^70).
+  const std::int64_t Lp = s.target_positions;
+  __extension__ typedef __int128 i128;
+  const i128 num0 = s.align_corners ? i128(row) * (L - 1) : i128(2 * row + 1) * L - Lp;
+  const i128 den = s.align_corners ? i128(Lp - 1) : i128(2) * Lp;
+  const i128 num = num0 < 0 ? 0 : num0;
+  src.i0 = static_cast<std::int64_t>(num / den);
+  src.rem = static_cast<std::int64_t>(num % den);
+  src.den = static_cast<std::int64_t>(den);
+  if (src.i0 >= L - 1) {
+    src.i0 = L - 1;
+    src.rem = 0;
+  }
+  src.i1 = src.i0 + 1 < L ? src.i0 + 1 : L - 1;
+  return src;
+}
+
 std::vector<real> learned_row(const spec::learned& s, std::int64_t t, const recipe& r) {
   if (!r.learned) throw error("recipe " + std::string(r.name) + " has no learned-table pipeline");
   const rounding f = *r.learned;
@@ -85,42 +128,27 @@ std::vector<real> learned_row(const spec::learned& s, std::int64_t t, const reci
     throw error("learned: the table holds " + std::to_string(s.table.size()) +
                 " values, expected " + std::to_string(L * d) + " (num_positions × d_model)");
   }
-  const std::int64_t rows = s.target_positions > 0 ? s.target_positions : L;
-  if (t < 0 || t >= rows) {
-    throw error("learned: position " + std::to_string(t) + " is outside the table (0 … " +
-                std::to_string(rows - 1) + ")");
-  }
   std::vector<real> out(static_cast<std::size_t>(d));
-  if (s.target_positions == 0) {
-    for (std::int64_t c = 0; c < d; ++c) out[c] = real(s.table[t * d + c]);
-    return out;
-  }
-  // PyTorch linear interpolation: source index x of target index t, then a two-point lerp.
-  const std::int64_t Lp = s.target_positions;
-  if (f == std::nullopt) {
-    // x = num/den exactly (align_corners: t·(L−1)/(L′−1); else ((2t+1)·L − L′)/(2L′), clamped at
-    // 0). Index and remainder in integers, then one division of an exact numerator: the value is
-    // the exact interpolation at the working precision (exact when it is a short dyadic, so ties
-    // survive).
-    __extension__ typedef __int128 i128;
-    const i128 num0 = s.align_corners ? i128(t) * (L - 1) : i128(2 * t + 1) * L - Lp;
-    const i128 den = s.align_corners ? i128(Lp - 1) : i128(2) * Lp;
-    const i128 num = num0 < 0 ? 0 : num0;
-    std::int64_t i0 = static_cast<std::int64_t>(num / den);
-    std::int64_t rem = static_cast<std::int64_t>(num % den);
-    if (i0 >= L - 1) {
-      i0 = L - 1;
-      rem = 0;
-    }
-    const std::int64_t i1 = i0 + 1 < L ? i0 + 1 : L - 1;
-    const real D = I(static_cast<std::int64_t>(den));
+  if (s.target_positions == 0 || f == std::nullopt) {
+    // The exact value: one division of an exact numerator at the working precision (exact when
+    // it is a short dyadic, so ties survive).
+    const learned_source src = learned_source_of(s, t);
+    const real D = I(src.den);
     for (std::int64_t c = 0; c < d; ++c) {
-      const real a(s.table[i0 * d + c]);
-      const real b(s.table[i1 * d + c]);
-      out[c] = (a * (D - I(rem)) + b * I(rem)) / D;
+      const real a(s.table[src.i0 * d + c]);
+      if (src.rem == 0) {
+        out[c] = a;
+        continue;
+      }
+      const real b(s.table[src.i1 * d + c]);
+      out[c] = (a * (D - I(src.rem)) + b * I(src.rem)) / D;
     }
     return out;
   }
+  // PyTorch linear interpolation in the recipe's format: source index x of table row t′, then a
+  // two-point lerp.
+  const std::int64_t Lp = s.target_positions;
+  t = learned_row_index(s, t);
   real x;
   if (s.align_corners) {
     const real scale = round(f, round(f, I(L - 1)) / round(f, I(Lp - 1)));

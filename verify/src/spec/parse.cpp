@@ -267,13 +267,14 @@ sinusoidal parse_sinusoidal(const items& in) {
 
 learned parse_learned(const items& in) {
   in.check_known(
-      {"num_positions", "d_model", "target_positions", "align_corners", "table", "seed"});
+      {"num_positions", "d_model", "target_positions", "align_corners", "offset", "table", "seed"});
   require(in, "for learned", {"num_positions", "d_model"});
   learned s;
   s.num_positions = *in.integer("num_positions");
   s.d_model = *in.integer("d_model");
   s.target_positions = in.integer("target_positions").value_or(0);
   s.align_corners = in.boolean("align_corners").value_or(true);
+  s.offset = in.integer("offset").value_or(0);
   if (in.has("table") && in.has("seed")) {
     in.fail("table and seed exclude each other (seed generates the table when no file is given)");
   }

@@ -91,6 +91,19 @@ std::int64_t expected_rotary_dim(std::int64_t head_dim, double partial_rotary_fa
 
 }  // namespace detail
 
+std::int64_t learned_rows(const learned& s) {
+  return s.target_positions > 0 ? s.target_positions : s.num_positions;
+}
+
+std::optional<std::int64_t> learned_index(const learned& s, std::int64_t p) {
+  const std::int64_t rows = learned_rows(s);
+  // p + offset without overflow: both checked against the rows first.
+  if (p >= rows || p < -s.offset) return std::nullopt;
+  const std::int64_t i = p + s.offset;
+  if (i < 0 || i >= rows) return std::nullopt;
+  return i;
+}
+
 const char* family_name(const encoding& e) {
   return std::visit(
       [](const auto& x) -> const char* {
@@ -223,6 +236,7 @@ std::string spec_string(const learned& s) {
   w.add_int("d_model", s.d_model);
   if (s.target_positions != 0) w.add_int("target_positions", s.target_positions);
   if (!s.align_corners) w.add_bool("align_corners", false);
+  if (s.offset != 0) w.add_int("offset", s.offset);
   if (!s.table_file.empty()) {
     w.add("table", s.table_file);
   } else if (s.seed != 0) {
@@ -389,6 +403,11 @@ void check(const learned& s) {
   }
   if (s.target_positions != 0) {
     check_int(f, "target_positions", s.target_positions, 2, detail::max_context - 1);
+  }
+  if (!in_range(s.offset, 0, learned_rows(s) - 1)) {
+    fail(f, fmt::format("offset must be an integer in [0, {}] (position p reads row p + offset of "
+                        "the table's {} rows), got {}",
+                        learned_rows(s) - 1, learned_rows(s), s.offset));
   }
   const auto size = static_cast<std::size_t>(s.num_positions * s.d_model);
   // A table read from a file is loaded by the caller after parsing; until then it may be empty.

@@ -11,7 +11,7 @@
 // clang-format off
 // Keys per family (required ones marked *):
 //   sinusoidal: d_model*, base, layout (interleaved|blocked), freq_shift (blocked only)
-//   learned:    num_positions*, d_model*, target_positions, align_corners, table (file path,
+//   learned:    num_positions*, d_model*, target_positions, align_corners, offset, table (file path,
 //               stored in table_file and loaded by the caller; it cannot contain ','),
 //               seed (when no table)
 //   alibi:      num_heads*, max_bias

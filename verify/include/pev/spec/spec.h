@@ -41,18 +41,25 @@ struct sinusoidal {
 /// Learned absolute table [num_positions, d_model], optionally linearly interpolated to
 /// target_positions (PyTorch interpolate conventions; docs/encodings.md §2.4):
 /// align_corners: new index t ↦ t·(L−1)/(L′−1); otherwise (t+½)·L/L′ − ½, clamped to [0, L−1].
+/// Position p reads row p + offset of the (interpolated) table (OPT's embed_positions: offset 2).
 /// The table comes from a file (`table`) or is generated deterministically from `seed`.
 struct learned {
   std::int64_t num_positions = 0;
   std::int64_t d_model = 0;
   std::int64_t target_positions = 0;  // 0: no interpolation (lookup)
   bool align_corners = true;
-  std::string table_file;  // npy or safetensors; empty: generated from seed
+  std::int64_t offset = 0;  // row of position p: p + offset (0 ≤ offset < rows)
+  std::string table_file;   // npy or safetensors; empty: generated from seed
   std::uint64_t seed = 0;
   std::vector<double> table;  // row-major [num_positions, d_model], filled by the parser
 
   bool operator==(const learned&) const = default;
 };
+/// The rows of a learned encoding's table as positions index it: target_positions when it
+/// interpolates, else num_positions.
+std::int64_t learned_rows(const learned& s);
+/// The row position p reads, p + offset; none when it lies outside [0, learned_rows).
+std::optional<std::int64_t> learned_index(const learned& s, std::int64_t p);
 
 /// ALiBi (Press et al.; docs/encodings.md §3.1). Slopes for any head count (non-powers of two by
 /// the interleaving rule); bias(h, i, j) = m_h·(j − i) for query i and key j (the causal mask is
