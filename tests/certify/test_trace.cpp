@@ -336,5 +336,56 @@ TEST(Trace, T5EncoderAndDecoderBucketsFromOneConfig) {
   }
 }
 
+// A learned table added at the input (OPT: offset 2, docs/encodings.md §7.9): the rows the model
+// added, read from the checkpoint's table at position + 2; left padding (attention_mask 0,
+// position −1 as OPT makes it) left out; the offset forgotten named at the embed site.
+TEST(Trace, LearnedTableWithOPTsOffsetAndLeftPadding) {
+  const spec::model_spec m = spec::parse_config_model_file(
+      std::filesystem::path(PEV_SOURCE_DIR) / "tests/spec/configs/families/opt_125m.json");
+  ASSERT_EQ(m.layers.front().site, "embed");
+  const auto& want = std::get<spec::learned>(*m.layers.front().encoding);
+  ASSERT_EQ(want.offset, 2);
+  const std::int64_t N = want.num_positions, d = want.d_model, Tn = 10;
+  std::mt19937_64 rng(20261128);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> table(static_cast<std::size_t>(N * d));
+  for (float& v : table) v = normal(rng);
+  // Row 0 of the batch: 10 tokens; row 1: 3 padding tokens, then 7.
+  const std::vector<std::int64_t> mask = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+  std::vector<std::int64_t> pos;
+  for (std::int64_t b = 0; b < 2; ++b) {
+    std::int64_t p = -1;
+    for (std::int64_t t = 0; t < Tn; ++t) {
+      const bool real = mask[static_cast<std::size_t>(b * Tn + t)] != 0;
+      pos.push_back(real ? ++p : -1);
+    }
+  }
+  const auto rows_at = [&](std::int64_t offset) {
+    std::vector<float> r;
+    for (const std::int64_t p : pos) {
+      // A padding token (position −1) reads row 0 when the offset is forgotten: left out anyway.
+      const auto at = static_cast<std::size_t>(std::max<std::int64_t>(p + offset, 0) * d);
+      r.insert(r.end(), table.begin() + static_cast<std::ptrdiff_t>(at),
+               table.begin() + static_cast<std::ptrdiff_t>(at + static_cast<std::size_t>(d)));
+    }
+    return io::array::from_values<float>({2, Tn, d}, r);
+  };
+  const auto make = [&](std::int64_t offset) {
+    certify::dump t;
+    t.tensors.emplace("position_ids", io::array::from_int64({2, Tn}, pos));
+    t.tensors.emplace("attention_mask", io::array::from_int64({2, Tn}, mask));
+    t.tensors.emplace("embed.table", io::array::from_values<float>({N, d}, table));
+    t.tensors.emplace("embed.positions", rows_at(offset));
+    return t;
+  };
+  const auto genuine = certify::certify_trace(m, make(2), opts());
+  EXPECT_EQ(genuine.exit_code(), 0) << certify::to_text(genuine);
+  EXPECT_EQ(genuine.certification->layers.size(), 1u);  // the layers apply none: not traced
+  const auto forgot = certify::certify_trace(m, make(0), opts());  // OPT's + 2 forgotten
+  SCOPED_TRACE(certify::to_text(forgot));
+  EXPECT_EQ(forgot.exit_code(), 1);
+  EXPECT_EQ(forgot.certification->layers.front().named.value_or(""), "learned-offset");
+}
+
 }  // namespace
 }  // namespace pev

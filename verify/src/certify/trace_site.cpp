@@ -179,6 +179,79 @@ dump t5_dump(const site_data& s, const std::string& prefix) {
   return sub;
 }
 
+// A learned table added at the input (docs/certify.md §8.1): embed.positions, the rows the model
+// added token by token, against the checkpoint's table embed.table read at each token's
+// position_ids (plus the config's offset). A table of another size than the config's is a finding
+// (a truncated table), not bad input.
+site_outcome learned_site(spec::learned want, const site_data& s, const std::string& prefix,
+                          const std::string& rule, const dump& trace, const options& o,
+                          site_outcome& out) {
+  const io::array* table = s.find("table");
+  const io::array* rows = s.find("positions");
+  if (!table || !rows) {
+    throw error(fmt::format(
+        "site {}: expected '{}.table' (the checkpoint's table [N, d]) and '{}.positions' (the "
+        "embedding added at the input, [B, T, d] or [T, d]); it holds {}",
+        prefix, prefix, prefix, tensor_list(site_dump(s, trace))));
+  }
+  if (table->shape.size() != 2 || !is_float(table->type)) {
+    throw error(fmt::format("site {}: '{}.table' must be a float [N, d] tensor, got {} {}", prefix,
+                            prefix, io::safetensors_name(table->type),
+                            io::shape_string(table->shape)));
+  }
+  const std::int64_t N = table->shape[0], d = table->shape[1];
+  if (d != want.d_model) {
+    throw error(fmt::format("site {}: '{}.table' has {} columns; the config's width is {} ({})",
+                            prefix, prefix, d, want.d_model, rule));
+  }
+  const std::vector<std::int64_t> pos = trace_positions(trace);
+  if (rows->shape.empty() || rows->shape.back() != d ||
+      static_cast<std::int64_t>(rows->elements()) != static_cast<std::int64_t>(pos.size()) * d) {
+    throw error(fmt::format(
+        "site {}: '{}.positions' has shape {}: expected one row of {} per token of position_ids "
+        "({} tokens)",
+        prefix, prefix, io::shape_string(rows->shape), d, pos.size()));
+  }
+  io::array flat = *rows;
+  flat.shape = {static_cast<std::int64_t>(pos.size()), d};
+  // Padding tokens (attention_mask 0) are left out: their position ids are a convention (OPT's
+  // −1 reads row offset − 1), not a position of the sequence.
+  std::vector<std::int64_t> kept = pos;
+  if (const io::array* mask = trace.find("attention_mask");
+      mask && mask->elements() == pos.size() && !is_float(mask->type)) {
+    const std::vector<std::int64_t> m = mask->to_int64();
+    const std::size_t row_bytes = static_cast<std::size_t>(d) * size_of(flat.type);
+    std::vector<std::byte> bytes;
+    kept.clear();
+    for (std::size_t t = 0; t < pos.size(); ++t) {
+      if (m[t] == 0) continue;
+      kept.push_back(pos[t]);
+      const std::byte* from = rows->data.data() + t * row_bytes;
+      bytes.insert(bytes.end(), from, from + row_bytes);
+    }
+    flat.data = io::byte_buffer(std::move(bytes));
+    flat.shape = {static_cast<std::int64_t>(kept.size()), d};
+  }
+  spec::learned l = want;
+  l.num_positions = N;
+  l.table = table->to_doubles();
+  certificate c = learned_check(spec::encoding{l}, flat, kept, o);
+  take(out, std::move(c));
+  out.row.read = fmt::format("{}.positions {} against {}.table [{}, {}]", prefix,
+                             io::shape_string(rows->shape), prefix, N, d);
+  if (N != want.num_positions) {
+    // The checkpoint's table is not the config's: the engine truncated (or padded) it.
+    out.row.result = grade::not_certified;
+    out.claim_holds = false;
+    if (!out.row.named) out.row.named = "learned-truncated-table";
+    out.row.findings.insert(out.row.findings.begin(),
+                            fmt::format("{}.table has {} rows; the config gives {} ({})", prefix,
+                                        N, want.num_positions, rule));
+    out.row.max_rho = INFINITY;
+  }
+  return out;
+}
+
 }  // namespace
 
 site_outcome certify_site(const trace_site& ts, const spec::model_spec& m, const dump& trace,
@@ -199,7 +272,7 @@ site_outcome certify_site(const trace_site& ts, const spec::model_spec& m, const
     return out;
   }
   if (l.encoding && std::holds_alternative<spec::learned>(*l.encoding)) {
-    throw error(fmt::format("site {}: learned tables in a trace are not certified yet", prefix));
+    return learned_site(std::get<spec::learned>(*l.encoding), s, prefix, l.rule, trace, o, out);
   }
 
   check id;

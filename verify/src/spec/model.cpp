@@ -96,12 +96,14 @@ model_spec learned_model(const reader& in, const json& cfg, const std::string& a
   if (fam.model_type == "opt") {
     // OPTLearnedPositionalEmbedding: nn.Embedding(num_embeddings + 2, …), looked up at p + 2.
     table.num_positions += 2;
+    table.offset = 2;
     rule += fmt::format(
         "; OPT: the table has {} + 2 = {} rows and position p reads row p + 2 (offset 2, "
         "OPTLearnedPositionalEmbedding)",
         pn, table.num_positions);
   } else if (fam.model_type == "roberta" || fam.model_type == "xlm-roberta") {
     const auto pad = int_key(in, cfg, at, {"pad_token_id"}).value_or(1);
+    table.offset = pad + 1;
     rule += fmt::format(
         "; RoBERTa: position ids start at pad_token_id + 1 = {} (offset {}, "
         "create_position_ids_from_input_ids)",
