@@ -351,7 +351,8 @@ TEST(Trace, LearnedTableWithOPTsOffsetAndLeftPadding) {
   std::vector<float> table(static_cast<std::size_t>(N * d));
   for (float& v : table) v = normal(rng);
   // Row 0 of the batch: 10 tokens; row 1: 3 padding tokens, then 7.
-  const std::vector<std::int64_t> mask = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+  const std::vector<std::int64_t> mask = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
   std::vector<std::int64_t> pos;
   for (std::int64_t b = 0; b < 2; ++b) {
     std::int64_t p = -1;

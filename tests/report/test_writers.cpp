@@ -331,5 +331,45 @@ TEST(ReportWrite, APlotGnuplotCannotDrawIsSkippedWithANote) {
   std::filesystem::remove_all(dir);
 }
 
+// A model trace's certificate (docs/certify.md §8.2): a row per site in the text and summary.md,
+// on the page a strip of the layers coloured by grade (the identity grey, not certified red) with
+// a link to each row; the rows survive certificate.json.
+TEST(ReportCertificate, ModelLayersAtAGlance) {
+  auto r = test::synthetic_certificate();
+  auto& z = *r.certification;
+  z.model = "gemma3_text";
+  const auto site = [](std::int64_t i, const char* type, const char* spec, report::grade g) {
+    report::layer_result l;
+    l.index = i;
+    l.type = type;
+    l.spec = spec;
+    l.rule = "layer_types[" + std::to_string(i) + "]";
+    l.result = g;
+    return l;
+  };
+  z.layers = {site(0, "sliding_attention", "rope:head_dim=128", report::grade::recipe_hf),
+              site(1, "full_attention", "none", report::grade::correctly_rounded),
+              site(2, "sliding_attention", "rope:head_dim=128", report::grade::not_certified)};
+  z.layers[2].named = "rope-of-other-layer-type";
+  z.layers[2].findings = {"rotated with the RoPE of the full_attention layers"};
+  const std::string html = report::index_html(r, {});
+  EXPECT_NE(html.find("<h2 id=\"layers\">"), std::string::npos);
+  EXPECT_NE(html.find("href=\"#layer-2\""), std::string::npos);
+  EXPECT_NE(html.find("<tr id=\"layer-2\">"), std::string::npos);
+  EXPECT_NE(html.find("background:#cf222e"), std::string::npos);  // layer 2, not certified
+  EXPECT_NE(html.find("background:#8c959f"), std::string::npos);  // layer 1, the identity
+  const std::string text = report::certificate_text(r);
+  EXPECT_NE(text.find("identity (NoPE)"), std::string::npos) << text;
+  EXPECT_NE(text.find("↳ rope-of-other-layer-type — rotated with"), std::string::npos) << text;
+  const std::string md = report::summary_markdown(r);
+  EXPECT_NE(md.find("### Layers"), std::string::npos) << md;
+  const auto back = report::from_json(report::to_json(r), "test");
+  EXPECT_EQ(back.certification->layers, z.layers);
+  EXPECT_EQ(back.certification->model, "gemma3_text");
+  // One dump: no layers section.
+  EXPECT_EQ(report::index_html(test::synthetic_certificate(), {}).find("id=\"layers\""),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace pev

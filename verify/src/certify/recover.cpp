@@ -364,8 +364,10 @@ table_fit fit_rotation(const spec::rope& s, std::optional<std::int64_t> seq, con
       double best = -1, cv = kNaN, sv = kNaN;
       for (std::int64_t h = 0; h < H; ++h) {
         const auto at = static_cast<std::size_t>((r * H + h) * D);
-        const double x0 = x[at + static_cast<std::size_t>(a)], x1 = x[at + static_cast<std::size_t>(b)];
-        const double y0 = y[at + static_cast<std::size_t>(a)], y1 = y[at + static_cast<std::size_t>(b)];
+        const double x0 = x[at + static_cast<std::size_t>(a)],
+                     x1 = x[at + static_cast<std::size_t>(b)];
+        const double y0 = y[at + static_cast<std::size_t>(a)],
+                     y1 = y[at + static_cast<std::size_t>(b)];
         const double n = x0 * x0 + x1 * x1;
         if (!(n > best)) continue;
         best = n;

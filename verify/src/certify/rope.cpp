@@ -736,11 +736,12 @@ void certify_rope(const spec::rope& s, context& k) {
   if (t) {
     k.c().why->findings =
         parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), fit);
-  } else if (!qk.empty() && S == 1 && qk.front().tokens == static_cast<std::int64_t>(qk_pos.size())) {
+  } else if (!qk.empty() && S == 1 &&
+             qk.front().tokens == static_cast<std::int64_t>(qk_pos.size())) {
     // Rotated q/k alone: the table their rotation implies says which parameter differs.
-    k.c().why->findings = parameter_findings(s, seq, ref.fast().inv_freq<double>(),
-                                             ref.attention_factor(),
-                                             fit_rotation(s, seq, qk.front(), qk_pos));
+    k.c().why->findings =
+        parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(),
+                           fit_rotation(s, seq, qk.front(), qk_pos));
   }
 }
 

@@ -245,8 +245,8 @@ site_outcome learned_site(spec::learned want, const site_data& s, const std::str
     out.claim_holds = false;
     if (!out.row.named) out.row.named = "learned-truncated-table";
     out.row.findings.insert(out.row.findings.begin(),
-                            fmt::format("{}.table has {} rows; the config gives {} ({})", prefix,
-                                        N, want.num_positions, rule));
+                            fmt::format("{}.table has {} rows; the config gives {} ({})", prefix, N,
+                                        want.num_positions, rule));
     out.row.max_rho = INFINITY;
   }
   return out;
