@@ -410,8 +410,8 @@ def test_engine_genuine_certified(name, pev_certify_trace):
     pev_certify_trace(models.config(name), take_trace(name))
 
 
-# The name pev gives each planted mistake (docs/certify.md §8.3; the catalogue's ids, encodings.md
-# §10.2). A mistake the data cannot tell from another is named by either (the certificate lists
+# The name pev gives each planted mistake (docs/certify.md §8.3; the catalogue's ids,
+# docs/encodings.md §10.2). A mistake the data cannot tell from another is named by either (the certificate lists
 # the other as indistinguishable).
 NAMED = {
     "rope-on-nope": {"rope-on-nope-layer"},
