@@ -199,7 +199,8 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
     }
   };
   for (const replay_base& base : bases) {
-    const impl::mutant_options mo{base.st, base.rotate_in_output_type, base.inv_freq};
+    const impl::mutant_options mo{base.st, base.rotate_in_output_type, base.inv_freq,
+                                  base.rope_theta};
     const auto control = impl::make_control(k.e, mo);
     const std::vector<std::int64_t> correct_map = spec::mrope_streams(s);
     // What does not depend on the mistake: the pipeline's angle errors per row (ggml replays its
@@ -241,8 +242,7 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
       std::optional<std::int64_t> own_seq = seq;
       if (info.hooks.sequence_length) own_seq = info.hooks.sequence_length(s, seq);
       if (info.hooks.plan || info.hooks.sequence_length) {
-        spec::encoding planned = k.e;
-        if (info.hooks.plan) info.hooks.plan(planned);
+        const spec::encoding planned = impl::planned_spec(info, k.e, mo);
         const auto& ps = std::get<spec::rope>(planned);
         const std::optional<std::int64_t> pseq = ps.stateful() ? own_seq : std::nullopt;
         const double pm = ref::rope_reference(ps, ref::exact_recipe(), pseq)
@@ -274,6 +274,11 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
       replay rp;
       rp.ev.description = info.description;
       if (base.st != kernel::strategy::hf) rp.ev.description += " (on the ggml pipeline)";
+      if (info.hooks.implied_theta && mo.rope_theta) {
+        rp.ev.description += fmt::format(" (replayed with rope_theta {:g}, the data's; the spec's "
+                                         "is {:g})",
+                                         *mo.rope_theta, s.rope_theta);
+      }
       if (t && m->supports(impl::output::rope_table, dtype_of<T>())) {
         std::vector<T> mc(cc.size()), ms(cc.size());
         table_of(*m, std::span<T>(mc), std::span<T>(ms));

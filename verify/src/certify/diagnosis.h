@@ -22,6 +22,9 @@ struct replay_base {
   /// hf: the fp32 frequencies the table follows (the replay's, replay.h), so that mistakes are
   /// replayed on them; empty: the hf kernel's own.
   std::vector<float> inv_freq = {};
+  /// The base the table's frequencies imply (recover.h: implied_base), for the mistakes that
+  /// replay the data's own base (rope-theta-wrong); none: their own guess.
+  std::optional<double> rope_theta = {};
 };
 
 /// RoPE: the table (when t) and rotated q/k, every mistake replayed on every base; a mistake

@@ -4,6 +4,8 @@
 #include "recover.h"
 
 #include <algorithm>
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -286,7 +288,40 @@ std::string shown(double v) {
   return buf;
 }
 
+/// The base the fastest pairs imply, f_i = b^(−2i/d) from the ratio of pairs 1 and 0 (pair 0 is
+/// 1 for every base, or the common factor of a linear scaling; YaRN and Llama-3 leave the fastest
+/// pairs alone); NaN when the fit has no such pairs.
+double base_from_fastest(const spec::rope& s, const table_fit& fit) {
+  if (fit.freq.size() < 2 || !(fit.freq[1] > 0)) return kNaN;
+  const double d = static_cast<double>(s.rotary_dim);
+  return std::pow(fit.freq[1] / (fit.freq[0] > 0 ? fit.freq[0] : 1.0), -d / 2);
+}
+
 }  // namespace
+
+std::optional<std::int64_t> implied_width(const spec::rope& s, const table_fit& fit) {
+  if (s.rotary_dim >= s.head_dim || fit.freq.size() < 2 || !(fit.freq[1] > 0)) return {};
+  // The spec's θ over width W: f_1/f_0 = θ^(−2/W).
+  const double r = fit.freq[1] / (fit.freq[0] > 0 ? fit.freq[0] : 1.0);
+  const double w = -2 * std::log(static_cast<double>(s.rope_theta)) / std::log(r);
+  if (!std::isfinite(w) || std::fabs(w - static_cast<double>(s.head_dim)) > 0.01) return {};
+  return s.head_dim;
+}
+
+std::optional<double> implied_base(const spec::rope& s, const table_fit& fit) {
+  const double b = base_from_fastest(s, fit);
+  if (!std::isfinite(b) || !(b > 1) || implied_width(s, fit)) return {};
+  const double b_spec = s.rope_theta;
+  if (!differs(b, b_spec)) return {};
+  // Configs write bases with few significant digits (10000, 500000, 1e6, 75e6): the shortest
+  // decimal within the fit's precision (pair 1's frequency, to the power d/2).
+  for (int digits = 1; digits <= 6; ++digits) {
+    const double scale = std::pow(10.0, std::floor(std::log10(b)) + 1 - digits);
+    const double c = std::nearbyint(b / scale) * scale;
+    if (std::fabs(c - b) <= 1e-4 * b) return c;
+  }
+  return std::stod(shown(b));
+}
 
 std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<std::int64_t> seq,
                                             const std::vector<double>& theta, double m,
@@ -328,14 +363,23 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
       return out;
     }
   }
+  // The spec's base over the whole head's width where the config rotates fewer dims.
+  if (const auto w = implied_width(s, fit)) {
+    out.push_back(fmt::format(
+        "frequencies over width {} (the spec's rope_theta {} with exponent 2i/{}): head_dim, "
+        "where the config's rotary_dim is {}",
+        *w, shown(s.rope_theta), *w, s.rotary_dim));
+    return out;
+  }
   // The base the high-frequency pairs imply: f_i = b^(−2i/d), from pair 1 (pair 0 is 1 for every
   // base); scalings leave the fastest pairs alone (yarn, llama3) or scale them all.
   if (P >= 2 && fit.freq[1] > 0 && theta[1] > 0) {
     const double d = static_cast<double>(s.rotary_dim);
-    const double b = std::pow(fit.freq[1] / (fit.freq[0] > 0 ? fit.freq[0] : 1.0), -d / 2);
+    const double b = base_from_fastest(s, fit);
     const double b_spec = std::pow(theta[1] / theta[0], -d / 2);
     if (std::isfinite(b) && differs(b, b_spec)) {
-      std::string line = "rope_theta " + shown(b) +
+      // The base as configs write it where the fit's precision allows (implied_base).
+      std::string line = "rope_theta " + shown(implied_base(s, fit).value_or(b)) +
                          " from the fastest pairs (the spec's base gives " + shown(b_spec) + ")";
       if (s.type == spec::rope_type::dynamic && s.max_position_embeddings > 0 && s.factor > 1) {
         // Dynamic NTK: b' = b·α^(d/(d−2)), α = f·n/L − (f − 1): the length these frequencies are

@@ -54,6 +54,16 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
                                             const std::vector<double>& theta, double m,
                                             const table_fit& fit);
 
+/// A partial-rotary spec (rotary_dim < head_dim) whose fitted fastest pairs are the spec's
+/// rope_theta over the whole head, f_i = θ^(−2i/head_dim): head_dim (the width the frequencies were
+/// computed over); none otherwise.
+std::optional<std::int64_t> implied_width(const spec::rope& s, const table_fit& fit);
+
+/// The base rope_theta the fitted fastest pairs imply where it differs from the spec's (by more
+/// than 10^−4), as the shortest decimal within the fit's precision (configs write 10000, 1e6);
+/// none where they agree, the fit has no such pairs, or implied_width explains them.
+std::optional<double> implied_base(const spec::rope& s, const table_fit& fit);
+
 /// Fits a table (its dtype T) whose rows sit at positions `pos`; rows at a negative position are
 /// left out (an MRoPE table's tokens whose streams differ: docs/encodings.md §4.6). With
 /// max_rows > 0 and more distinct positions than that, the fit and the library measure read

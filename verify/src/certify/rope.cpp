@@ -253,7 +253,7 @@ void fast_math_outside(context& k, const table_source& t, const std::vector<std:
   // The model on pev's own frequencies and on the replay's (the diagnosis's two hf bases).
   std::uint64_t off_model = std::numeric_limits<std::uint64_t>::max();
   for (const std::vector<float>& f : {std::vector<float>{}, freq}) {
-    const auto m = impl::make_mutant(info.id, k.e, {kernel::strategy::hf, false, f});
+    const auto m = impl::make_mutant(info.id, k.e, {kernel::strategy::hf, false, f, std::nullopt});
     const std::size_t rows = pos.size(), P = freq.size();
     std::vector<T> mc(rows * P), ms(rows * P);
     m->rope_table(pos, seq, std::span<T>(mc), std::span<T>(ms));
@@ -619,6 +619,8 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
 
 void certify_rope(const spec::rope& s, context& k) {
   const dump& d = k.d;
+  // A table of the whole head's width for a partial-rotary config: a finding (whole_head.cpp).
+  if (whole_head_table(d, s, k.o)) return certify_whole_head(s, k);
   const bool with_table = table_present(d, s, k.o);
   // Every q/k pair has one row per token (after their layout is read: layout.h).
   const qk_set qks = find_qk(d, s, k.o, with_table);
@@ -730,12 +732,32 @@ void certify_rope(const spec::rope& s, context& k) {
     }
   }
   if (pipeline != "hf") bases.push_back({kernel::strategy::ggml, ggml_contract, false});
+  // The base the table's frequencies imply, for the mistakes that replay it (rope-theta-wrong).
+  if (t) {
+    const std::optional<double> theta = implied_base(s, fit);
+    for (replay_base& b : bases) b.rope_theta = theta;
+  }
   evidence_map ev;
   diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);
   add_explanations(ev, k.cert);
-  if (t) {
-    k.c().why->findings =
-        parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), fit);
+  std::vector<std::string>& found = k.c().why->findings;
+  if (t) found = parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), fit);
+  // The widths of the partial-rotary mistakes that explain the data (q/k show no frequencies to
+  // fit): the parameter the data implies.
+  auto say = [&](const std::string& line) {
+    if (std::find(found.begin(), found.end(), line) == found.end()) found.push_back(line);
+  };
+  for (const auto& [id, x] : ev) {
+    if (x.max_rho > kExplainRho) continue;
+    if (id == "partial-rotary-full") {
+      say(fmt::format("rotated over the whole head (rotary_dim {}; the config says {})",
+                      s.head_dim, s.rotary_dim));
+    } else if (id == "rotary-freq-over-head-dim" && !t) {
+      say(fmt::format(
+          "frequencies over width {} (the spec's rope_theta {:g} with exponent 2i/{}): head_dim, "
+          "where the config's rotary_dim is {}",
+          s.head_dim, s.rope_theta, s.head_dim, s.rotary_dim));
+    }
   }
 }
 
