@@ -198,8 +198,7 @@ TEST(IntegrationMistakes, AttentionFactorTwiceOrMissingIsNamedWithTheFactor) {
                    fmt::format("attention factor {:.6g} (the spec's is {:.6g})", got, m));
       const auto cert = certify::certify_dump(e, rotated_q(*bad), thd());
       ASSERT_EQ(cert.exit_code(), 1) << text << " " << id;
-      EXPECT_EQ(cert.certification->why->named.value_or("(none)"), id)
-          << certify::to_text(cert);
+      EXPECT_EQ(cert.certification->why->named.value_or("(none)"), id) << certify::to_text(cert);
     }
     expect_certified(certify::certify_dump(e, table_dump(*hf(e), positions(1024)), {}));
     expect_certified(certify::certify_dump(e, rotated_q(*hf(e)), thd()));
@@ -233,8 +232,8 @@ TEST(IntegrationMistakes, T5BucketsOfTheOtherDirectionAreNamed) {
 // 6. A sliding layer given the global θ: a table made with rope_theta 1e6 against 1e4.
 TEST(IntegrationMistakes, ASlidingLayerWithTheGlobalThetaIsNamedWithTheTheta) {
   const spec::encoding local = spec::parse_spec("rope:head_dim=128,rope_theta=10000");
-  for (const char* global : {"rope:head_dim=128,rope_theta=1000000",
-                             "rope:head_dim=128,rope_theta=500000"}) {
+  for (const char* global :
+       {"rope:head_dim=128,rope_theta=1000000", "rope:head_dim=128,rope_theta=500000"}) {
     const spec::encoding g = spec::parse_spec(global);
     const auto cert = certify::certify_dump(local, table_dump(*hf(g), positions(2048)), {});
     const double theta = std::get<spec::rope>(g).rope_theta;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <bit>
-
 #include <cmath>
 #include <optional>
 
@@ -119,8 +118,8 @@ std::string extra_slopes_step(const spec::alibi& s, const io::array* slopes, con
   // The powers, to the nearest integer (a 16-bit slope holds its power within 0.05 for P ≤ 64).
   std::vector<std::int64_t> power;
   for (std::int64_t h = P; h < H; ++h) {
-    const double e = -std::log2(m[static_cast<std::size_t>(h)]) * 2.0 * static_cast<double>(P) /
-                     s.max_bias;
+    const double e =
+        -std::log2(m[static_cast<std::size_t>(h)]) * 2.0 * static_cast<double>(P) / s.max_bias;
     if (!std::isfinite(e) || std::fabs(e - std::nearbyint(e)) > 0.05) return {};
     power.push_back(static_cast<std::int64_t>(std::nearbyint(e)));
   }

@@ -275,9 +275,10 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
       rp.ev.description = info.description;
       if (base.st != kernel::strategy::hf) rp.ev.description += " (on the ggml pipeline)";
       if (info.hooks.implied_theta && mo.rope_theta) {
-        rp.ev.description += fmt::format(" (replayed with rope_theta {:g}, the data's; the spec's "
-                                         "is {:g})",
-                                         *mo.rope_theta, s.rope_theta);
+        rp.ev.description += fmt::format(
+            " (replayed with rope_theta {:g}, the data's; the spec's "
+            "is {:g})",
+            *mo.rope_theta, s.rope_theta);
       }
       if (t && m->supports(impl::output::rope_table, dtype_of<T>())) {
         std::vector<T> mc(cc.size()), ms(cc.size());

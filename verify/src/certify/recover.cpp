@@ -3,9 +3,9 @@
 
 #include "recover.h"
 
-#include <algorithm>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>

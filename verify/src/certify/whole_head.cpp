@@ -57,16 +57,16 @@ void certify_whole_head(const spec::rope& s, context& k) {
   k.cert.prov.reference_fallbacks += whole.prov.reference_fallbacks;
   report::certification& z = k.c();
   const report::certification& zw = *whole.certification;
-  z.what = fmt::format("{}, read as the whole head's rotation (rotary_dim {})", zw.what,
-                       w.rotary_dim);
+  z.what =
+      fmt::format("{}, read as the whole head's rotation (rotary_dim {})", zw.what, w.rotary_dim);
   z.layouts = zw.layouts;
   z.library = zw.library;
   z.positions = zw.positions;
   z.min_position = zw.min_position;
   z.max_position = zw.max_position;
   z.exhaustive = zw.exhaustive;
-  const std::string against = fmt::format("against the whole head's rotation (rotary_dim {})",
-                                          w.rotary_dim);
+  const std::string against =
+      fmt::format("against the whole head's rotation (rotary_dim {})", w.rotary_dim);
   const std::string source = z.layouts.empty() ? std::string() : z.layouts.front().tensors;
   for (check c : whole.checks) {
     c.note = c.note.empty() ? against : c.note + "; " + against;
@@ -79,10 +79,10 @@ void certify_whole_head(const spec::rope& s, context& k) {
   width.strategy = k.o.recipe ? "claims " + *k.o.recipe : "dump";
   width.source = source;
   width.dtype = whole.checks.empty() ? std::string() : whole.checks.front().dtype;
-  width.bound_name = fmt::format("the config's rotary width: {} dims ({} pairs)", s.rotary_dim,
-                                 s.pairs());
-  width.note = fmt::format("the table covers {} dims ({} pairs): the whole head", w.rotary_dim,
-                           w.pairs());
+  width.bound_name =
+      fmt::format("the config's rotary width: {} dims ({} pairs)", s.rotary_dim, s.pairs());
+  width.note =
+      fmt::format("the table covers {} dims ({} pairs): the whole head", w.rotary_dim, w.pairs());
   width.best = grade::not_certified;
   width.pass = false;
   k.cert.checks.push_back(std::move(width));

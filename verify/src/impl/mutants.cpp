@@ -155,8 +155,7 @@ bool partial_rotary(const spec::encoding& e) {
 // not): the width can be mistaken. Dynamic NTK's depend on the length too; lists have no formula.
 bool partial_rotary_formula(const spec::encoding& e) {
   const auto* r = rope_of(e);
-  return partial_rotary(e) && r->pairs() >= 2 && !r->stateful() &&
-         r->type != spec::rope_type::ggml;
+  return partial_rotary(e) && r->pairs() >= 2 && !r->stateful() && r->type != spec::rope_type::ggml;
 }
 
 bool alibi_non_pow2(const spec::encoding& e) {
@@ -579,14 +578,14 @@ const mutant_info kCatalogue[] = {
     {"partial-rotary-full",
      "rope",
      "partial rotary rotating the pass-through dims too",
-     "docs/encodings.md §4.3 (partial rotary)",
+     "docs/encodings.md §4.3 (partial rotary); mlx-lm PR #1698 (GLM rotated over head_dim)",
      partial_rotary,
      {.rotation = full_rotary, .rotation_table = true}},
     {"rotary-freq-over-head-dim",
      "rope",
      "partial rotary: rotary_dim dims rotated, with frequencies over head_dim (exponent "
      "2i/head_dim instead of 2i/rotary_dim)",
-     "vLLM #43676 (GLM-4.7)",
+     "vLLM #16904 (GLM's rotary_dim halved after its cache was built), #43676 (GLM-4.7)",
      partial_rotary_formula,
      {.frequencies = frequencies_over_head_dim}},
     {"alibi-pow2-rule",
