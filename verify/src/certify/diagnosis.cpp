@@ -515,6 +515,32 @@ void diagnose_rope(context& k, const spec::rope& s, std::optional<std::int64_t> 
   });
 }
 
+std::vector<std::string> mistake_parameters(const context& k, const spec::rope& s,
+                                            std::optional<std::int64_t> seq, const evidence_map& ev,
+                                            bool table) {
+  std::vector<std::string> out;
+  for (const auto& [id, x] : ev) {
+    if (x.max_rho > kExplainRho) continue;
+    const impl::mutant_info& info = impl::find_mutant(id);
+    if (id == "partial-rotary-full") {
+      out.push_back(fmt::format("rotated over the whole head (rotary_dim {}; the config says {})",
+                                s.head_dim, s.rotary_dim));
+    } else if (id == "rotary-freq-over-head-dim" && !table) {
+      out.push_back(fmt::format(
+          "frequencies over width {} (the spec's rope_theta {:g} with exponent 2i/{}): head_dim, "
+          "where the config's rotary_dim is {}",
+          s.head_dim, s.rope_theta, s.head_dim, s.rotary_dim));
+    } else if (info.hooks.magnitude && !table) {
+      const std::optional<std::int64_t> own = s.stateful() ? seq : std::nullopt;
+      const double m = impl::make_builtin(k.e, kernel::strategy::hf)->attention_factor(own);
+      const double got = impl::make_mutant(id, k.e)->attention_factor(own);
+      out.push_back(
+          fmt::format("attention factor {:.6g} (the spec's is {:.6g}), by {}", got, m, id));
+    }
+  }
+  return out;
+}
+
 void diagnose_sinusoidal(context& k, const spec::sinusoidal& s, const io::array& a,
                          const std::vector<std::int64_t>& pos, evidence_map& ev) {
   visit_float(a.type, [&](auto tag) {

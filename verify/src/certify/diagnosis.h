@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "detail.h"
@@ -33,6 +34,12 @@ void diagnose_rope(context& k, const spec::rope& s, std::optional<std::int64_t> 
                    const std::vector<replay_base>& bases, const table_source* t,
                    const std::vector<std::int64_t>& pos, const std::vector<qk_source>& qk,
                    const std::vector<std::int64_t>& qk_pos, evidence_map& ev);
+/// The parameters the RoPE mistakes that explain the data (ρ ≤ kExplainRho) imply, where a table
+/// fit does not state them (recover.h: parameter_findings) — rotated q/k show no frequencies to
+/// fit: the width of the partial-rotary mistakes, the attention factor of those that change it.
+std::vector<std::string> mistake_parameters(const context& k, const spec::rope& s,
+                                            std::optional<std::int64_t> seq, const evidence_map& ev,
+                                            bool table);
 void diagnose_sinusoidal(context& k, const spec::sinusoidal& s, const io::array& a,
                          const std::vector<std::int64_t>& pos, evidence_map& ev);
 /// ALiBi: the slopes and/or the bias of queries qs and keys ks (null tensors are skipped).

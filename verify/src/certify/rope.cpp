@@ -741,24 +741,11 @@ void certify_rope(const spec::rope& s, context& k) {
   diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);
   add_explanations(ev, k.cert);
   std::vector<std::string>& found = k.c().why->findings;
-  if (t)
+  if (t) {
     found = parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), fit);
-  // The widths of the partial-rotary mistakes that explain the data (q/k show no frequencies to
-  // fit): the parameter the data implies.
-  auto say = [&](const std::string& line) {
+  }
+  for (std::string& line : mistake_parameters(k, s, seq, ev, t.has_value())) {
     if (std::find(found.begin(), found.end(), line) == found.end()) found.push_back(line);
-  };
-  for (const auto& [id, x] : ev) {
-    if (x.max_rho > kExplainRho) continue;
-    if (id == "partial-rotary-full") {
-      say(fmt::format("rotated over the whole head (rotary_dim {}; the config says {})", s.head_dim,
-                      s.rotary_dim));
-    } else if (id == "rotary-freq-over-head-dim" && !t) {
-      say(fmt::format(
-          "frequencies over width {} (the spec's rope_theta {:g} with exponent 2i/{}): head_dim, "
-          "where the config's rotary_dim is {}",
-          s.head_dim, s.rope_theta, s.head_dim, s.rotary_dim));
-    }
   }
 }
 

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "detail.h"
 #include "layout.h"
 #include "pev/core/error.h"
@@ -23,13 +25,13 @@ spec::rope whole_head_of(const spec::rope& s) {
   return w;
 }
 
-/// Whether find_rope_table reads a table of `d` under `s`.
-bool reads_table(const dump& d, const spec::rope& s, std::optional<table_layout> layout) {
+/// The table find_rope_table reads of `d` under `s`, if any.
+std::optional<table_source> read_table(const dump& d, const spec::rope& s,
+                                       std::optional<table_layout> layout) {
   try {
-    (void)find_rope_table(d, s, layout);
-    return true;
+    return find_rope_table(d, s, layout);
   } catch (const error&) {
-    return false;
+    return std::nullopt;
   }
 }
 
@@ -42,7 +44,13 @@ bool whole_head_table(const dump& d, const spec::rope& s, const options& o) {
     return false;
   }
   const spec::rope w = whole_head_of(s);
-  return table_present(d, w, o) && !reads_table(d, s, o.layout) && reads_table(d, w, o.layout);
+  if (!table_present(d, w, o)) return false;
+  const auto whole = read_table(d, w, o.layout);
+  if (!whole) return false;
+  const auto own = read_table(d, s, o.layout);
+  // cos and sin [P, rotary_dim] are also the whole head's separate [P, head_dim/2] (head_dim =
+  // 2·rotary_dim): the whole head's when the data show no duplicate pattern.
+  return !own || (!own->duplicates_shown && whole->layout == table_layout::separate);
 }
 
 void certify_whole_head(const spec::rope& s, context& k) {
