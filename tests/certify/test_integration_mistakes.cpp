@@ -219,9 +219,8 @@ TEST(IntegrationMistakes, AttentionFactorTwiceOrMissingIsNamedWithTheFactor) {
       const double got = bad->attention_factor(std::nullopt);
       expect_named(certify::certify_dump(e, table_dump(*bad, positions(1024)), {}), id,
                    fmt::format("attention factor {:.6g} (the spec's is {:.6g})", got, m));
-      expect_named(
-          certify::certify_dump(e, rotated_q(*bad), thd()), id,
-          fmt::format("attention factor {:.6g} (the spec's is {:.6g}), by {}", got, m, id));
+      expect_named(certify::certify_dump(e, rotated_q(*bad), thd()), id,
+                   fmt::format("attention factor {:.6g} (the spec's is {:.6g})", got, m));
     }
     expect_certified(certify::certify_dump(e, table_dump(*hf(e), positions(1024)), {}));
     expect_certified(certify::certify_dump(e, rotated_q(*hf(e)), thd()));
@@ -267,6 +266,24 @@ TEST(IntegrationMistakes, ASlidingLayerWithTheGlobalThetaIsNamedWithTheTheta) {
         << x.description;
   }
   expect_certified(certify::certify_dump(local, table_dump(*hf(local), positions(2048)), {}));
+}
+
+// The same in rotated q/k: the rotation's frequencies fitted (fit_rotation) imply the θ replayed.
+TEST(IntegrationMistakes, QkOfASlidingLayerWithTheGlobalThetaAreNamedWithTheTheta) {
+  const spec::encoding local = spec::parse_spec("rope:head_dim=128,rope_theta=10000");
+  const spec::encoding g = spec::parse_spec("rope:head_dim=128,rope_theta=1000000");
+  expect_named(certify::certify_dump(local, rotated_q(*hf(g)), thd()), "rope-theta-wrong",
+               "rope_theta 1e+06 from the fastest pairs");
+  expect_certified(certify::certify_dump(local, rotated_q(*hf(local)), thd()));
+  // Pairs the data do not rotate as the spec's (NeoX weights rotated as GPT-J pairs): no
+  // frequencies are read from them, and no θ is implied.
+  const auto m = impl::make_mutant("neox-as-interleaved", local);
+  const auto cert = certify::certify_dump(local, rotated_q(*m), thd());
+  ASSERT_EQ(cert.exit_code(), 1);
+  EXPECT_EQ(cert.certification->why->named, "neox-as-interleaved") << certify::to_text(cert);
+  for (const std::string& f : cert.certification->why->findings) {
+    EXPECT_EQ(f.find("rope_theta"), std::string::npos) << f;
+  }
 }
 
 }  // namespace

@@ -299,6 +299,56 @@ double base_from_fastest(const spec::rope& s, const table_fit& fit) {
 
 }  // namespace
 
+std::optional<table_fit> fit_rotation(const spec::rope& s, std::optional<std::int64_t> seq,
+                                      const qk_source& q, const std::vector<std::int64_t>& pos,
+                                      std::size_t max_rows) {
+  const std::int64_t P = s.pairs(), T = q.tokens;
+  if (P == 0 || T == 0 || q.dim != s.head_dim) return std::nullopt;
+  std::vector<double> c(static_cast<std::size_t>(T * P), kNaN), sn(c.size(), kNaN);
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  visit_float(q.in->type, [&](auto tag) {
+    using V = typename decltype(tag)::type;
+    for (std::int64_t t = 0; t < T; ++t) {
+      const auto row = static_cast<std::size_t>(t * q.heads * q.dim);  // head 0
+      for (std::int64_t i = 0; i < P; ++i) {
+        const auto [a, b] = spec::pair_dims(s, i);
+        const double x0 = element_value<V>(*q.in, row + static_cast<std::size_t>(a));
+        const double x1 = element_value<V>(*q.in, row + static_cast<std::size_t>(b));
+        const double y0 = element_value<V>(*q.out, row + static_cast<std::size_t>(a));
+        const double y1 = element_value<V>(*q.out, row + static_cast<std::size_t>(b));
+        const double n = x0 * x0 + x1 * x1;
+        if (!(n > 0) || !std::isfinite(n)) continue;
+        const auto e = static_cast<std::size_t>(t * P + i);
+        c[e] = (x0 * y0 + x1 * y1) / n;
+        sn[e] = (x0 * y1 - x1 * y0) / n;
+        // Pairs too small to resolve their angle in 16 bits say nothing of the magnitude.
+        if (n < 1e-2) continue;
+        const double r = std::hypot(c[e], sn[e]);
+        lo = std::min(lo, r);
+        hi = std::max(hi, r);
+      }
+    }
+  });
+  if (!(hi > 0) || hi - lo > 0x1p-6 * hi) return std::nullopt;
+  const io::array ca = io::array::from_values<double>({T, P}, c);
+  const io::array sa = io::array::from_values<double>({T, P}, sn);
+  table_source ts;
+  ts.cos = {&ca, P, 1, 0};
+  ts.sin = {&sa, P, 1, 0};
+  ts.rows = T;
+  ts.width = P;
+  for (std::int64_t i = 0; i < P; ++i) ts.pair.push_back(i);
+  table_fit f = fit_table<double>(s, seq, ts, pos, max_rows);
+  // What the library did is not read from a rotation's products.
+  const table_fit keep = f;
+  f = table_fit{};
+  f.freq = keep.freq;
+  f.freq_f32.assign(keep.freq.size(), kNaN);
+  f.m = keep.m;
+  f.measured_on = keep.measured_on;
+  return f;
+}
+
 std::optional<std::int64_t> implied_width(const spec::rope& s, const table_fit& fit) {
   if (s.rotary_dim >= s.head_dim || fit.freq.size() < 2 || !(fit.freq[1] > 0)) return {};
   // The spec's θ over width W: f_1/f_0 = θ^(−2/W).

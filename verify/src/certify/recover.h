@@ -54,6 +54,15 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
                                             const std::vector<double>& theta, double m,
                                             const table_fit& fit);
 
+/// The fit of a rotation (rotated q/k without a table): each token's pair i of the first head
+/// read as the table it applied, cos = (x·y)/|x|², sin = (x × y)/|x|² — the same m̂·(cos θ̂,
+/// sin θ̂) — and fitted as a table (fit_table: frequencies and attention factor; no library
+/// figures). None when the spec's pairs are not rotated by one magnitude (|y|/|x| of every pair
+/// within 2^−6 of one value): the data pair other dims, and their angles tell nothing.
+std::optional<table_fit> fit_rotation(const spec::rope& s, std::optional<std::int64_t> seq,
+                                      const qk_source& q, const std::vector<std::int64_t>& pos,
+                                      std::size_t max_rows);
+
 /// A partial-rotary spec (rotary_dim < head_dim) whose fitted fastest pairs are the spec's
 /// rope_theta over the whole head, f_i = θ^(−2i/head_dim): head_dim (the width the frequencies were
 /// computed over); none otherwise.

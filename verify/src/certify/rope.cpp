@@ -732,19 +732,25 @@ void certify_rope(const spec::rope& s, context& k) {
     }
   }
   if (pipeline != "hf") bases.push_back({kernel::strategy::ggml, ggml_contract, false});
-  // The base the table's frequencies imply, for the mistakes that replay it (rope-theta-wrong).
-  if (t) {
-    const std::optional<double> theta = implied_base(s, fit);
+  // Without a table, the frequencies and attention factor of the rotation of the first q/k
+  // (recover.h: fit_rotation), 1-D only.
+  std::optional<table_fit> qk_fit;
+  if (!t && S == 1) qk_fit = fit_rotation(s, seq, qk.front(), qk_pos, kFitRows);
+  const table_fit* fitted = t ? &fit : qk_fit ? &*qk_fit : nullptr;
+  // The base the frequencies imply, for the mistakes that replay it (rope-theta-wrong).
+  if (fitted) {
+    const std::optional<double> theta = implied_base(s, *fitted);
     for (replay_base& b : bases) b.rope_theta = theta;
   }
   evidence_map ev;
   diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);
   add_explanations(ev, k.cert);
   std::vector<std::string>& found = k.c().why->findings;
-  if (t) {
-    found = parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), fit);
+  if (fitted) {
+    found =
+        parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), *fitted);
   }
-  for (std::string& line : mistake_parameters(k, s, seq, ev, t.has_value())) {
+  for (std::string& line : mistake_parameters(k, s, seq, ev, fitted != nullptr)) {
     if (std::find(found.begin(), found.end(), line) == found.end()) found.push_back(line);
   }
 }
