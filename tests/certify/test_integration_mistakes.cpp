@@ -197,6 +197,18 @@ TEST(IntegrationMistakes, AlibiExtraSlopesWithStepOneAreNamedWithTheStep) {
     expect_named(certify::certify_dump(e, slopes_dump(*bad), {}), "alibi-extra-step-one",
                  "step 1 (the rule takes every other power, 1, 3, 5, …: step 2)");
     expect_certified(certify::certify_dump(e, slopes_dump(*hf(e)), {}));
+    // The bias of queries and keys 0 … 7: the step read from it.
+    auto bias_dump = [&](const impl::implementation& im) {
+      const std::vector<std::int64_t> qk = positions(8);
+      std::vector<float> b(static_cast<std::size_t>(H) * 64);
+      im.alibi_bias(qk, qk, std::span<float>(b));
+      certify::dump d;
+      d.tensors.emplace("bias", io::array::from_values<float>({H, 8, 8}, b));
+      return d;
+    };
+    expect_named(certify::certify_dump(e, bias_dump(*bad), {}), "alibi-extra-step-one",
+                 "step 1 (the rule takes every other power, 1, 3, 5, …: step 2)");
+    expect_certified(certify::certify_dump(e, bias_dump(*hf(e)), {}));
   }
 }
 
