@@ -2,7 +2,10 @@
 // slope times an integer), with the recipes' bounds of the ALiBi contracts.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <optional>
 
@@ -89,6 +92,49 @@ void alibi_checks(const spec::alibi& s, context& k, const io::array* slopes_t,
   }
 }
 
+/// The slopes of the heads beyond the largest power of two P < H, as powers of 2^(−b/2P): where
+/// they are 1 + step·k for a step other than the rule's 2 (1, 3, 5, …), the sentence naming the
+/// step the data implies; else empty. Read from the slopes, else from the bias's first query
+/// (slope = bias / (key − query) at its first other key).
+std::string extra_slopes_step(const spec::alibi& s, const io::array* slopes, const io::array* bias,
+                              const std::vector<std::int64_t>& qs,
+                              const std::vector<std::int64_t>& ks) {
+  const std::int64_t H = s.num_heads;
+  const auto P = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(H)));
+  if (P == H || !(s.max_bias > 0)) return {};
+  std::vector<double> m(static_cast<std::size_t>(H));
+  if (slopes) {
+    const std::vector<double> v = slopes->to_doubles();
+    std::copy_n(v.begin(), m.size(), m.begin());
+  } else {
+    std::size_t j = 0;
+    while (j < ks.size() && ks[j] == qs.front()) ++j;
+    if (j == ks.size()) return {};
+    const std::vector<double> v = bias->to_doubles();
+    for (std::size_t h = 0; h < m.size(); ++h) {
+      m[h] = v[h * qs.size() * ks.size() + j] / static_cast<double>(ks[j] - qs.front());
+    }
+  }
+  // The powers, to the nearest integer (a 16-bit slope holds its power within 0.05 for P ≤ 64).
+  std::vector<std::int64_t> power;
+  for (std::int64_t h = P; h < H; ++h) {
+    const double e =
+        -std::log2(m[static_cast<std::size_t>(h)]) * 2.0 * static_cast<double>(P) / s.max_bias;
+    if (!std::isfinite(e) || std::fabs(e - std::nearbyint(e)) > 0.05) return {};
+    power.push_back(static_cast<std::int64_t>(std::nearbyint(e)));
+  }
+  if (power.size() < 2 || power.front() != 1) return {};
+  const std::int64_t step = power[1] - power[0];
+  for (std::size_t i = 1; i < power.size(); ++i) {
+    if (power[i] - power[i - 1] != step) return {};
+  }
+  if (step == 2) return {};
+  return fmt::format(
+      "the slopes of heads {}…{} are powers {} of 2^(−{:g}/{}): step {} (the rule takes every "
+      "other power, 1, 3, 5, …: step 2)",
+      P, H - 1, fmt::join(power, ", "), s.max_bias, 2 * P, step);
+}
+
 }  // namespace
 
 void certify_alibi(const spec::alibi& s, context& k) {
@@ -134,6 +180,8 @@ void certify_alibi(const spec::alibi& s, context& k) {
   evidence_map ev;
   diagnose_alibi(k, s, slopes, bias, qs, ks, ev);
   add_explanations(ev, k.cert);
+  const std::string step = extra_slopes_step(s, slopes, bias, qs, ks);
+  if (!step.empty()) k.c().why->findings.push_back(step);
 }
 
 }  // namespace pev::certify::detail

@@ -7,6 +7,7 @@
 //   checks.cpp      the check rows of a certificate: bounds, figures options, grading, the claim
 //   diagnosis.cpp   which known mistake explains data that is not certified
 //   rope.cpp, sinusoidal.cpp, learned.cpp, alibi.cpp, t5.cpp   one family's checks each
+//   whole_head.cpp  a partial-rotary config's table of the whole head's width
 //   certify.cpp     certify_dump: the certificate's frame and the family dispatch
 //   live.cpp        certify_live: live implementations as dumps, plus the property suites
 //   merge.cpp       merge_shards: the certificates of --shard I/N runs as one
@@ -244,6 +245,12 @@ struct context {
 };
 
 void certify_rope(const spec::rope& s, context& k);
+/// A partial-rotary spec (rotary_dim < head_dim) whose dump holds a table that reads only as
+/// the whole head's (whole_head.cpp).
+bool whole_head_table(const dump& d, const spec::rope& s, const options& o);
+/// Certifies such a table as the whole head's rotation: not certified for `s` (a rotary width
+/// check fails), the mistake partial-rotary-full explaining it when it is that rotation.
+void certify_whole_head(const spec::rope& s, context& k);
 void certify_sinusoidal(const spec::sinusoidal& s, context& k);
 void certify_learned(const spec::learned& s, context& k);
 void certify_alibi(const spec::alibi& s, context& k);

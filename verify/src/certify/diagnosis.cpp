@@ -198,7 +198,8 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
     }
   };
   for (const replay_base& base : bases) {
-    const impl::mutant_options mo{base.st, base.rotate_in_output_type, base.inv_freq};
+    const impl::mutant_options mo{base.st, base.rotate_in_output_type, base.inv_freq,
+                                  base.rope_theta};
     const auto control = impl::make_control(k.e, mo);
     const std::vector<std::int64_t> correct_map = spec::mrope_streams(s);
     // What does not depend on the mistake: the pipeline's angle errors per row (ggml replays its
@@ -240,8 +241,7 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
       std::optional<std::int64_t> own_seq = seq;
       if (info.hooks.sequence_length) own_seq = info.hooks.sequence_length(s, seq);
       if (info.hooks.plan || info.hooks.sequence_length) {
-        spec::encoding planned = k.e;
-        if (info.hooks.plan) info.hooks.plan(planned);
+        const spec::encoding planned = impl::planned_spec(info, k.e, mo);
         const auto& ps = std::get<spec::rope>(planned);
         const std::optional<std::int64_t> pseq = ps.stateful() ? own_seq : std::nullopt;
         const double pm = ref::rope_reference(ps, ref::exact_recipe(), pseq)
@@ -273,6 +273,12 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
       replay rp;
       rp.ev.description = info.description;
       if (base.st != kernel::strategy::hf) rp.ev.description += " (on the ggml pipeline)";
+      if (info.hooks.implied_theta && mo.rope_theta) {
+        rp.ev.description += fmt::format(
+            " (replayed with rope_theta {:g}, the data's; the spec's "
+            "is {:g})",
+            *mo.rope_theta, s.rope_theta);
+      }
       if (t && m->supports(impl::output::rope_table, dtype_of<T>())) {
         std::vector<T> mc(cc.size()), ms(cc.size());
         table_of(*m, std::span<T>(mc), std::span<T>(ms));
@@ -506,6 +512,32 @@ void diagnose_rope(context& k, const spec::rope& s, std::optional<std::int64_t> 
       rope_as<T>(k, s, seq, bases, t, pos, qk, qk_pos, ev);
     }
   });
+}
+
+std::vector<std::string> mistake_parameters(const context& k, const spec::rope& s,
+                                            std::optional<std::int64_t> seq, const evidence_map& ev,
+                                            bool table) {
+  std::vector<std::string> out;
+  for (const auto& [id, x] : ev) {
+    if (x.max_rho > kExplainRho) continue;
+    const impl::mutant_info& info = impl::find_mutant(id);
+    if (id == "partial-rotary-full") {
+      out.push_back(fmt::format("rotated over the whole head (rotary_dim {}; the config says {})",
+                                s.head_dim, s.rotary_dim));
+    } else if (id == "rotary-freq-over-head-dim" && !table) {
+      out.push_back(fmt::format(
+          "frequencies over width {} (the spec's rope_theta {:g} with exponent 2i/{}): head_dim, "
+          "where the config's rotary_dim is {}",
+          s.head_dim, s.rope_theta, s.head_dim, s.rotary_dim));
+    } else if (info.hooks.magnitude && !table) {
+      const std::optional<std::int64_t> own = s.stateful() ? seq : std::nullopt;
+      const double m = impl::make_builtin(k.e, kernel::strategy::hf)->attention_factor(own);
+      const double got = impl::make_mutant(id, k.e)->attention_factor(own);
+      out.push_back(
+          fmt::format("attention factor {:.6g} (the spec's is {:.6g}), by {}", got, m, id));
+    }
+  }
+  return out;
 }
 
 void diagnose_sinusoidal(context& k, const spec::sinusoidal& s, const io::array& a,

@@ -38,6 +38,9 @@ struct replay_base {
   /// hf: the fp32 frequencies the table follows (the replay's, replay.h), so that mistakes are
   /// replayed on them; empty: the hf kernel's own.
   std::vector<float> inv_freq = {};
+  /// The base the table's frequencies imply (recover.h: implied_base), for the mistakes that
+  /// replay the data's own base (rope-theta-wrong); none: their own guess.
+  std::optional<double> rope_theta = {};
 };
 
 /// RoPE: the table (when t) and rotated q/k, every mistake replayed on every base; a mistake
@@ -46,6 +49,12 @@ void diagnose_rope(context& k, const spec::rope& s, std::optional<std::int64_t> 
                    const std::vector<replay_base>& bases, const table_source* t,
                    const std::vector<std::int64_t>& pos, const std::vector<qk_source>& qk,
                    const std::vector<std::int64_t>& qk_pos, evidence_map& ev);
+/// The parameters the RoPE mistakes that explain the data (ρ ≤ kExplainRho) imply, where a table
+/// fit does not state them (recover.h: parameter_findings) — rotated q/k show no frequencies to
+/// fit: the width of the partial-rotary mistakes, the attention factor of those that change it.
+std::vector<std::string> mistake_parameters(const context& k, const spec::rope& s,
+                                            std::optional<std::int64_t> seq, const evidence_map& ev,
+                                            bool table);
 void diagnose_sinusoidal(context& k, const spec::sinusoidal& s, const io::array& a,
                          const std::vector<std::int64_t>& pos, evidence_map& ev);
 /// ALiBi: the slopes and/or the bias of queries qs and keys ks (null tensors are skipped).

@@ -39,7 +39,10 @@ struct table_source {
   std::vector<std::int64_t> pair;  // the pair of each column
   table_layout layout = table_layout::separate;
   bool detected = true;  // read from names, shapes and data (not forced by --layout)
-  std::string source;    // which tensors, for the certificate
+  /// cos/sin [P, rotary_dim] read as halves or repeated: whether the data show a duplicate
+  /// pattern (false: neither holds, and the spec's layout decided).
+  bool duplicates_shown = true;
+  std::string source;  // which tensors, for the certificate
   /// How the table was read, for the certificate (role "table").
   report::layout_reading reading;
 };

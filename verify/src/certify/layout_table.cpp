@@ -233,6 +233,7 @@ std::string read_cos_sin(const dump& d, const table_tensors& tt, const spec::rop
                    duplicates_equal(*tt.sin, t.rows, pairs, true);
     const bool r = duplicates_equal(*tt.cos, t.rows, pairs, false) &&
                    duplicates_equal(*tt.sin, t.rows, pairs, false);
+    t.duplicates_shown = h || r;
     if (h != r) {
       l = h ? table_layout::halves : table_layout::repeated;
       by += h ? "; the data: its halves are equal" : "; the data: its pairs repeat";

@@ -3,6 +3,8 @@
 
 #include "recover.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -286,7 +288,90 @@ std::string shown(double v) {
   return buf;
 }
 
+/// The base the fastest pairs imply, f_i = b^(−2i/d) from the ratio of pairs 1 and 0 (pair 0 is
+/// 1 for every base, or the common factor of a linear scaling; YaRN and Llama-3 leave the fastest
+/// pairs alone); NaN when the fit has no such pairs.
+double base_from_fastest(const spec::rope& s, const table_fit& fit) {
+  if (fit.freq.size() < 2 || !(fit.freq[1] > 0)) return kNaN;
+  const double d = static_cast<double>(s.rotary_dim);
+  return std::pow(fit.freq[1] / (fit.freq[0] > 0 ? fit.freq[0] : 1.0), -d / 2);
+}
+
 }  // namespace
+
+std::optional<table_fit> fit_rotation(const spec::rope& s, std::optional<std::int64_t> seq,
+                                      const qk_source& q, const std::vector<std::int64_t>& pos,
+                                      std::size_t max_rows) {
+  const std::int64_t P = s.pairs(), T = q.tokens;
+  if (P == 0 || T == 0 || q.dim != s.head_dim) return std::nullopt;
+  std::vector<double> c(static_cast<std::size_t>(T * P), kNaN), sn(c.size(), kNaN);
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  visit_float(q.in->type, [&](auto tag) {
+    using V = typename decltype(tag)::type;
+    for (std::int64_t t = 0; t < T; ++t) {
+      const auto row = static_cast<std::size_t>(t * q.heads * q.dim);  // head 0
+      for (std::int64_t i = 0; i < P; ++i) {
+        const auto [a, b] = spec::pair_dims(s, i);
+        const double x0 = element_value<V>(*q.in, row + static_cast<std::size_t>(a));
+        const double x1 = element_value<V>(*q.in, row + static_cast<std::size_t>(b));
+        const double y0 = element_value<V>(*q.out, row + static_cast<std::size_t>(a));
+        const double y1 = element_value<V>(*q.out, row + static_cast<std::size_t>(b));
+        const double n = x0 * x0 + x1 * x1;
+        if (!(n > 0) || !std::isfinite(n)) continue;
+        const auto e = static_cast<std::size_t>(t * P + i);
+        c[e] = (x0 * y0 + x1 * y1) / n;
+        sn[e] = (x0 * y1 - x1 * y0) / n;
+        // Pairs too small to resolve their angle in 16 bits say nothing of the magnitude.
+        if (n < 1e-2) continue;
+        const double r = std::hypot(c[e], sn[e]);
+        lo = std::min(lo, r);
+        hi = std::max(hi, r);
+      }
+    }
+  });
+  if (!(hi > 0) || hi - lo > 0x1p-6 * hi) return std::nullopt;
+  const io::array ca = io::array::from_values<double>({T, P}, c);
+  const io::array sa = io::array::from_values<double>({T, P}, sn);
+  table_source ts;
+  ts.cos = {&ca, P, 1, 0};
+  ts.sin = {&sa, P, 1, 0};
+  ts.rows = T;
+  ts.width = P;
+  for (std::int64_t i = 0; i < P; ++i) ts.pair.push_back(i);
+  table_fit f = fit_table<double>(s, seq, ts, pos, max_rows);
+  // What the library did is not read from a rotation's products.
+  const table_fit keep = f;
+  f = table_fit{};
+  f.freq = keep.freq;
+  f.freq_f32.assign(keep.freq.size(), kNaN);
+  f.m = keep.m;
+  f.measured_on = keep.measured_on;
+  return f;
+}
+
+std::optional<std::int64_t> implied_width(const spec::rope& s, const table_fit& fit) {
+  if (s.rotary_dim >= s.head_dim || fit.freq.size() < 2 || !(fit.freq[1] > 0)) return {};
+  // The spec's θ over width W: f_1/f_0 = θ^(−2/W).
+  const double r = fit.freq[1] / (fit.freq[0] > 0 ? fit.freq[0] : 1.0);
+  const double w = -2 * std::log(static_cast<double>(s.rope_theta)) / std::log(r);
+  if (!std::isfinite(w) || std::fabs(w - static_cast<double>(s.head_dim)) > 0.01) return {};
+  return s.head_dim;
+}
+
+std::optional<double> implied_base(const spec::rope& s, const table_fit& fit) {
+  const double b = base_from_fastest(s, fit);
+  if (!std::isfinite(b) || !(b > 1) || implied_width(s, fit)) return {};
+  const double b_spec = s.rope_theta;
+  if (!differs(b, b_spec)) return {};
+  // Configs write bases with few significant digits (10000, 500000, 1e6, 75e6): the shortest
+  // decimal within the fit's precision (pair 1's frequency, to the power d/2).
+  for (int digits = 1; digits <= 6; ++digits) {
+    const double scale = std::pow(10.0, std::floor(std::log10(b)) + 1 - digits);
+    const double c = std::nearbyint(b / scale) * scale;
+    if (std::fabs(c - b) <= 1e-4 * b) return c;
+  }
+  return std::stod(shown(b));
+}
 
 std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<std::int64_t> seq,
                                             const std::vector<double>& theta, double m,
@@ -328,14 +413,23 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
       return out;
     }
   }
+  // The spec's base over the whole head's width where the config rotates fewer dims.
+  if (const auto w = implied_width(s, fit)) {
+    out.push_back(fmt::format(
+        "frequencies over width {} (the spec's rope_theta {} with exponent 2i/{}): head_dim, "
+        "where the config's rotary_dim is {}",
+        *w, shown(s.rope_theta), *w, s.rotary_dim));
+    return out;
+  }
   // The base the high-frequency pairs imply: f_i = b^(−2i/d), from pair 1 (pair 0 is 1 for every
   // base); scalings leave the fastest pairs alone (yarn, llama3) or scale them all.
   if (P >= 2 && fit.freq[1] > 0 && theta[1] > 0) {
     const double d = static_cast<double>(s.rotary_dim);
-    const double b = std::pow(fit.freq[1] / (fit.freq[0] > 0 ? fit.freq[0] : 1.0), -d / 2);
+    const double b = base_from_fastest(s, fit);
     const double b_spec = std::pow(theta[1] / theta[0], -d / 2);
     if (std::isfinite(b) && differs(b, b_spec)) {
-      std::string line = "rope_theta " + shown(b) +
+      // The base as configs write it where the fit's precision allows (implied_base).
+      std::string line = "rope_theta " + shown(implied_base(s, fit).value_or(b)) +
                          " from the fastest pairs (the spec's base gives " + shown(b_spec) + ")";
       if (s.type == spec::rope_type::dynamic && s.max_position_embeddings > 0 && s.factor > 1) {
         // Dynamic NTK: b' = b·α^(d/(d−2)), α = f·n/L − (f − 1): the length these frequencies are
@@ -351,42 +445,6 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
     }
   }
   return out;
-}
-
-table_fit fit_rotation(const spec::rope& s, std::optional<std::int64_t> seq, const qk_source& q,
-                       const std::vector<std::int64_t>& pos) {
-  const std::int64_t R = q.tokens, H = q.heads, D = q.dim, P = s.pairs();
-  const std::vector<double> x = q.in->to_doubles(), y = q.out->to_doubles();
-  std::vector<double> c(static_cast<std::size_t>(R * P)), sn(c.size());
-  for (std::int64_t r = 0; r < R; ++r) {
-    for (std::int64_t i = 0; i < P; ++i) {
-      const auto [a, b] = spec::pair_dims(s, i);
-      double best = -1, cv = kNaN, sv = kNaN;
-      for (std::int64_t h = 0; h < H; ++h) {
-        const auto at = static_cast<std::size_t>((r * H + h) * D);
-        const double x0 = x[at + static_cast<std::size_t>(a)],
-                     x1 = x[at + static_cast<std::size_t>(b)];
-        const double y0 = y[at + static_cast<std::size_t>(a)],
-                     y1 = y[at + static_cast<std::size_t>(b)];
-        const double n = x0 * x0 + x1 * x1;
-        if (!(n > best)) continue;
-        best = n;
-        cv = (x0 * y0 + x1 * y1) / n;
-        sv = (x0 * y1 - x1 * y0) / n;
-      }
-      c[static_cast<std::size_t>(r * P + i)] = cv;
-      sn[static_cast<std::size_t>(r * P + i)] = sv;
-    }
-  }
-  const io::array ca = io::array::from_doubles({R, P}, c), sa = io::array::from_doubles({R, P}, sn);
-  table_source t;
-  t.cos = plane{&ca, P, 1, 0};
-  t.sin = plane{&sa, P, 1, 0};
-  t.rows = R;
-  t.width = P;
-  for (std::int64_t i = 0; i < P; ++i) t.pair.push_back(i);
-  t.source = q.name + " rotation";
-  return fit_table<double>(s, seq, t, pos, 4096);
 }
 
 template table_fit fit_table<double>(const spec::rope&, std::optional<std::int64_t>,

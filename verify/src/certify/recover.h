@@ -54,6 +54,25 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
                                             const std::vector<double>& theta, double m,
                                             const table_fit& fit);
 
+/// The fit of a rotation (rotated q/k without a table): each token's pair i of the first head
+/// read as the table it applied, cos = (x·y)/|x|², sin = (x × y)/|x|² — the same m̂·(cos θ̂,
+/// sin θ̂) — and fitted as a table (fit_table: frequencies and attention factor; no library
+/// figures). None when the spec's pairs are not rotated by one magnitude (|y|/|x| of every pair
+/// within 2^−6 of one value): the data pair other dims, and their angles tell nothing.
+std::optional<table_fit> fit_rotation(const spec::rope& s, std::optional<std::int64_t> seq,
+                                      const qk_source& q, const std::vector<std::int64_t>& pos,
+                                      std::size_t max_rows);
+
+/// A partial-rotary spec (rotary_dim < head_dim) whose fitted fastest pairs are the spec's
+/// rope_theta over the whole head, f_i = θ^(−2i/head_dim): head_dim (the width the frequencies were
+/// computed over); none otherwise.
+std::optional<std::int64_t> implied_width(const spec::rope& s, const table_fit& fit);
+
+/// The base rope_theta the fitted fastest pairs imply where it differs from the spec's (by more
+/// than 10^−4), as the shortest decimal within the fit's precision (configs write 10000, 1e6);
+/// none where they agree, the fit has no such pairs, or implied_width explains them.
+std::optional<double> implied_base(const spec::rope& s, const table_fit& fit);
+
 /// Fits a table (its dtype T) whose rows sit at positions `pos`; rows at a negative position are
 /// left out (an MRoPE table's tokens whose streams differ: docs/encodings.md §4.6). With
 /// max_rows > 0 and more distinct positions than that, the fit and the library measure read
@@ -64,11 +83,5 @@ template <class T>
 table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
                     const std::vector<std::int64_t>& pos, std::size_t max_rows = 0);
 
-/// Fits the table a rotation of q or k implies (docs/certify.md §8.3): per row and pair, the
-/// cos and sin that take the input pair to the output pair, (x·y, x × y)/|x|² of the head with
-/// the largest |x| — exact in double up to the data's rounding — fitted as a table of doubles at
-/// the rows' positions `pos`. What q/k alone say of the frequencies and the attention factor.
-table_fit fit_rotation(const spec::rope& s, std::optional<std::int64_t> seq, const qk_source& q,
-                       const std::vector<std::int64_t>& pos);
 
 }  // namespace pev::certify::detail

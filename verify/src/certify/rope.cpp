@@ -253,7 +253,7 @@ void fast_math_outside(context& k, const table_source& t, const std::vector<std:
   // The model on pev's own frequencies and on the replay's (the diagnosis's two hf bases).
   std::uint64_t off_model = std::numeric_limits<std::uint64_t>::max();
   for (const std::vector<float>& f : {std::vector<float>{}, freq}) {
-    const auto m = impl::make_mutant(info.id, k.e, {kernel::strategy::hf, false, f});
+    const auto m = impl::make_mutant(info.id, k.e, {kernel::strategy::hf, false, f, std::nullopt});
     const std::size_t rows = pos.size(), P = freq.size();
     std::vector<T> mc(rows * P), ms(rows * P);
     m->rope_table(pos, seq, std::span<T>(mc), std::span<T>(ms));
@@ -619,6 +619,8 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
 
 void certify_rope(const spec::rope& s, context& k) {
   const dump& d = k.d;
+  // A table of the whole head's width for a partial-rotary config: a finding (whole_head.cpp).
+  if (whole_head_table(d, s, k.o)) return certify_whole_head(s, k);
   const bool with_table = table_present(d, s, k.o);
   // Every q/k pair has one row per token (after their layout is read: layout.h).
   const qk_set qks = find_qk(d, s, k.o, with_table);
@@ -730,18 +732,26 @@ void certify_rope(const spec::rope& s, context& k) {
     }
   }
   if (pipeline != "hf") bases.push_back({kernel::strategy::ggml, ggml_contract, false});
+  // Without a table, the frequencies and attention factor of the rotation of the first q/k
+  // (recover.h: fit_rotation), 1-D only.
+  std::optional<table_fit> qk_fit;
+  if (!t && S == 1) qk_fit = fit_rotation(s, seq, qk.front(), qk_pos, kFitRows);
+  const table_fit* fitted = t ? &fit : qk_fit ? &*qk_fit : nullptr;
+  // The base the frequencies imply, for the mistakes that replay it (rope-theta-wrong).
+  if (fitted) {
+    const std::optional<double> theta = implied_base(s, *fitted);
+    for (replay_base& b : bases) b.rope_theta = theta;
+  }
   evidence_map ev;
   diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);
   add_explanations(ev, k.cert);
-  if (t) {
-    k.c().why->findings =
-        parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), fit);
-  } else if (!qk.empty() && S == 1 &&
-             qk.front().tokens == static_cast<std::int64_t>(qk_pos.size())) {
-    // Rotated q/k alone: the table their rotation implies says which parameter differs.
-    k.c().why->findings =
-        parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(),
-                           fit_rotation(s, seq, qk.front(), qk_pos));
+  std::vector<std::string>& found = k.c().why->findings;
+  if (fitted) {
+    found =
+        parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), *fitted);
+  }
+  for (std::string& line : mistake_parameters(k, s, seq, ev, fitted != nullptr)) {
+    if (std::find(found.begin(), found.end(), line) == found.end()) found.push_back(line);
   }
 }
 

@@ -90,6 +90,13 @@ void certify_t5(const spec::t5& s, context& k) {
   evidence_map ev;
   diagnose_t5(k, got, dist, ev);
   add_explanations(ev, k.cert);
+  // The other direction's buckets: the parameter the data implies.
+  const char* other = s.bidirectional ? "t5-unidirectional-buckets" : "t5-bidirectional-buckets";
+  if (const auto x = ev.find(other); x != ev.end() && x->second.max_rho <= kExplainRho) {
+    k.c().why->findings.push_back(
+        fmt::format("the buckets of bidirectional={} (the config's are bidirectional={})",
+                    !s.bidirectional, s.bidirectional));
+  }
 }
 
 }  // namespace pev::certify::detail

@@ -24,6 +24,8 @@
 #include "pev/kernel/apply.h"
 #include "pev/kernel/fast_math.h"
 #include "pev/kernel/rope.h"
+#include "pev/ref/recipe.h"
+#include "pev/ref/relative.h"
 #include "pev/ref/rope.h"
 
 namespace pev::impl {
@@ -39,6 +41,12 @@ bool rope_two_pairs(const spec::encoding& e) {
 bool rope_default(const spec::encoding& e) {
   const auto* r = rope_of(e);
   return r && r->type == spec::rope_type::default_ && r->freq_scale == 1.0 && r->pairs() >= 2;
+}
+// Exponent i/d where head_dim = 2·rotary_dim is rotary-freq-over-head-dim's formula (2i/head_dim):
+// one mistake, named by the config's own widths.
+bool rope_default_exponent(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return rope_default(e) && r->head_dim != 2 * r->rotary_dim;
 }
 
 double hf_attention(const spec::encoding& e) {
@@ -143,6 +151,13 @@ bool partial_rotary(const spec::encoding& e) {
          r->rotary_dim < r->head_dim;
 }
 
+// Partial rotary whose frequencies are one formula over the rotary width (θ^(−2i/d), scaled or
+// not): the width can be mistaken. Dynamic NTK's depend on the length too; lists have no formula.
+bool partial_rotary_formula(const spec::encoding& e) {
+  const auto* r = rope_of(e);
+  return partial_rotary(e) && r->pairs() >= 2 && !r->stateful() && r->type != spec::rope_type::ggml;
+}
+
 bool alibi_non_pow2(const spec::encoding& e) {
   const auto* a = std::get_if<spec::alibi>(&e);
   return a && !std::has_single_bit(static_cast<std::uint64_t>(a->num_heads));
@@ -190,6 +205,10 @@ bool t5_f64_differs(const spec::encoding& e) {
 bool t5_bidirectional(const spec::encoding& e) {
   const auto* t = std::get_if<spec::t5>(&e);
   return t && t->bidirectional;
+}
+bool t5_unidirectional(const spec::encoding& e) {
+  const auto* t = std::get_if<spec::t5>(&e);
+  return t && !t->bidirectional;
 }
 
 bool sinusoidal_d4(const spec::encoding& e) {
@@ -276,11 +295,38 @@ void llama3_band_edge(const spec::rope& s, std::vector<float>& f) {
   }
 }
 
+// The slopes beyond the largest power of two P ≤ H: powers 1, 2, 3, … of 2^(−b/2P) (step 1) where
+// the rule takes the odd ones, 1, 3, 5, … (step 2: every other slope of the 2P rule).
+void alibi_extra_step_one(const spec::alibi& a, std::vector<float>& m) {
+  const auto P = std::bit_floor(static_cast<std::uint64_t>(a.num_heads));
+  for (std::size_t h = P; h < m.size(); ++h) {
+    const auto k = static_cast<double>(h - P + 1);
+    m[h] = static_cast<float>(std::pow(2.0, -a.max_bias * k / (2.0 * static_cast<double>(P))));
+  }
+}
+
+// The frequencies of the first rotary_dim/2 pairs computed over the whole head: exponent
+// 2i/head_dim where it is 2i/rotary_dim (the whole-head spec's own frequencies, truncated).
+void frequencies_over_head_dim(const spec::rope& s, std::vector<float>& f) {
+  spec::rope whole = s;
+  full_rotary(whole);
+  const std::vector<float> w = make_builtin(whole, kernel::strategy::hf)->inv_freq(std::nullopt);
+  std::copy_n(w.begin(), std::min(w.size(), f.size()), f.begin());
+}
+
 void alibi_pow2_rule(const spec::alibi& a, std::vector<float>& m) {
   const auto H = static_cast<double>(a.num_heads);
   for (std::size_t h = 0; h < m.size(); ++h) {
     m[h] = static_cast<float>(std::pow(2.0, -a.max_bias * double(h + 1) / H));
   }
+}
+
+// The other direction's bucket, as transformers computes it (fp32 log): the decoder's for an
+// encoder's config, or the encoder's for a decoder's.
+std::int64_t t5_other_direction(const spec::t5& s, std::int64_t r, std::int64_t) {
+  spec::t5 other = s;
+  other.bidirectional = !s.bidirectional;
+  return ref::t5_bucket(other, r, ref::hf_recipe());
 }
 
 std::int64_t t5_bidirectional_sign(const spec::t5& s, std::int64_t r, std::int64_t hf) {
@@ -397,7 +443,7 @@ const mutant_info kCatalogue[] = {
      "rope",
      "frequency exponent i/d instead of 2i/d",
      "a port's frequency formula (docs/encodings.md §10.1, item 11)",
-     rope_default,
+     rope_default_exponent,
      {.frequencies = exponent_i_over_d}},
     {"inv-freq-bf16",
      "rope",
@@ -532,15 +578,29 @@ const mutant_info kCatalogue[] = {
     {"partial-rotary-full",
      "rope",
      "partial rotary rotating the pass-through dims too",
-     "docs/encodings.md §4.3 (partial rotary)",
+     "docs/encodings.md §4.3 (partial rotary); mlx-lm PR #1698 (GLM rotated over head_dim)",
      partial_rotary,
      {.rotation = full_rotary, .rotation_table = true}},
+    {"rotary-freq-over-head-dim",
+     "rope",
+     "partial rotary: rotary_dim dims rotated, with frequencies over head_dim (exponent "
+     "2i/head_dim instead of 2i/rotary_dim)",
+     "vLLM #16904 (GLM's rotary_dim halved after its cache was built), #43676 (GLM-4.7)",
+     partial_rotary_formula,
+     {.frequencies = frequencies_over_head_dim}},
     {"alibi-pow2-rule",
      "alibi",
      "ALiBi slopes 2^(−8h/H) used for a head count that is not a power of two",
      "ofirpress/attention_with_linear_biases",
      alibi_non_pow2,
      {.slopes = alibi_pow2_rule}},
+    {"alibi-extra-step-one",
+     "alibi",
+     "ALiBi slopes beyond the largest power of two P < H taken with step 1 (powers 1, 2, 3, … "
+     "of 2^(−8/2P)) instead of step 2 (1, 3, 5, …)",
+     "a port of BLOOM's build_alibi_tensor: arange(1, 1 + 2n, 2) written arange(1, 1 + n)",
+     alibi_non_pow2,
+     {.slopes = alibi_extra_step_one}},
     {"alibi-bias-sign",
      "alibi",
      "ALiBi bias m·(i − j) instead of m·(j − i)",
@@ -560,6 +620,20 @@ const mutant_info kCatalogue[] = {
      "docs/encodings.md §3.2",
      t5_bidirectional,
      {.bucket = t5_bidirectional_sign}},
+    {"t5-unidirectional-buckets",
+     "t5",
+     "T5 decoder buckets (bidirectional=false) where the config's are the encoder's "
+     "(bidirectional=true)",
+     "transformers T5Attention: is_decoder decides the direction, not the config",
+     t5_bidirectional,
+     {.bucket = t5_other_direction}},
+    {"t5-bidirectional-buckets",
+     "t5",
+     "T5 encoder buckets (bidirectional=true) where the config's are the decoder's "
+     "(bidirectional=false)",
+     "transformers T5Attention: is_decoder decides the direction, not the config",
+     t5_unidirectional,
+     {.bucket = t5_other_direction}},
     {"sinusoidal-layout-swapped",
      "sinusoidal",
      "sinusoidal blocked [sin|cos] and interleaved layouts confused",
@@ -612,7 +686,7 @@ const mutant_info kCatalogue[] = {
      "rope_theta of another model (10000 for 500000, or back)",
      "a port's config (docs/encodings.md §10.1)",
      rope_two_pairs,
-     {.plan = wrong_theta}},
+     {.plan = wrong_theta, .implied_theta = true}},
     {"scaling-ignored",
      "rope",
      "rope_scaling ignored: plain RoPE where the config scales",
@@ -722,8 +796,7 @@ class mutant final : public typed_implementation<mutant> {
                   kernel::to_string(base_strategy_) + " replay");
     }
     const mutant_hooks& h = info.hooks;
-    spec::encoding plan = e;
-    if (h.plan) h.plan(plan);
+    const spec::encoding plan = planned_spec(info, e, o);
     if (const auto* r = std::get_if<spec::rope>(&e)) {
       rotation_ = *r;
       if (h.rotation) h.rotation(rotation_);
@@ -957,6 +1030,14 @@ const mutant_info& find_mutant(std::string_view id) {
     ids += std::string(ids.empty() ? "" : ", ") + m.id;
   }
   throw error("unknown mutant " + quoted_text(id) + " (known: " + ids + ")");
+}
+
+spec::encoding planned_spec(const mutant_info& m, const spec::encoding& e,
+                            const mutant_options& o) {
+  spec::encoding plan = e;
+  if (m.hooks.plan) m.hooks.plan(plan);
+  if (m.hooks.implied_theta && o.rope_theta) std::get<spec::rope>(plan).rope_theta = *o.rope_theta;
+  return plan;
 }
 
 bool mutant_replays_on(const mutant_info& m, kernel::strategy base) {

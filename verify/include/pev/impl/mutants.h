@@ -30,6 +30,9 @@ struct mutant_hooks {
   void (*rotation)(spec::rope& r) = nullptr;
   /// The rotation's table comes from the rotation spec's own kernel (its rotary dims).
   bool rotation_table = false;
+  /// The plan's rope_theta is the base the data implies, when the diagnosis recovered one
+  /// (mutant_options::rope_theta); the plan's own guess otherwise.
+  bool implied_theta = false;
 
   // ---- RoPE table, restated from the hf recipe (fp32 position × fp32 frequency, cosf/sinf, × m)
   // when any of these is set.
@@ -96,6 +99,9 @@ struct mutant_options {
   /// which moves an angle at 10^6 by far more than any bound). Mistakes that change the spec (a
   /// plan, a sequence length) keep their own.
   std::vector<float> inv_freq;
+  /// The base the data's frequencies imply (certify's table fit), for a mistake whose hooks take
+  /// it (mutant_hooks::implied_theta): the wrong base replayed is the data's own.
+  std::optional<double> rope_theta;
 };
 
 /// Every mutant, in a fixed order.
@@ -107,6 +113,10 @@ const mutant_info& find_mutant(std::string_view id);
 /// "mutant:<id>".
 std::unique_ptr<implementation> make_mutant(std::string_view id, const spec::encoding& e,
                                             const mutant_options& o = {});
+/// The spec the mistaken pipeline's kernels see: `e` with the entry's plan applied (and the
+/// implied base of mutant_options::rope_theta where its hooks take it).
+spec::encoding planned_spec(const mutant_info& m, const spec::encoding& e,
+                            const mutant_options& o = {});
 /// Whether make_mutant can replay `id` on `base` (a restated hf table cannot be replayed on
 /// ggml's recurrence).
 bool mutant_replays_on(const mutant_info& m, kernel::strategy base);
