@@ -83,5 +83,4 @@ template <class T>
 table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
                     const std::vector<std::int64_t>& pos, std::size_t max_rows = 0);
 
-
 }  // namespace pev::certify::detail

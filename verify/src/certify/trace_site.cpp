@@ -101,6 +101,16 @@ void take(site_outcome& s, certificate c) {
       for (const auto& x : w.indistinguishable) t += (t.empty() ? "" : ", ") + x;
       s.row.findings.push_back("indistinguishable on this data: " + t);
     }
+    // Other mistakes within the threshold too (not the same values, but as close): the data
+    // name the named one first and do not rule these out.
+    std::string also;
+    for (std::size_t j = 1; w.named && j < w.explanations.size(); ++j) {
+      const report::explanation& x = w.explanations[j];
+      const bool tied = std::find(w.indistinguishable.begin(), w.indistinguishable.end(),
+                                  x.mutant) != w.indistinguishable.end();
+      if (x.explains && !tied) also += (also.empty() ? "" : ", ") + x.mutant;
+    }
+    if (!also.empty()) s.row.findings.push_back("also within the threshold: " + also);
   }
   s.checks = std::move(c.checks);
 }

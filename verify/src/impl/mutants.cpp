@@ -154,8 +154,11 @@ bool partial_rotary(const spec::encoding& e) {
 // Partial rotary whose frequencies are one formula over the rotary width (θ^(−2i/d), scaled or
 // not): the width can be mistaken. Dynamic NTK's depend on the length too; lists have no formula.
 bool partial_rotary_formula(const spec::encoding& e) {
+  // longrope too: its factor lists have rotary_dim/2 entries, and the mistake is in the base's
+  // exponent (frequencies_over_head_dim).
   const auto* r = rope_of(e);
-  return partial_rotary(e) && r->pairs() >= 2 && !r->stateful() && r->type != spec::rope_type::ggml;
+  return r && r->type != spec::rope_type::proportional && r->type != spec::rope_type::ggml &&
+         r->rotary_dim < r->head_dim && r->pairs() >= 2;
 }
 
 bool alibi_non_pow2(const spec::encoding& e) {
@@ -308,6 +311,18 @@ void alibi_extra_step_one(const spec::alibi& a, std::vector<float>& m) {
 // The frequencies of the first rotary_dim/2 pairs computed over the whole head: exponent
 // 2i/head_dim where it is 2i/rotary_dim (the whole-head spec's own frequencies, truncated).
 void frequencies_over_head_dim(const spec::rope& s, std::vector<float>& f) {
+  if (s.stateful()) {
+    // longrope's and dynamic NTK's frequencies depend on the sequence length, and longrope's
+    // factor lists have rotary_dim/2 entries: the mistake's frequencies are the planned ones with
+    // the base's exponent over head_dim, f_i·θ^(2i/rotary_dim − 2i/head_dim).
+    const double rot = static_cast<double>(s.rotary_dim), hd = static_cast<double>(s.head_dim);
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      const double e = 2.0 * static_cast<double>(i);
+      f[i] =
+          static_cast<float>(static_cast<double>(f[i]) * std::pow(s.rope_theta, e / rot - e / hd));
+    }
+    return;
+  }
   spec::rope whole = s;
   full_rotary(whole);
   const std::vector<float> w = make_builtin(whole, kernel::strategy::hf)->inv_freq(std::nullopt);
