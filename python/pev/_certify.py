@@ -35,6 +35,17 @@ def load(*files):
         return _pev.read_dump([os.fspath(f) for f in files])
 
 
+def _file_list(impl):
+    return [os.fspath(impl)] if isinstance(impl, (str, os.PathLike)) else [os.fspath(f) for f in impl]
+
+
+def _is_config(spec):
+    """Whether `spec` is a model's config (a config.json path, a dict, a transformers config)."""
+    if isinstance(spec, Mapping) or hasattr(spec, "to_dict"):
+        return True
+    return isinstance(spec, (str, os.PathLike)) and os.fspath(spec).endswith(".json")
+
+
 def _is_files(impl):
     if isinstance(impl, (str, os.PathLike)):
         return True
@@ -98,8 +109,12 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
     """
     if impl is None:
         raise Error("impl: the tensors (a dict), dump files or a callable to certify")
-    if isinstance(impl, Trace):
-        return _certify_trace(spec, impl, layer_type=layer_type, recipe=recipe, layout=layout,
+    trace = impl if isinstance(impl, Trace) else None
+    if trace is None and _is_files(impl) and _is_config(spec) and _pev.is_trace(_file_list(impl)):
+        # Dump files that hold a model trace (docs/certify.md §8.1): layer by layer, as a Trace.
+        trace = _file_list(impl)
+    if trace is not None:
+        return _certify_trace(spec, trace, layer_type=layer_type, recipe=recipe, layout=layout,
                               diagnose=bool(diagnosis), reference=reference, libm=libm,
                               max_trig_ulp=max_trig_ulp,
                               refused=dict(positions=positions, seq_len=seq_len, dtype=dtype,
@@ -155,8 +170,9 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
 
 
 def _certify_trace(config, trace, *, layer_type, refused, **common):
-    """A model trace against its config (docs/certify.md §8): the trace is saved to a temporary npz
-    and certified by the same code as `pev certify --config C --impl trace.npz`."""
+    """A model trace (a pev.torch.Trace, or dump files that hold one) against its config
+    (docs/certify.md §8): a Trace is saved to a temporary npz; both are certified by the same code
+    as `pev certify --config C --impl trace.npz`."""
     if config is None or isinstance(config, Spec) or (
             isinstance(config, str) and not config.endswith(".json")):
         raise Error("spec: a model trace is certified against the model's config (a config.json "
@@ -174,9 +190,9 @@ def _certify_trace(config, trace, *, layer_type, refused, **common):
             path = os.path.join(tmp, "config.json")
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(data, f, default=str)
-        npz = trace.save(os.path.join(tmp, "trace.npz"))
+        files = trace if isinstance(trace, list) else [trace.save(os.path.join(tmp, "trace.npz"))]
         with keyword_names():
-            handle = _pev.certify_trace(path, [npz], **common)
+            handle = _pev.certify_trace(path, files, **common)
     return Certificate(handle)
 
 

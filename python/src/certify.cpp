@@ -603,6 +603,15 @@ void bind_certify(py::module_& m) {
       py::arg("config"), py::arg("files"), py::arg("recipe"), py::arg("layout"),
       py::arg("diagnose"), py::arg("reference"), py::arg("libm"), py::arg("max_trig_ulp"));
   m.def(
+      "is_trace",
+      [](const std::vector<std::string>& files) {
+        // Whether dump files hold a model trace (docs/certify.md §8.1): pev.certify of a config
+        // and such files certifies them layer by layer.
+        return certify::is_trace(
+            certify::read_dump(std::vector<fs::path>(files.begin(), files.end()), false));
+      },
+      py::arg("files"));
+  m.def(
       "certify_callable",
       [](const spec_handle& s, py::object call, std::string name, std::string source,
          const std::vector<std::string>& files, std::optional<std::string> recipe,

@@ -467,6 +467,12 @@ def test_engine_cli_reads_the_saved_trace(tmp_path, cli):
     r = cli("certify", "--config", tmp_path / "config.json", "--impl", path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert pev.certify(str(tmp_path / "config.json"), trace).ok
+    # The saved file too, as pev certify reads it: layer by layer, one row per layer.
+    cert = pev.certify(str(tmp_path / "config.json"), str(path))
+    assert cert.ok and len(layer_rows(cert)) == 6
+    planted = take_trace("gemma3", {"sliding-global"}).save(tmp_path / "planted.npz")
+    cert = pev.certify(models.config("gemma3"), [str(planted)])
+    assert not cert.ok and layer_rows(cert)[0]["named"] == "rope-of-other-layer-type"
 
 
 def test_certify_trace_refuses_a_spec_string():
