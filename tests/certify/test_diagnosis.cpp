@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/rotated.h"
 #include "pev/certify/certify.h"
 #include "pev/impl/implementation.h"
 #include "pev/impl/mutants.h"
@@ -136,20 +137,7 @@ TEST(DiagnosisBounded, TheRowsOfTheFirstMismatchesAreReplayed) {
 // A dump of q (64 tokens, 4 heads of 128) rotated by `im` at positions first, first + 1, …, of
 // seeded standard-normal inputs.
 certify::dump rotated_q(const impl::implementation& im, std::int64_t first) {
-  const std::int64_t T = 64, H = 4, D = 128;
-  std::vector<std::int64_t> pos(static_cast<std::size_t>(T));
-  for (std::int64_t t = 0; t < T; ++t) pos[static_cast<std::size_t>(t)] = first + t;
-  std::vector<float> in(static_cast<std::size_t>(T * H * D)), out(in.size());
-  std::mt19937_64 rng(20261127);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& v : in) v = normal(rng);
-  im.rope_rotate(pos, std::nullopt, kernel::heads_view<const float>{in, T, H, D},
-                 kernel::heads_view<float>{out, T, H, D});
-  certify::dump d;
-  d.tensors.emplace("q_in", io::array::from_values<float>({T, H, D}, in));
-  d.tensors.emplace("q_out", io::array::from_values<float>({T, H, D}, out));
-  d.tensors.emplace("positions", io::array::from_int64({T}, pos));
-  return d;
+  return test::rotated_q(im, first, 64, 4, 20261127);
 }
 
 // Rotated q at positions near 4·10^6, as transformers' fp32 recipe makes them: the hf bound is

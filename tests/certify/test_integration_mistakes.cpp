@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/rotated.h"
 #include "pev/certify/certify.h"
 #include "pev/impl/implementation.h"
 #include "pev/impl/mutants.h"
@@ -58,20 +59,7 @@ certify::dump table_dump(const impl::implementation& im, const std::vector<std::
 
 // q of 32 tokens and 2 heads (seeded standard-normal inputs) rotated by `im` at 0 … 31.
 certify::dump rotated_q(const impl::implementation& im) {
-  const auto& r = std::get<spec::rope>(im.claimed_spec());
-  const std::int64_t T = 32, H = 2, D = r.head_dim;
-  const auto pos = positions(T);
-  std::vector<float> in(static_cast<std::size_t>(T * H * D)), out(in.size());
-  std::mt19937_64 rng(20261128);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& v : in) v = normal(rng);
-  im.rope_rotate(pos, std::nullopt, kernel::heads_view<const float>{in, T, H, D},
-                 kernel::heads_view<float>{out, T, H, D});
-  certify::dump d;
-  d.tensors.emplace("q_in", io::array::from_values<float>({T, H, D}, in));
-  d.tensors.emplace("q_out", io::array::from_values<float>({T, H, D}, out));
-  d.tensors.emplace("positions", io::array::from_int64({T}, pos));
-  return d;
+  return test::rotated_q(im, 0, 32, 2, 20261128);
 }
 
 certify::options thd() {
