@@ -24,7 +24,7 @@
 namespace pev {
 namespace {
 
-constexpr std::int64_t B = 2, T = 48, H = 2, D = 64;
+constexpr std::int64_t B = 2, T = 48, H = 2, kD = 64;
 
 const char* kFull = "rope:head_dim=64,rope_theta=1000000";
 const char* kSliding = "rope:head_dim=64,rope_theta=10000";
@@ -58,17 +58,20 @@ std::vector<std::int64_t> batch_positions() {
   return p;
 }
 
-// Layer i of the trace: seeded q and k [B, T, H, D] (bthd) rotated by `im` at `pos` (B·T
-// positions, row-major), or the identity (`im` null: q_out = q_in), or the `none` marker.
+// Layer i of the trace (its site `site`, "" for the attention's rotation): seeded q and k
+// [B, T, H, D] (bthd) rotated by `im` at `pos` (B·T positions, row-major), or the identity (`im`
+// null: q_out = q_in), or the `none` marker.
 void add_layer(certify::dump& d, std::int64_t i, const impl::implementation* im,
-               const std::vector<std::int64_t>& pos, bool marker = false) {
-  const std::string p = "layers." + std::to_string(i) + ".";
+               const std::vector<std::int64_t>& pos, bool marker = false,
+               const std::string& site = "") {
+  const std::string p = "layers." + std::to_string(i) + "." + (site.empty() ? "" : site + ".");
   if (marker) {
     d.tensors.emplace(p + "none", io::array::from_int64({}, {1}));
     return;
   }
   std::mt19937_64 rng(20261128 + static_cast<std::uint64_t>(i));
   std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::int64_t D = im ? std::get<spec::rope>(im->claimed_spec()).head_dim : kD;
   for (const char* role : {"q", "k"}) {
     std::vector<float> in(static_cast<std::size_t>(B * T * H * D)), out(in.size());
     for (float& v : in) v = normal(rng);
@@ -386,6 +389,49 @@ TEST(Trace, LearnedTableWithOPTsOffsetAndLeftPadding) {
   SCOPED_TRACE(certify::to_text(forgot));
   EXPECT_EQ(forgot.exit_code(), 1);
   EXPECT_EQ(forgot.certification->layers.front().named.value_or(""), "learned-offset");
+}
+
+// DeepSeek-V3.2 (docs/encodings.md §7.9): each layer's MLA rotation (interleaved pairs over
+// qk_rope_head_dim) and its indexer's (NeoX pairs), two sites of one layer, each under its own
+// encoding; the indexer rotated with the MLA's interleaved pairs is named at the indexer only.
+TEST(Trace, DeepSeekV32IndexerIsASiteOfItsOwn) {
+  const spec::model_spec m = spec::parse_config_model_file(
+      std::filesystem::path(PEV_SOURCE_DIR) / "tests/spec/configs/families/deepseek_v32_exp.json");
+  const spec::layer_spec* main = nullptr;
+  const spec::layer_spec* indexer = nullptr;
+  for (const auto& l : m.layers) {
+    if (l.index == 0 && l.site.empty()) main = &l;
+    if (l.index == 0 && l.site == "indexer") indexer = &l;
+  }
+  ASSERT_TRUE(main && indexer);
+  const auto& mr = std::get<spec::rope>(*main->encoding);
+  const auto& ir = std::get<spec::rope>(*indexer->encoding);
+  EXPECT_EQ(mr.layout, spec::rope_layout::interleaved);
+  EXPECT_EQ(ir.layout, spec::rope_layout::neox);
+  const auto mk = impl::make_builtin(*main->encoding, kernel::strategy::hf);
+  const auto ik = impl::make_builtin(*indexer->encoding, kernel::strategy::hf);
+  // The indexer given the MLA's layout: the same frequencies over interleaved pairs.
+  spec::rope wrong_layout = ir;
+  wrong_layout.layout = spec::rope_layout::interleaved;
+  const auto wk = impl::make_builtin(spec::encoding{wrong_layout}, kernel::strategy::hf);
+  const auto pos = batch_positions();
+  certify::trace_options only0;
+  only0.layers = {0};
+  for (const bool genuine : {true, false}) {
+    certify::dump d = trace(kernels{});
+    add_layer(d, 0, mk.get(), pos);
+    add_layer(d, 0, genuine ? ik.get() : wk.get(), pos, false, "indexer");
+    const auto c = certify::certify_trace(m, d, opts(), only0);
+    SCOPED_TRACE(certify::to_text(c));
+    ASSERT_EQ(c.certification->layers.size(), 2u);
+    EXPECT_EQ(c.exit_code(), genuine ? 0 : 1);
+    for (const auto& l : c.certification->layers) {
+      EXPECT_EQ(l.result == report::grade::not_certified, !genuine && l.site == "indexer");
+      if (!genuine && l.site == "indexer") {
+        EXPECT_TRUE(l.named.has_value());
+      }
+    }
+  }
 }
 
 }  // namespace
