@@ -505,3 +505,25 @@ def test_engine_fixture_fails_with_the_text(pev_certify_trace):
         pev_certify_trace(models.config("gemma3"), model, ids, attention_mask=mask)
     assert "pev-trace-certificate-1" in str(e.value)
     assert not e.value.certificate.ok
+
+
+@needs_engine
+@pytest.mark.parametrize("name", ["llama3", "gemma3", "olmo3"])
+def test_engine_tables_only_trace(name):
+    """A trace of the cos/sin each layer used (tables=True, without q/k): every layer's table is
+    certified under its own encoding, and a sliding layer's table with the global θ is named."""
+    ids, mask = batch_inputs()
+    for mistakes, ok in (((), True), (("sliding-global",), False)):
+        if mistakes and name == "llama3":
+            continue
+        full = pev.torch.trace(models.build(name, set(mistakes)), ids, attention_mask=mask,
+                               tables=True)
+        tables = pev.torch.Trace({k: v for k, v in full.tensors.items()
+                                  if not k.endswith(("q_in", "q_out", "k_in", "k_out"))})
+        cert = pev.certify(models.config(name), tables)
+        rows = layer_rows(cert)
+        assert cert.ok == ok, str(cert)
+        assert all("rope table" in r["read"] for r in rows if r["spec"] != "none")
+        if not ok:
+            named = {r["named"] for r in rows if r["grade"] == "not certified"}
+            assert named == {"rope-of-other-layer-type"}, str(cert)
