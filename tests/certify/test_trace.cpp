@@ -296,6 +296,11 @@ TEST(Trace, BadTracesAreNamedErrors) {
   typo.tensors.emplace("layers.0.qout", d.tensors.at("layers.0.q_out"));
   EXPECT_NE(message(typo, only0).find("'qout' is not a role"), std::string::npos)
       << message(typo, only0);
+  // An error inside a site names the site.
+  certify::dump half = d;
+  half.tensors.erase("layers.0.k_out");
+  EXPECT_NE(message(half, only0).find("trace site layers.0: "), std::string::npos)
+      << message(half, only0);
   // A trace is certified whole.
   certify::options sharded = opts();
   sharded.shard_count = 2;
