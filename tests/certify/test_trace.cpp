@@ -287,10 +287,16 @@ TEST(Trace, BadTracesAreNamedErrors) {
   certify::trace_options only0;
   only0.layers = {0};
   EXPECT_EQ(message(d, only0), "(no error)");
-  // A layer the config does not have.
+  // A layer the config does not have, or one --layers leaves out.
   certify::dump extra = d;
   add_layer(extra, 7, k.full.get(), pos);
-  EXPECT_NE(message(extra, only0).find("layer 7"), std::string::npos) << message(extra, only0);
+  certify::trace_options with7;
+  with7.layers = {0, 7};
+  EXPECT_NE(message(extra, with7).find("which the config does not have"), std::string::npos)
+      << message(extra, with7);
+  EXPECT_NE(message(extra, only0).find("holds layer 7, which --layers leaves out"),
+            std::string::npos)
+      << message(extra, only0);
   // A role no site has: a misspelt name is not left unchecked.
   certify::dump typo = d;
   typo.tensors.emplace("layers.0.qout", d.tensors.at("layers.0.q_out"));

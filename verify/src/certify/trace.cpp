@@ -92,16 +92,14 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
   std::vector<detail::site_outcome> out(sites.size());
   tbb::task_arena arena(detail::arena_threads(o));
   arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, sites.size(),
-                      [&](std::size_t i) {
-                        try {
-                          out[i] = detail::certify_site(sites[i], m, d, o);
-                        } catch (const error& e) {
-                          // The site's tensors are named by their roles there: say which site.
-                          throw error(fmt::format("trace site {}: {}", sites[i].layer.prefix(),
-                                                  e.what()));
-                        }
-                      });
+    tbb::parallel_for(std::size_t{0}, sites.size(), [&](std::size_t i) {
+      try {
+        out[i] = detail::certify_site(sites[i], m, d, o);
+      } catch (const error& e) {
+        // The site's tensors are named by their roles there: say which site.
+        throw error(fmt::format("trace site {}: {}", sites[i].layer.prefix(), e.what()));
+      }
+    });
   });
 
   // The certificate: every site's checks under its prefix, its row, the model's grade.

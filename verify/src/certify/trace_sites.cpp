@@ -98,6 +98,13 @@ std::vector<trace_site> trace_sites(const spec::model_spec& m, const dump& d,
     out.push_back({l, it->second});
   }
   for (const auto& [key, s] : held) {
+    if (!wanted.empty() && key.first >= 0 && !wanted.count(key.first)) {
+      // Data the run would not look at: never left out silently.
+      throw error(
+          fmt::format("the trace holds layer {}, which --layers leaves out (give every "
+                      "layer the trace holds)",
+                      key.first));
+    }
     if (of_config.count(key)) {
       for (const auto& [role, a] : s.tensors) {
         (void)a;
