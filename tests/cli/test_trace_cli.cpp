@@ -14,6 +14,7 @@
 
 #include "pev/io/array.h"
 #include "pev/io/file.h"
+#include "pev/io/npy.h"
 #include "pev/io/safetensors.h"
 #include "run.h"
 
@@ -106,6 +107,41 @@ TEST(CliTrace, ModelCertificateLayerByLayer) {
       {"certify", "--config", config, "--impl", genuine, "--layers", "0:x", "--out", dir + "/lx"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--layers"), std::string::npos) << r.err;
+}
+
+// A learned table's trace site certified against one --spec (its table=FILE, OPT's offset 2):
+// the rows the model added at the input, embed.positions, without the checkpoint's table in the
+// trace; the offset forgotten is named at the embed site.
+TEST(CliTrace, LearnedEmbedSiteAgainstASpec) {
+  const std::string dir = test::temp_dir("cli_trace_learned");
+  const std::int64_t N = 64, d = 16, P = 20;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> table(static_cast<std::size_t>(N * d));
+  for (float& v : table) v = normal(rng);
+  io::write_npy(dir + "/wpe.npy", io::array::from_values<float>({N, d}, table));
+  const auto trace = [&](std::int64_t offset, const std::string& name) {
+    io::tensor_file f;
+    std::vector<std::int64_t> pos;
+    std::vector<float> rows;
+    for (std::int64_t p = 0; p < P; ++p) {
+      pos.push_back(p);
+      const auto at = table.begin() + static_cast<std::ptrdiff_t>((p + offset) * d);
+      rows.insert(rows.end(), at, at + d);
+    }
+    f.add("position_ids", io::array::from_int64({1, P}, pos));
+    f.add("embed.positions", io::array::from_values<float>({1, P, d}, rows));
+    io::write_safetensors(dir + "/" + name, f);
+    return dir + "/" + name;
+  };
+  const std::string spec = "learned:num_positions=64,d_model=16,offset=2,table=" + dir + "/wpe.npy";
+  auto r = run_pev(
+      {"certify", "--spec", spec, "--impl", trace(2, "ok.safetensors"), "--out", dir + "/ok"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run_pev(
+      {"certify", "--spec", spec, "--impl", trace(0, "bad.safetensors"), "--out", dir + "/bad"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("embed: learned-offset"), std::string::npos) << r.out;
 }
 
 }  // namespace

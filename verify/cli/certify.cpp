@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -74,10 +75,19 @@ std::vector<std::int64_t> parse_layers(const std::string& text) {
   return out;
 }
 
-// A trace certified against one --spec: every layer it holds under that encoding.
-spec::model_spec uniform_model(const spec::encoding& e, const std::vector<std::int64_t>& layers) {
+// A trace certified against one --spec: every layer and model-level site it holds under that
+// encoding.
+spec::model_spec uniform_model(const spec::encoding& e, const certify::dump& d) {
   spec::model_spec m;
+  const std::vector<std::int64_t> layers = certify::traced_layers(d);
   m.num_layers = layers.empty() ? 0 : layers.back() + 1;
+  for (const char* site : {"decoder", "embed", "encoder"}) {
+    const std::string prefix = std::string(site) + ".";
+    const bool held = std::any_of(d.tensors.begin(), d.tensors.end(), [&](const auto& t) {
+      return t.first.compare(0, prefix.size(), prefix) == 0;
+    });
+    if (held) m.layers.push_back({-1, site, site, e, "--spec"});
+  }
   for (const std::int64_t i : layers) {
     spec::layer_spec l;
     l.index = i;
@@ -397,7 +407,7 @@ command add_certify(CLI::App& app) {
               }
               certify::trace_options to;
               to.layers = parse_layers(st->layers);
-              if (!model) model = uniform_model(e, certify::traced_layers(d));
+              if (!model) model = uniform_model(e, d);
               cert = certify::certify_trace(*model, d, o, to);
               publish(cert);
               return cert.exit_code();

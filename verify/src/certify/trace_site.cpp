@@ -198,6 +198,12 @@ site_outcome learned_site(spec::learned want, const site_data& s, const std::str
                           site_outcome& out) {
   const io::array* table = s.find("table");
   const io::array* rows = s.find("positions");
+  // Without embed.table, the spec's own table (`learned:table=FILE`, or its seed).
+  io::array own;
+  if (!table && rows && !want.table.empty()) {
+    own = io::array::from_doubles({want.num_positions, want.d_model}, want.table);
+    table = &own;
+  }
   if (!table || !rows) {
     throw error(fmt::format(
         "site {}: expected '{}.table' (the checkpoint's table [N, d]) and '{}.positions' (the "
