@@ -4,6 +4,7 @@
 #include "pev/certify/certify.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -407,6 +408,13 @@ command add_certify(CLI::App& app) {
               }
               certify::trace_options to;
               to.layers = parse_layers(st->layers);
+              // A long trace says how far it is, on a terminal (docs/design.md §5.7).
+              if (isatty(STDERR_FILENO)) {
+                to.on_site = [](std::size_t done, std::size_t total) {
+                  std::fprintf(stderr, "\rpev: certify: %zu/%zu trace sites", done, total);
+                  if (done == total) std::fputc('\n', stderr);
+                };
+              }
               if (!model) model = uniform_model(e, d);
               cert = certify::certify_trace(*model, d, o, to);
               publish(cert);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "detail.h"
@@ -90,11 +91,17 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
   // Every site certified on its own, sites in parallel (each site's rows are compared on the
   // same arena: oneTBB nests them).
   std::vector<detail::site_outcome> out(sites.size());
+  std::mutex progress;
+  std::size_t done = 0;
   tbb::task_arena arena(detail::arena_threads(o));
   arena.execute([&] {
     tbb::parallel_for(std::size_t{0}, sites.size(), [&](std::size_t i) {
       try {
         out[i] = detail::certify_site(sites[i], m, d, o);
+        if (to.on_site) {
+          const std::lock_guard<std::mutex> lock(progress);
+          to.on_site(++done, sites.size());
+        }
       } catch (const error& e) {
         // The site's tensors are named by their roles there: say which site.
         throw error(fmt::format("trace site {}: {}", sites[i].layer.prefix(), e.what()));

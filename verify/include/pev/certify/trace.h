@@ -8,7 +8,9 @@
 // scaling), a batch row with another row's positions, packed sequences whose positions do not
 // restart — else by the one-dump diagnosis of the site's own encoding (the mutant catalogue).
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +31,9 @@ struct trace_options {
   /// The layers the trace was made of (`--layers`); empty: every layer of the config, each of
   /// which the trace must hold (pev::error naming the first missing otherwise).
   std::vector<std::int64_t> layers;
+  /// Called as each site is certified (from the worker that certified it, one call at a time):
+  /// the sites done and their total, for progress on long traces. None: nothing.
+  std::function<void(std::size_t done, std::size_t total)> on_site;
 };
 
 /// Certifies the trace `d` against the model `m` with the options `o` for every site (its
