@@ -9,7 +9,7 @@ Three groups:
     the per-layer spec written out here from the config): genuine models certified layer by
     layer, each planted mistake not certified at exactly the layers it touches;
   * end to end, pev.certify(config, trace) — the trace engine of `pev certify --config C --impl
-    TRACE`: skipped (with the reason) while this build's engine says "not supported".
+    TRACE`: genuine models certified, each planted mistake named at exactly its layers.
 """
 
 import json
@@ -376,35 +376,6 @@ def test_planted_mistake_caught_at_its_layers(name, mistake):
 # ---- End to end: pev.certify(config, trace) (the trace engine) ---------------------------------
 
 
-def _engine_state():
-    """None when this build certifies model traces, else why not (its "not supported" message)."""
-    tiny = pev.torch.Trace({
-        "position_ids": np.arange(4, dtype=np.int64)[None],
-        "layers.0.q_in": np.ones((1, 1, 4, 8), np.float32),
-        "layers.0.q_out": np.ones((1, 1, 4, 8), np.float32),
-    })
-    config = {"model_type": "llama", "hidden_size": 8, "num_attention_heads": 1,
-              "num_hidden_layers": 1, "rope_theta": 10000.0}
-    try:
-        pev.certify(config, tiny)
-    except pev.Error as e:
-        if "not supported" in str(e):
-            return str(e)
-    return None
-
-
-ENGINE_MISSING = _engine_state()
-needs_engine = pytest.mark.skipif(
-    ENGINE_MISSING is not None, reason=f"pev's trace engine: {ENGINE_MISSING}")
-
-
-def test_engine_state_is_reported():
-    """Without the engine, pev.certify of a trace is a pev.Error that says so (not a crash)."""
-    if ENGINE_MISSING is not None:
-        assert "model trace" in ENGINE_MISSING
-
-
-@needs_engine
 @pytest.mark.parametrize("name", list(models.CONFIGS))
 def test_engine_genuine_certified(name, pev_certify_trace):
     pev_certify_trace(models.config(name), take_trace(name))
@@ -435,7 +406,6 @@ def layer_rows(cert):
     return json.loads(cert.json)["model"]["layers"]
 
 
-@needs_engine
 @pytest.mark.parametrize("name, mistake", [(n, m) for n in models.CONFIGS
                                            for m in models.APPLICABLE[n]])
 def test_engine_planted_mistake_named(name, mistake):
@@ -459,7 +429,6 @@ def test_engine_planted_mistake_named(name, mistake):
         assert named & NAMED[mistake], f"layer {r['index']}: {r['named']} {r['findings']}\n{cert}"
 
 
-@needs_engine
 def test_engine_cli_reads_the_saved_trace(tmp_path, cli):
     trace = take_trace("gemma3")
     (tmp_path / "config.json").write_text(json.dumps(models.config("gemma3")))
@@ -486,18 +455,16 @@ def test_certify_trace_refuses_positions():
 
 
 def test_fixture_traces_the_model(pev_certify_trace):
-    """The fixture traces a model given with its inputs; without the engine pev's message is
-    raised as it is (a pev.Error), not turned into a test failure."""
-    if ENGINE_MISSING is None:
-        pytest.skip("this build has the trace engine: test_engine_fixture_fails_with_the_text")
+    """The fixture traces a model given with its inputs and returns the certificate when it holds;
+    trace arguments with a Trace already made are a TypeError."""
     ids, mask = batch_inputs()
-    with pytest.raises(pev.Error, match="not supported"):
-        pev_certify_trace(models.config("llama3"), models.build("llama3"), ids, attention_mask=mask)
+    cert = pev_certify_trace(models.config("llama3"), models.build("llama3"), ids,
+                             attention_mask=mask)
+    assert cert.ok and len(layer_rows(cert)) == 2
     with pytest.raises(TypeError):
         pev_certify_trace(models.config("llama3"), take_trace("llama3"), ids)
 
 
-@needs_engine
 def test_engine_fixture_fails_with_the_text(pev_certify_trace):
     model = models.build("gemma3", {"sliding-global"})
     ids, mask = batch_inputs()
@@ -507,7 +474,6 @@ def test_engine_fixture_fails_with_the_text(pev_certify_trace):
     assert not e.value.certificate.ok
 
 
-@needs_engine
 @pytest.mark.parametrize("name", ["llama3", "gemma3", "olmo3"])
 def test_engine_tables_only_trace(name):
     """A trace of the cos/sin each layer used (tables=True, without q/k): every layer's table is

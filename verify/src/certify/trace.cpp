@@ -125,7 +125,9 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
     g = worst(g, s.row.result);
     claim = claim && s.claim_holds;
     specs.insert(s.row.spec);
-    if (z.held_to.empty() || z.held_to == "hf") z.held_to = s.held_to.empty() ? "hf" : s.held_to;
+    // Every site runs with the same options: the bound they are held to is hf unless a site's
+    // claim or form holds it to another (the ggml form, a claimed recipe).
+    if (!s.held_to.empty() && s.held_to != "hf") z.held_to = s.held_to;
     z.layouts.insert(z.layouts.end(), s.layouts.begin(), s.layouts.end());
     cert.prov.reference_values += s.reference_values;
     cert.prov.reference_fallbacks += s.reference_fallbacks;

@@ -72,7 +72,6 @@ bool identity(const site_data& s, check& c) {
 options quiet(const options& o) {
   options q = o;
   q.diagnose = false;
-  q.threads = o.threads;
   return q;
 }
 
@@ -193,9 +192,8 @@ dump t5_dump(const site_data& s, const std::string& prefix) {
 // added token by token, against the checkpoint's table embed.table read at each token's
 // position_ids (plus the config's offset). A table of another size than the config's is a finding
 // (a truncated table), not bad input.
-site_outcome learned_site(spec::learned want, const site_data& s, const std::string& prefix,
-                          const std::string& rule, const dump& trace, const options& o,
-                          site_outcome& out) {
+void learned_site(spec::learned want, const site_data& s, const std::string& prefix,
+                  const std::string& rule, const dump& trace, const options& o, site_outcome& out) {
   const io::array* table = s.find("table");
   const io::array* rows = s.find("positions");
   // Without embed.table, the spec's own table (`learned:table=FILE`, or its seed).
@@ -265,7 +263,6 @@ site_outcome learned_site(spec::learned want, const site_data& s, const std::str
                                         want.num_positions, rule));
     out.row.max_rho = INFINITY;
   }
-  return out;
 }
 
 }  // namespace
@@ -288,7 +285,8 @@ site_outcome certify_site(const trace_site& ts, const spec::model_spec& m, const
     return out;
   }
   if (l.encoding && std::holds_alternative<spec::learned>(*l.encoding)) {
-    return learned_site(std::get<spec::learned>(*l.encoding), s, prefix, l.rule, trace, o, out);
+    learned_site(std::get<spec::learned>(*l.encoding), s, prefix, l.rule, trace, o, out);
+    return out;
   }
 
   check id;
