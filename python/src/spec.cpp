@@ -37,8 +37,10 @@ parsed from_config_text(const std::string& text, const std::string& source,
   spec::config_options co;
   co.layer_type = layer_type;
   spec_handle h;
-  h.e = spec::parse_config_text(text, source, co,
-                                [&](std::string_view w) { warnings.emplace_back(w); });
+  // The encoding the config's family uses — RoPE, ALiBi, T5 buckets, sinusoidal — as `pev
+  // reference/certify --config` read it (docs/python.md §2).
+  h.e = spec::parse_config_encoding_text(text, source, co,
+                                         [&](std::string_view w) { warnings.emplace_back(w); });
   h.text = spec::to_spec_string(h.e);
   if (record) h.inputs.push_back({source, "config", certify::sha256_bytes(text)});
   return {std::move(h), std::move(warnings)};
