@@ -453,5 +453,162 @@ TEST(Trace, DeepSeekV32IndexerIsASiteOfItsOwn) {
   }
 }
 
+// Issue-34 hostile traces (docs/certify.md §8.1–§8.2): tensors present are always compared, every
+// tensor is a site's or refused by name, markers and attention_mask are checked, positions come
+// only from the trace.
+std::string trace_error(const certify::dump& d, const certify::options& o = opts(),
+                        const certify::trace_options& to = {}) {
+  try {
+    (void)certify::certify_trace(model(), d, o, to);
+  } catch (const error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+certify::dump genuine_trace(const kernels& k) {
+  certify::dump d = trace(k);
+  const auto pos = batch_positions();
+  add_layer(d, 0, k.full.get(), pos);
+  add_layer(d, 1, k.sliding.get(), pos);
+  add_layer(d, 2, nullptr, pos);
+  add_layer(d, 3, k.full.get(), pos);
+  return d;
+}
+
+TEST(TraceHostile, ANoneMarkerBesideRotatedQKIsComparedNotSkipped) {
+  const kernels k;
+  const auto pos = batch_positions();
+  // The NoPE layer 2 rotated with the global RoPE, its exporter writing `none` from the config.
+  certify::dump d = trace(k);
+  add_layer(d, 0, k.full.get(), pos);
+  add_layer(d, 1, k.sliding.get(), pos);
+  add_layer(d, 2, k.full.get(), pos);
+  add_layer(d, 2, nullptr, pos, /*marker=*/true);
+  add_layer(d, 3, k.full.get(), pos);
+  const auto c = certify::certify_trace(model(), d, opts());
+  expect_named(c, {2}, "rope-on-nope-layer", "beside layers.2.none");
+  EXPECT_NE(row(c, 2).findings[0].find("with the RoPE of the full_attention layers"),
+            std::string::npos);
+  // A marker beside the right rotation of a RoPE layer: the data are certified, the marker's
+  // contradiction is on the row.
+  certify::dump r = genuine_trace(k);
+  add_layer(r, 0, nullptr, pos, /*marker=*/true);
+  const auto cr = certify::certify_trace(model(), r, opts());
+  EXPECT_EQ(cr.exit_code(), 0) << certify::to_text(cr);
+  ASSERT_FALSE(row(cr, 0).findings.empty());
+  EXPECT_NE(row(cr, 0).findings[0].find("layers.0.none says the layer was not rotated"),
+            std::string::npos);
+  // The marker beside q/k left unrotated on the NoPE layer: the identity, read from the data.
+  certify::dump g = genuine_trace(k);
+  add_layer(g, 2, nullptr, pos, /*marker=*/true);
+  const auto cg = certify::certify_trace(model(), g, opts());
+  EXPECT_EQ(cg.exit_code(), 0) << certify::to_text(cg);
+  EXPECT_EQ(row(cg, 2).read, "q_in, q_out (compared bit for bit) beside a none marker");
+}
+
+TEST(TraceHostile, ATableRecordedForANoPELayerIsRopeOnNopeLayer) {
+  const kernels k;
+  const auto pos = batch_positions();
+  certify::dump d = genuine_trace(k);
+  for (const char* role : {"q_in", "q_out", "k_in", "k_out"}) {
+    d.tensors.erase(std::string("layers.2.") + role);
+  }
+  // The table [B, T, D/2] the full layers use, as the engine computed it at layer 2.
+  std::vector<float> cos(pos.size() * kD / 2), sin(cos.size());
+  k.full->rope_table(pos, std::nullopt, cos, sin);
+  d.tensors.emplace("layers.2.cos", io::array::from_values<float>({B, T, kD / 2}, cos));
+  d.tensors.emplace("layers.2.sin", io::array::from_values<float>({B, T, kD / 2}, sin));
+  const auto c = certify::certify_trace(model(), d, opts());
+  expect_named(c, {2}, "rope-on-nope-layer", "a table was recorded for the layer");
+  EXPECT_NE(row(c, 2).findings[0].find("with the RoPE of the full_attention layers"),
+            std::string::npos);
+}
+
+TEST(TraceHostile, EveryTensorIsASitesOrRefusedByName) {
+  const kernels k;
+  const certify::dump good = genuine_trace(k);
+  const io::array& q = good.tensors.at("layers.0.q_in");
+  for (const std::string name :
+       {"layers.01.q_in", "layers.-1.none", "layers.+1.none", "layers.a.q_in", "Layers.0.q_in",
+        "layers.99999999999999999999.q_in", "layers.0", "layers", "foo", "positions"}) {
+    certify::dump d = good;
+    d.tensors.emplace(name,
+                      name.find("none") != std::string::npos ? io::array::from_int64({}, {1}) : q);
+    const std::string why = trace_error(d);
+    EXPECT_NE(why.find("tensor '" + name + "' is not a name of a model trace"), std::string::npos)
+        << name << ": " << why;
+  }
+  // A dump whose only layer tensors are misnamed is still read as a trace, and refused.
+  certify::dump only;
+  only.tensors.emplace("Layers.0.q_in", q);
+  EXPECT_TRUE(certify::is_trace(only));
+}
+
+TEST(TraceHostile, MarkersAndTheAttentionMaskAreChecked) {
+  const kernels k;
+  const auto pos = batch_positions();
+  certify::dump base = trace(k);
+  add_layer(base, 0, k.full.get(), pos);
+  add_layer(base, 1, k.sliding.get(), pos);
+  add_layer(base, 3, k.full.get(), pos);
+  certify::dump f = base;
+  f.tensors.emplace("layers.2.none", io::array::from_values<float>({3}, {0.5f, 1.0f, 2.0f}));
+  EXPECT_NE(trace_error(f).find("a none marker is an int32 or int64 scalar"), std::string::npos)
+      << trace_error(f);
+  certify::dump ok = base;
+  ok.tensors.emplace("layers.2.none", io::array::from_int64({1}, {1}));
+  EXPECT_EQ(trace_error(ok), "(no error)");
+  const auto mask_error = [&](io::array m) {
+    certify::dump d = ok;
+    d.tensors.emplace("attention_mask", std::move(m));
+    return trace_error(d);
+  };
+  std::vector<std::int64_t> ones(static_cast<std::size_t>(B * T), 1);
+  EXPECT_EQ(mask_error(io::array::from_int64({B, T}, ones)), "(no error)");
+  ones[5] = 0;
+  EXPECT_EQ(mask_error(io::array::from_int64({B, T}, ones)), "(no error)");
+  EXPECT_NE(
+      mask_error(io::array::from_int64({B, T - 1}, std::vector<std::int64_t>(
+                                                       static_cast<std::size_t>(B * (T - 1)), 1)))
+          .find("expected one value per token of position_ids"),
+      std::string::npos);
+  EXPECT_NE(mask_error(io::array::from_values<float>(
+                           {B, T}, std::vector<float>(static_cast<std::size_t>(B * T), 1.0f)))
+                .find("expected integers 0 and 1"),
+            std::string::npos);
+  ones[5] = 7;
+  EXPECT_NE(mask_error(io::array::from_int64({B, T}, ones)).find("holds 7"), std::string::npos);
+}
+
+TEST(TraceHostile, PositionsComeOnlyFromTheTraceAndLayersFromTheConfig) {
+  const kernels k;
+  const auto pos = batch_positions();
+  // Row 1 rotated at row 0's positions: given row 0's positions for every row, it would pass.
+  certify::dump d = genuine_trace(k);
+  std::vector<std::int64_t> row0(pos.size());
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t t = 0; t < T; ++t) row0[static_cast<std::size_t>(b * T + t)] = t;
+  }
+  d.tensors.erase("layers.0.q_in");
+  d.tensors.erase("layers.0.q_out");
+  d.tensors.erase("layers.0.k_in");
+  d.tensors.erase("layers.0.k_out");
+  add_layer(d, 0, k.full.get(), row0);
+  certify::options given = opts();
+  given.positions = row0;
+  EXPECT_NE(trace_error(d, given).find("a model trace holds its own position_ids"),
+            std::string::npos);
+  expect_named(certify::certify_trace(model(), d, opts()), {0}, "batch-row-positions");
+  // --layers naming layers the config does not have.
+  certify::trace_options beyond;
+  beyond.layers = {0, 1, 2, 3, 4, 30};
+  EXPECT_NE(
+      trace_error(genuine_trace(k), opts(), beyond)
+          .find("--layers names layers 4, 30, which the config does not have (4 layers: 0…3)"),
+      std::string::npos)
+      << trace_error(genuine_trace(k), opts(), beyond);
+}
+
 }  // namespace
 }  // namespace pev

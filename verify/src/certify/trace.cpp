@@ -42,7 +42,7 @@ std::string site_list(const std::vector<const report::layer_result*>& ls) {
 bool is_trace(const dump& d) {
   for (const auto& [name, a] : d.tensors) {
     (void)a;
-    if (detail::trace_site_of(name)) return true;
+    if (detail::trace_like_name(name)) return true;
   }
   return false;
 }
@@ -63,6 +63,13 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
   const auto t0 = std::chrono::steady_clock::now();
   if (o.shard_count > 1) {
     throw error("--shard: a model trace is certified whole (shard its layers' dumps instead)");
+  }
+  if (!o.positions.empty()) {
+    // The rows' positions are the trace's position_ids (docs/certify.md §8.1): replacing them
+    // would certify the layers at positions the model did not use.
+    throw error(
+        "--positions/--positions-file: a model trace holds its own position_ids, which every site "
+        "is certified at (docs/certify.md §8.1); leave them out");
   }
   if (o.recipe) (void)detail::claim_grade(*o.recipe);
   // One read: every tensor becomes a shared view, so that the sites' sub-dumps copy nothing.

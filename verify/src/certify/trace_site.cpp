@@ -29,27 +29,37 @@ std::string spec_of(const std::optional<spec::encoding>& e) {
   return e ? spec::to_spec_string(*e) : "none";
 }
 
-// Whether the site applied no rotation: a `none` marker, or every output equal to its input bit
-// for bit. Fills the identity check's figures.
+bool has_qk(const site_data& s) { return s.find("q_in") && s.find("q_out"); }
+
+// Whether the site holds what only a rotation records: a table (cos/sin, a cache, freqs_cis,
+// inv_freq), not q/k alone.
+bool has_table(const site_data& s) {
+  return std::any_of(s.tensors.begin(), s.tensors.end(), [](const auto& t) {
+    return t.first != "q_in" && t.first != "q_out" && t.first != "k_in" && t.first != "k_out";
+  });
+}
+
+// Whether the site applied no rotation: q/k outputs equal to their inputs bit for bit when the
+// trace holds them — a `none` marker beside them is a claim the data must bear out, never a reason
+// to skip them (docs/certify.md §8.1) — else a `none` marker alone. Fills the identity check.
 bool identity(const site_data& s, check& c) {
   c.id = "identity";
   c.spec = "none";
   c.family = "none";
   c.strategy = "identity";
   c.bound_name = "bit for bit";
-  c.source = s.none ? "none" : "q_out = q_in, k_out = k_in";
-  if (s.none) {
+  c.source = has_qk(s) ? "q_out = q_in, k_out = k_in" : "none";
+  if (!has_qk(s)) {
     c.dtype = "-";
-    c.pass = true;
-    c.best = grade::correctly_rounded;
-    return true;
+    c.pass = s.none && !has_table(s);
+    c.best = c.pass ? grade::correctly_rounded : grade::not_certified;
+    return c.pass;
   }
-  bool same = true, any = false;
+  bool same = true;
   for (const char* role : {"q", "k"}) {
     const io::array* in = s.find(std::string(role) + "_in");
     const io::array* out = s.find(std::string(role) + "_out");
     if (!in || !out) continue;
-    any = true;
     c.dtype = to_string(out->type);
     c.values += out->elements();
     const bool equal = in->type == out->type && in->shape == out->shape &&
@@ -63,10 +73,17 @@ bool identity(const site_data& s, check& c) {
         c.max_abs = std::max(c.max_abs, std::abs(a[i] - b[i]));
     }
   }
-  same = same && any;
   c.pass = same;
   c.best = same ? grade::correctly_rounded : grade::not_certified;
   return same;
+}
+
+// What a site read, for its row.
+std::string identity_read(const site_data& s) {
+  std::string r = has_qk(s) ? "q_in, q_out (compared bit for bit)" : "none (not rotated)";
+  if (s.none && has_qk(s)) r += " beside a none marker";
+  if (has_table(s)) r += has_qk(s) ? "; a table recorded" : "; a table recorded for it";
+  return r;
 }
 
 options quiet(const options& o) {
@@ -265,6 +282,60 @@ void learned_site(spec::learned want, const site_data& s, const std::string& pre
   }
 }
 
+// A NoPE site (docs/certify.md §8.3): the identity expected — q/k compared bit for bit, a `none`
+// marker where the trace holds nothing else; q/k that differ, or a table recorded for the layer
+// (its rotary function ran), are rope-on-nope-layer, with the model's RoPE that certifies them.
+void nope_site(const trace_site& ts, const spec::model_spec& m, const dump& trace, const options& o,
+               site_outcome& out) {
+  const spec::layer_spec& l = ts.layer;
+  const site_data& s = ts.data;
+  const std::string prefix = l.prefix();
+  if (!s.none && !has_qk(s) && !has_table(s)) {
+    throw error(fmt::format("site {} (NoPE by {}): expected {}.none or q_in and q_out; it holds {}",
+                            prefix, l.rule, prefix, tensor_list(site_dump(s, trace))));
+  }
+  check id;
+  const bool unrotated = identity(s, id);
+  out.row.read = identity_read(s);
+  out.row.result = unrotated ? grade::correctly_rounded : grade::not_certified;
+  out.claim_holds = unrotated;
+  out.checks.push_back(id);
+  if (unrotated) return;
+  out.row.named = kRotatedNoPE;
+  std::string f =
+      has_qk(s) ? fmt::format(
+                      "rotated, where the config says NoPE ({}){}", l.rule,
+                      s.none ? fmt::format(" (beside {}.none, which says it was not)", prefix) : "")
+                : fmt::format(
+                      "a table was recorded for the layer (its rotary function ran), where "
+                      "the config says NoPE ({})",
+                      l.rule);
+  if (o.diagnose) {
+    if (const auto* x = other_rope_fits(m, l, site_dump(s, trace), o)) {
+      f += fmt::format(": with the RoPE of the {} layers ({})", x->type,
+                       spec::to_spec_string(*x->encoding));
+    }
+  }
+  out.row.findings.push_back(f);
+  out.row.max_rho = INFINITY;
+}
+
+// A RoPE site whose outputs equal its inputs, or that holds only a `none` marker:
+// rope-layer-not-rotated (docs/certify.md §8.3).
+void not_rotated_site(const trace_site& ts, check id, site_outcome& out) {
+  out.row.read = has_qk(ts.data) ? "q_in, q_out (equal bit for bit)" : "none (not rotated)";
+  out.row.result = grade::not_certified;
+  out.claim_holds = false;
+  id.pass = false;
+  id.best = grade::not_certified;
+  id.note = "the config gives this layer RoPE";
+  out.checks.push_back(std::move(id));
+  out.row.named = kNotRotated;
+  out.row.findings.push_back(
+      fmt::format("not rotated, where the config says {} ({})", out.row.spec, ts.layer.rule));
+  out.row.max_rho = INFINITY;
+}
+
 }  // namespace
 
 site_outcome certify_site(const trace_site& ts, const spec::model_spec& m, const dump& trace,
@@ -289,49 +360,22 @@ site_outcome certify_site(const trace_site& ts, const spec::model_spec& m, const
     return out;
   }
 
-  check id;
-  const bool unrotated = (s.none || (s.find("q_in") && s.find("q_out"))) && identity(s, id);
   if (!l.encoding) {
-    // The config says NoPE: the identity is expected.
-    out.row.read = s.none ? "none (not rotated)" : "q_in, q_out (compared bit for bit)";
-    if (!s.none && !(s.find("q_in") && s.find("q_out"))) {
-      throw error(
-          fmt::format("site {} (NoPE by {}): expected {}.none or q_in and q_out; it holds "
-                      "{}",
-                      prefix, l.rule, prefix, tensor_list(site_dump(s, trace))));
-    }
-    out.row.result = unrotated ? grade::correctly_rounded : grade::not_certified;
-    out.claim_holds = unrotated;
-    out.checks.push_back(id);
-    if (!unrotated) {
-      out.row.named = kRotatedNoPE;
-      std::string f = fmt::format("rotated, where the config says NoPE ({})", l.rule);
-      if (o.diagnose) {
-        if (const auto* x = other_rope_fits(m, l, site_dump(s, trace), o)) {
-          f += fmt::format(": with the RoPE of the {} layers ({})", x->type,
-                           spec::to_spec_string(*x->encoding));
-        }
-      }
-      out.row.findings.push_back(f);
-      out.row.max_rho = INFINITY;
-    }
+    nope_site(ts, m, trace, o, out);
     return out;
   }
-  if (unrotated) {
-    out.row.read = s.none ? "none (not rotated)" : "q_in, q_out (equal bit for bit)";
-    out.row.result = grade::not_certified;
-    out.claim_holds = false;
-    id.pass = false;
-    id.best = grade::not_certified;
-    id.note = "the config gives this layer RoPE";
-    out.checks.push_back(id);
-    out.row.named = kNotRotated;
-    out.row.findings.push_back(
-        fmt::format("not rotated, where the config says {} ({})", out.row.spec, l.rule));
-    out.row.max_rho = INFINITY;
+  check id;
+  if (identity(s, id)) {
+    not_rotated_site(ts, std::move(id), out);
     return out;
   }
-
+  if (s.none) {
+    // The data are compared whatever the marker says; the contradiction is stated on the row.
+    out.row.findings.push_back(fmt::format(
+        "{}.none says the layer was not rotated, but the trace holds its rotation ({}): the data "
+        "were certified, the marker is wrong",
+        prefix, has_qk(s) ? "q_out differs from q_in" : "a table"));
+  }
   const dump sub = site_dump(s, trace);
   certificate c = certify_dump(*l.encoding, sub, quiet(o));
   if (certified(c) || !o.diagnose) {

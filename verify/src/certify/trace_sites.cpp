@@ -4,8 +4,10 @@
 #include "trace_sites.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <set>
 
@@ -25,12 +27,45 @@ const std::set<std::string>& layer_roles() {
   return r;
 }
 
+// A layer index as docs/certify.md §8.1 writes it: decimal, no sign, no leading zero, within
+// int64.
 std::optional<std::int64_t> parse_index(std::string_view s) {
   std::int64_t v = 0;
-  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+  if (s.empty() || (s.size() > 1 && s[0] == '0') || s[0] < '0' || s[0] > '9') return std::nullopt;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
   return v;
+}
+
+// The tensors of a trace that belong to no site (docs/certify.md §8.1).
+bool trace_level(const std::string& name) {
+  return name == "position_ids" || name == "attention_mask";
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Why `name` is not a name of a trace (docs/certify.md §8.1), for the error that refuses it.
+std::string why_not_a_trace_name(const std::string& name) {
+  const std::string_view n = name;
+  if (n.substr(0, 7) != "layers." && lower(n.substr(0, 7)) == "layers.") {
+    return "names are case-sensitive: the prefix is 'layers.'";
+  }
+  if (n.substr(0, 7) == "layers.") {
+    const std::string_view rest = n.substr(7);
+    const std::string_view index = rest.substr(0, rest.find('.'));
+    if (!parse_index(index)) {
+      return fmt::format(
+          "'{}' is not a layer index (decimal digits, no sign or leading zero, below 2^63)", index);
+    }
+    return "it names no role after the layer index (layers.{i}.q_in, …)";
+  }
+  return "a trace holds position_ids, attention_mask and the tensors of its sites "
+         "(layers.{i}.ROLE, "
+         "embed.ROLE, encoder.buckets, decoder.buckets)";
 }
 
 std::string site_name(std::int64_t index, const std::string& site) {
@@ -60,23 +95,102 @@ std::optional<trace_name> trace_site_of(const std::string& name) {
   return trace_name{*index, std::string(tail.substr(0, dot2)), std::string(tail.substr(dot2 + 1))};
 }
 
+bool trace_like_name(const std::string& name) {
+  return trace_site_of(name).has_value() || lower(std::string_view(name).substr(0, 7)) == "layers.";
+}
+
+namespace {
+
+// A `none` marker is an int32 or int64 scalar (docs/certify.md §8.1): anything else is not what
+// an exporter meant by it.
+void check_marker(const std::string& name, const io::array& a) {
+  if (is_float(a.type) || a.elements() != 1 || a.shape.size() > 1) {
+    throw error(
+        fmt::format("tensor '{}': a none marker is an int32 or int64 scalar "
+                    "(docs/certify.md §8.1), got {} {}",
+                    name, io::safetensors_name(a.type), io::shape_string(a.shape)));
+  }
+}
+
+// attention_mask is [B, T] of 0 and 1 in an integer dtype, one per token of position_ids
+// (docs/certify.md §8.1).
+void check_attention_mask(const dump& d) {
+  const io::array* mask = d.find("attention_mask");
+  if (!mask) return;
+  const std::string got =
+      fmt::format("{} {}", io::safetensors_name(mask->type), io::shape_string(mask->shape));
+  if (is_float(mask->type)) {
+    throw error(fmt::format(
+        "tensor 'attention_mask': expected integers 0 and 1 (int32 or int64), got {}", got));
+  }
+  if (const io::array* p = d.find("position_ids")) {
+    // The tokens of position_ids: [B, T], [T], or MRoPE's [3, B, T] / [3, T] (one stream's).
+    std::vector<std::int64_t> tokens = p->shape;
+    if (tokens.size() == 3 || (tokens.size() == 2 && tokens[0] == 3 && mask->shape.size() < 2)) {
+      tokens.erase(tokens.begin());
+    }
+    if (squeezed(mask->shape) != squeezed(tokens)) {
+      throw error(fmt::format(
+          "tensor 'attention_mask' has shape {}: expected one value per token of position_ids {} "
+          "(docs/certify.md §8.1)",
+          io::shape_string(mask->shape), io::shape_string(p->shape)));
+    }
+  }
+  for (const std::int64_t v : mask->to_int64()) {
+    if (v != 0 && v != 1) {
+      throw error(fmt::format("tensor 'attention_mask' holds {}: expected 0 (padding) and 1", v));
+    }
+  }
+}
+
+// --layers names layers of the config only (docs/certify.md §8.2).
+void check_wanted(const spec::model_spec& m, const std::set<std::int64_t>& wanted) {
+  std::set<std::int64_t> of_config;
+  for (const spec::layer_spec& l : m.layers) {
+    if (l.index >= 0) of_config.insert(l.index);
+  }
+  std::vector<std::int64_t> beyond;
+  for (const std::int64_t i : wanted) {
+    if (!of_config.count(i)) beyond.push_back(i);
+  }
+  if (!beyond.empty()) {
+    throw error(
+        fmt::format("--layers names layer{} {}, which the config does not have ({} layer{}{})",
+                    beyond.size() == 1 ? "" : "s", fmt::join(beyond, ", "), m.num_layers,
+                    m.num_layers == 1 ? "" : "s",
+                    m.num_layers > 0 ? fmt::format(": 0…{}", m.num_layers - 1) : ""));
+  }
+}
+
+}  // namespace
+
 std::vector<trace_site> trace_sites(const spec::model_spec& m, const dump& d,
                                     const std::vector<std::int64_t>& layers) {
-  // Every trace tensor under its site.
+  // Every trace tensor under its site; a name that is no site's is refused (docs/certify.md §8.2:
+  // no tensor of a trace is left unchecked).
   std::map<std::pair<std::int64_t, std::string>, site_data> held;
   bool any_layer = false;
   for (const auto& [name, a] : d.tensors) {
+    if (trace_level(name)) continue;
     const auto t = trace_site_of(name);
-    if (!t) continue;
+    if (!t) {
+      throw error(
+          fmt::format("tensor '{}' is not a name of a model trace: {} (docs/certify.md "
+                      "§8.1)",
+                      name, why_not_a_trace_name(name)));
+    }
     any_layer = any_layer || t->index >= 0;
     site_data& s = held[{t->index, t->site}];
     if (t->role == "none") {
+      check_marker(name, a);
       s.none = true;
     } else {
       s.tensors.emplace(t->role, a);
     }
   }
+  check_attention_mask(d);
   const std::set<std::int64_t> wanted(layers.begin(), layers.end());
+  check_wanted(m, wanted);
   std::vector<trace_site> out;
   std::set<std::pair<std::int64_t, std::string>> of_config;
   for (const spec::layer_spec& l : m.layers) {
@@ -89,10 +203,11 @@ std::vector<trace_site> trace_sites(const spec::model_spec& m, const dump& d,
       if (!any_layer && !l.encoding) continue;
       if (!l.site.empty()) continue;  // a second site (indexer) the trace does not record
       throw error(fmt::format(
-          "the trace holds no tensor of layer {} ({}, {}: {}); the config has {} layers — give "
-          "--layers to certify only the layers traced",
+          "the trace holds no tensor of layer {} ({}, {}: {}); the config has {} layers — {}",
           l.index, l.type, l.encoding ? spec::to_spec_string(*l.encoding) : "NoPE", l.rule,
-          m.num_layers));
+          m.num_layers,
+          wanted.empty() ? "give --layers to certify only the layers traced"
+                         : "--layers names it: give only the layers the trace holds"));
     }
     if (!wanted.empty() && l.index >= 0 && !wanted.count(l.index)) continue;
     out.push_back({l, it->second});

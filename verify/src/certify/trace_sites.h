@@ -26,6 +26,9 @@ struct trace_name {
 };
 /// The site of a tensor named as docs/certify.md §8.1 says, or nothing (position_ids, …).
 std::optional<trace_name> trace_site_of(const std::string& name);
+/// Whether `name` makes a dump a trace: a site's name, or one that tries to be (`Layers.0.q_in`,
+/// `layers.01.q_in`: refused by name by trace_sites, never read as a one-dump tensor).
+bool trace_like_name(const std::string& name);
 
 /// A site's tensors, by role (shared views of the trace's), and its `none` marker.
 struct site_data {
