@@ -213,6 +213,8 @@ def _watching_sigint(adapter):
     """While a callable is certified from the main thread, SIGINT's Python handler is wrapped to
     note that the signal came (adapter.sigint) before it runs: a KeyboardInterrupt then is a
     Ctrl-C, which stops pev; without the signal, the callable raised it (docs/python.md §4.3).
+    The wrapper is C (_pev._SigintWatch): a Python one could be preempted at its first line by the
+    timeout= stop pending in the thread, and the Ctrl-C would be taken for a timeout.
     Elsewhere Python runs no signal handler: a KeyboardInterrupt is always the callable's."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -222,10 +224,8 @@ def _watching_sigint(adapter):
         yield
         return
 
-    def handler(signum, frame):
-        adapter.sigint = True
-        return previous(signum, frame)
-
+    handler = _pev._SigintWatch(previous)
+    adapter.watch = handler
     signal.signal(signal.SIGINT, handler)
     try:
         yield
@@ -254,7 +254,7 @@ class _Implementation:
         self.fn = fn
         self.spec = spec
         self.exceptions = []
-        self.sigint = False  # SIGINT reached Python's handler (_watching_sigint)
+        self.watch = None  # the SIGINT handler noting a Ctrl-C (_watching_sigint)
         self._specs = {spec.text: spec}
         try:
             params = inspect.signature(fn).parameters
@@ -271,6 +271,11 @@ class _Implementation:
         except TypeError:
             path = None
         self.files = [path] if path and os.path.isfile(path) else []
+
+    @property
+    def sigint(self):
+        """Whether SIGINT reached Python's handler while the callable was certified."""
+        return self.watch is not None and self.watch.seen
 
     def __call__(self, positions, spec_text, dtype, seq_len, request):
         if "spec" not in self.takes and spec_text != self.spec.text:

@@ -47,6 +47,16 @@ using impl::detail::live_request;
 /// BaseException: `except Exception` in the callable does not swallow it). Never freed.
 PyObject* timed_out_type = nullptr;
 
+/// pev.certify's SIGINT handler while a callable is certified (pev/_certify.py, _watching_sigint;
+/// docs/python.md §4.3): notes that the signal came, then runs the handler it replaced. It is C, so
+/// it runs before any bytecode — an exception the watchdog raised asynchronously in the thread
+/// (pending while the callable was blocked in C) cannot preempt the note, as it would a Python
+/// handler's first line.
+struct sigint_watch {
+  py::object previous;
+  bool seen = false;
+};
+
 /// A certificate and the files it was made from (which its directory may not hold).
 struct certificate_handle {
   certify::certificate c;
@@ -284,8 +294,16 @@ class python_backend final : public impl::detail::live_backend {
       res =
           call_(positions_array(r.positions), r.spec, to_string(r.type),
                 r.seq_len < 0 ? py::object(py::none()) : py::object(py::int_(r.seq_len)), request);
-    } catch (py::error_already_set&) {
-      if (!watchdog_ || !watchdog_->disarm()) throw;
+    } catch (py::error_already_set& e) {
+      const bool timed = watchdog_ && watchdog_->disarm();
+      // A Ctrl-C stops pev also when the call is past its limit — a callable blocked in C, which
+      // the watchdog cannot stop, is what Ctrl-C is pressed for (docs/python.md §4.3).
+      if (ctrl_c()) {
+        if (e.matches(PyExc_KeyboardInterrupt)) throw;
+        PyErr_SetNone(PyExc_KeyboardInterrupt);  // the watchdog's stop came first: replaced
+        throw py::error_already_set();
+      }
+      if (!timed) throw;
       end_by_timeout(r);
     }
     if (watchdog_ && watchdog_->disarm()) end_by_timeout(r);
@@ -295,6 +313,12 @@ class python_backend final : public impl::detail::live_backend {
       throw error(*ended_);
     }
     return res;
+  }
+
+  // Whether SIGINT reached Python's handler while the callable ran (the adapter's `sigint`, set by
+  // pev/_certify.py's _watching_sigint). GIL held.
+  bool ctrl_c() const {
+    return py::hasattr(call_, "sigint") && py::bool_(call_.attr("sigint")).cast<bool>();
   }
 
   [[noreturn]] void end_by_timeout(const live_request& r) {
@@ -535,6 +559,15 @@ void bind_certify(py::module_& m) {
       PyExc_BaseException, nullptr);
   if (!timed_out_type) throw py::error_already_set();
   m.attr("_CallTimedOut") = py::handle(timed_out_type);
+  py::class_<sigint_watch>(m, "_SigintWatch")
+      .def(py::init([](py::object previous) { return sigint_watch{std::move(previous)}; }),
+           py::arg("previous"))
+      .def_readonly("seen", &sigint_watch::seen)
+      .def_readonly("previous", &sigint_watch::previous)
+      .def("__call__", [](sigint_watch& w, py::object signum, py::object frame) {
+        w.seen = true;
+        return w.previous(std::move(signum), std::move(frame));
+      });
   py::class_<certificate_handle>(m, "_Certificate")
       .def("json", [](const certificate_handle& h) { return report::to_json(h.c); })
       .def("text",

@@ -1,5 +1,9 @@
 #include "watchdog.h"
 
+#include <pthread.h>
+
+#include <csignal>
+
 namespace pev::python {
 
 namespace {
@@ -10,7 +14,18 @@ constexpr std::chrono::seconds kAgain{1};  // raised again while the call goes o
 
 call_watchdog::call_watchdog(double seconds, py::handle type)
     : seconds_(seconds), type_(type.ptr()) {
-  t_ = std::thread([this] { run(); });
+  // The thread blocks every signal (it inherits the mask it is created with): a Ctrl-C is then
+  // delivered to a thread that Python handles it in, never to this one (docs/python.md §4.3).
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &before);
+  try {
+    t_ = std::thread([this] { run(); });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    throw;
+  }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 call_watchdog::~call_watchdog() {
