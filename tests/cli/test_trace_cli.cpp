@@ -4,8 +4,10 @@
 // verify` re-running a trace's certificate.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -142,6 +144,51 @@ TEST(CliTrace, LearnedEmbedSiteAgainstASpec) {
       {"certify", "--spec", spec, "--impl", trace(0, "bad.safetensors"), "--out", dir + "/bad"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("embed: learned-offset"), std::string::npos) << r.out;
+}
+
+// Issue 34 through the CLI: --positions on a trace refused (it would replace the trace's
+// position_ids); --layers naming layers the config lacks refused in --layers' own words; pev verify
+// given the certificate.json itself; an unusable TMPDIR named.
+TEST(CliTrace, PositionsLayersVerifyPathAndTmpdir) {
+  const std::string dir = test::temp_dir("cli_trace_hostile");
+  const std::string config = write_config(dir);
+  const std::string genuine = write_trace(dir, "genuine.safetensors", false);
+  auto r = run_pev({"certify", "--config", config, "--impl", genuine, "--positions", "0:40",
+                    "--out", dir + "/p"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("a model trace holds its own position_ids"), std::string::npos) << r.err;
+  std::ofstream(dir + "/positions.txt") << "0\n1\n";
+  r = run_pev({"certify", "--config", config, "--impl", genuine, "--positions-file",
+               dir + "/positions.txt", "--out", dir + "/pf"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  r = run_pev({"certify", "--config", config, "--impl", genuine, "--layers", "0:4,30", "--out",
+               dir + "/l"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--layers names layers 2, 3, 30, which the config does not have (2 "
+                       "layers: 0…1)"),
+            std::string::npos)
+      << r.err;
+  r = run_pev(
+      {"certify", "--config", config, "--impl", genuine, "--layers", "-1", "--out", dir + "/ln"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--layers: negative value -1"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--positions"), std::string::npos) << r.err;
+
+  r = run_pev({"certify", "--config", config, "--impl", genuine, "--out", dir + "/ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto v = run_pev({"verify", dir + "/ok/certificate.json"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_EQ(v.err.find("certificate.json/certificate.json"), std::string::npos) << v.err;
+  // TMPDIR a regular file: run through the shell (run_pev's own temporary files follow TMPDIR).
+  std::ofstream(dir + "/a-file") << "x";
+  const std::string cmd = "TMPDIR='" + dir + "/a-file' '" + PEV_BINARY + "' verify '" + dir +
+                          "/ok' 2> '" + dir + "/verify.err' > /dev/null";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  const std::string err = io::read_file(dir + "/verify.err");
+  EXPECT_NE(err.find("TMPDIR=" + dir + "/a-file is not a usable directory"), std::string::npos)
+      << err;
 }
 
 }  // namespace

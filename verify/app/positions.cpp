@@ -9,23 +9,24 @@
 namespace pev::app {
 namespace {
 
-std::int64_t parse_int(std::string_view s, const std::string& whole) {
+std::int64_t parse_int(std::string_view s, const std::string& whole, const std::string& flag) {
   std::int64_t v = 0;
   const char* end = s.data() + s.size();
   auto [ptr, ec] = std::from_chars(s.data(), end, v);
   if (ec == std::errc::result_out_of_range) {
-    throw error("--positions: '" + std::string(s) + "' is outside the 64-bit integer range (in '" +
+    throw error(flag + ": '" + std::string(s) + "' is outside the 64-bit integer range (in '" +
                 whole + "')");
   }
   if (ec != std::errc() || ptr != end || s.empty()) {
-    throw error("--positions: expected A:B[:STEP] or N with integers, got '" + whole + "'");
+    throw error(flag + ": expected A:B[:STEP] or N with integers, got '" + whole + "'");
   }
   return v;
 }
 
 }  // namespace
 
-std::vector<std::int64_t> parse_position_range(const std::string& text, bool allow_negative) {
+std::vector<std::int64_t> parse_position_range(const std::string& text, bool allow_negative,
+                                               const std::string& flag) {
   std::vector<std::string_view> parts;
   std::string_view rest(text);
   for (;;) {
@@ -34,27 +35,25 @@ std::vector<std::int64_t> parse_position_range(const std::string& text, bool all
     if (colon == std::string_view::npos) break;
     rest.remove_prefix(colon + 1);
   }
-  if (parts.size() > 3) throw error("--positions: expected A:B[:STEP], got '" + text + "'");
+  if (parts.size() > 3) throw error(flag + ": expected A:B[:STEP], got '" + text + "'");
   std::vector<std::int64_t> out;
   if (parts.size() == 1) {
-    out.push_back(parse_int(parts[0], text));
+    out.push_back(parse_int(parts[0], text, flag));
   } else {
-    const std::int64_t a = parse_int(parts[0], text);
-    const std::int64_t b = parse_int(parts[1], text);
-    const std::int64_t step = parts.size() == 3 ? parse_int(parts[2], text) : 1;
-    if (step <= 0) throw error("--positions: STEP must be positive, got " + std::to_string(step));
+    const std::int64_t a = parse_int(parts[0], text, flag);
+    const std::int64_t b = parse_int(parts[1], text, flag);
+    const std::int64_t step = parts.size() == 3 ? parse_int(parts[2], text, flag) : 1;
+    if (step <= 0) throw error(flag + ": STEP must be positive, got " + std::to_string(step));
     if (b <= a) {
-      throw error("--positions: the range " + text +
-                  " is empty (A:B is half-open, B must exceed A)");
+      throw error(flag + ": the range " + text + " is empty (A:B is half-open, B must exceed A)");
     }
     // Count without overflow: (b − a) can exceed INT64_MAX when a < 0.
     const unsigned long long span =
         static_cast<unsigned long long>(b) - static_cast<unsigned long long>(a);
     const unsigned long long count = (span - 1) / static_cast<unsigned long long>(step) + 1;
     if (count > static_cast<unsigned long long>(kMaxPositions)) {
-      throw error("--positions: " + text + " has " + std::to_string(count) +
-                  " positions; at most " + std::to_string(kMaxPositions) +
-                  " per request (use a STEP, or split the range)");
+      throw error(flag + ": " + text + " has " + std::to_string(count) + " positions; at most " +
+                  std::to_string(kMaxPositions) + " per request (use a STEP, or split the range)");
     }
     out.reserve(count);
     for (unsigned long long k = 0; k < count; ++k) {
@@ -64,6 +63,7 @@ std::vector<std::int64_t> parse_position_range(const std::string& text, bool all
   if (!allow_negative) {
     for (auto p : out) {
       if (p < 0) {
+        if (flag != "--positions") throw error(flag + ": negative value " + std::to_string(p));
         throw error("--positions: negative position " + std::to_string(p) +
                     " (positions are ≥ 0; only relative distances for --what buckets may be "
                     "negative)");

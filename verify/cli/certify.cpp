@@ -65,12 +65,8 @@ std::vector<std::int64_t> parse_layers(const std::string& text) {
   while (start < text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string part = text.substr(start, comma - start);
-    try {
-      const auto v = app::parse_position_range(part, false);
-      out.insert(out.end(), v.begin(), v.end());
-    } catch (const error& e) {
-      throw error(fmt::format("--layers: '{}': {}", part, e.what()));
-    }
+    const auto v = app::parse_position_range(part, false, "--layers");
+    out.insert(out.end(), v.begin(), v.end());
     start = comma + 1;
   }
   return out;

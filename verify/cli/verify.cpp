@@ -3,6 +3,7 @@
 // it field by field.
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,10 +38,23 @@ namespace fs = std::filesystem;
 class temp_directory {
  public:
   temp_directory() {
-    std::string pattern = (fs::temp_directory_path() / "pev-verify-XXXXXX").string();
+    // TMPDIR (else /tmp) must be a directory pev can write: say which, not the library's text.
+    const char* env = std::getenv("TMPDIR");
+    const std::string where = env && *env ? fmt::format("TMPDIR={}", env) : "/tmp";
+    std::error_code ec;
+    const fs::path base = fs::temp_directory_path(ec);
+    if (ec) {
+      throw error(
+          fmt::format("verify: {} is not a usable directory ({}): set TMPDIR to a "
+                      "writable directory",
+                      where, ec.message()));
+    }
+    std::string pattern = (base / "pev-verify-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) {
-      throw error(std::string("verify: cannot create a temporary directory: ") +
-                  std::strerror(errno));
+      throw error(
+          fmt::format("verify: cannot create a temporary directory in {} ({}): set TMPDIR "
+                      "to a writable directory",
+                      where, std::strerror(errno)));
     }
     path_ = pattern;
   }
@@ -146,7 +160,8 @@ command add_verify(CLI::App& app) {
       "the re-run gives this certificate, 1 it does not (an input changed, or a field differs: "
       "each is named), 2 bad usage or input (no certificate, none recorded command, or the re-run "
       "itself failed).");
-  cmd->add_option("dir", st->dir, "The certificate's directory (with certificate.json)")
+  cmd->add_option("dir", st->dir,
+                  "The certificate's directory (with certificate.json), or its certificate.json")
       ->required();
   cmd->add_option("--max-differences", st->max_differences,
                   "How many differing fields to name at most")
@@ -157,8 +172,14 @@ command add_verify(CLI::App& app) {
                 "--plugin library runs again (a certificate is a file anyone can edit: read its "
                 "command first; without this flag such a certificate is refused, exit 2)");
   return {cmd, [st]() -> int {
-            const fs::path file = fs::path(st->dir) / "certificate.json";
-            if (!fs::exists(file)) throw error("verify: " + file.string() + " does not exist");
+            // The directory, or its certificate.json given itself.
+            std::error_code ec;
+            const fs::path file = fs::is_directory(st->dir, ec) || !fs::exists(st->dir, ec)
+                                      ? fs::path(st->dir) / "certificate.json"
+                                      : fs::path(st->dir);
+            if (!fs::exists(file, ec)) {
+              throw error("verify: " + file.string() + " does not exist");
+            }
             const std::string recorded_text = io::read_file(file, report::max_certificate_bytes);
             const report::results recorded = report::from_json(recorded_text, file.string());
             if (!recorded.certification) {

@@ -13,7 +13,8 @@ namespace pev::app {
 
 /// Parses A:B[:STEP] (half-open, STEP > 0) or a single integer N; throws pev::error naming the
 /// flag.
-std::vector<std::int64_t> parse_position_range(const std::string& text, bool allow_negative);
+std::vector<std::int64_t> parse_position_range(const std::string& text, bool allow_negative,
+                                               const std::string& flag = "--positions");
 
 /// Checks positions given as a list (a positions file; pev's Python module): at least one, at most
 /// 2^24 (one request), none negative unless `allow_negative`; pev::error naming `source`.
