@@ -194,4 +194,10 @@ void grade_and_claim(certificate& cert) {
   }
 }
 
+bool only_unchecked(const report::certification& z) {
+  if (z.claim_unchecked.empty() || !z.library.outside_class.empty()) return false;
+  if (z.result == grade::not_certified) return false;
+  return !z.claimed_recipe || z.result <= claim_grade(*z.claimed_recipe);
+}
+
 }  // namespace pev::certify::detail

@@ -174,6 +174,11 @@ compare::bound_set<Args...> ladder_bounds(bool ggml, bool hf,
 /// The grade a claimed recipe needs (exact: faithful; hf, ggml, vllm: their recipe grades);
 /// pev::error for an unknown recipe.
 grade claim_grade(std::string_view recipe);
+/// Whether only a claim pev could not check fails (docs/numerics.md §13.4): the grade holds the
+/// claim, and no measured figure (a library outside its class, a lower bound beyond
+/// --max-trig-ulp) failed it. The values then leave no mistake to hunt (a correctly rounded bf16
+/// table under --max-trig-ulp was "explained" by fast-math trig at ρ 2, as well as by nothing).
+bool only_unchecked(const report::certification& z);
 /// The bound a check is held to (report::certification::held_to): the claimed recipe's ("vllm":
 /// vllm-bf16, its looser cache), else the gate — hf, or ggml where there is no hf pipeline (`hf`
 /// false: the ggml form), else drift-free; the gate too for a claimed recipe the check has no

@@ -39,11 +39,103 @@ struct row_at {
   std::int64_t r;
 };
 
+/// Rows per batch of exact_figures' reference values.
+constexpr std::size_t kExactRows = 1024;
+
+/// The figures of a table against the exact angles p·θ_i (docs/numerics.md §13.6): none when some
+/// observed angle (obs, [row, pair]; NaN where it tells nothing) is not within kAngleTolerance of
+/// RN_double(p·θ_i); else max |ĉ − y| over every value in ulps of fp32 at |y| and, absolute, over
+/// m — y the exact m·cos or m·sin (RN_double, from `exact`). value(r, j, sin): the table's value.
+template <class Value>
+std::optional<std::pair<double, double>> exact_figures(const ref::fast_rope_reference& exact,
+                                                       const std::vector<row_at>& rows,
+                                                       const std::vector<double>& obs,
+                                                       const std::vector<std::int64_t>& col,
+                                                       double m, Value&& value) {
+  const std::size_t P = col.size();
+  double ulp = 0, abs_err = 0;
+  std::vector<std::int64_t> p;
+  std::vector<double> ang, c, s;
+  for (std::size_t k0 = 0; k0 < rows.size(); k0 += kExactRows) {
+    const std::size_t n = std::min(kExactRows, rows.size() - k0);
+    p.resize(n);
+    for (std::size_t k = 0; k < n; ++k) p[k] = rows[k0 + k].p;
+    ang.resize(n * P);
+    c.resize(n * P);
+    s.resize(n * P);
+    exact.angles<double>(p, ang);
+    exact.table<double>(p, c, s);
+    for (std::size_t k = 0; k < n; ++k) {
+      for (std::size_t i = 0; i < P; ++i) {
+        if (col[i] < 0) continue;
+        const double a = obs[(k0 + k) * P + i];
+        if (!std::isnan(a) && std::fabs(wrap(a - ang[k * P + i])) > kAngleTolerance) {
+          return std::nullopt;
+        }
+        for (int which = 0; which < 2; ++which) {
+          const double y = (which ? s : c)[k * P + i];
+          const double got = value(rows[k0 + k].r, col[i], which == 1);
+          if (y == 0 || !std::isfinite(got)) continue;
+          ulp = std::max(ulp, std::fabs(got - y) / metric::ulp_at(std::fabs(y), metric::kF32));
+          abs_err = std::max(abs_err, std::fabs(got - y) / (m > 0 ? m : 1.0));
+        }
+      }
+    }
+  }
+  return std::pair{ulp, abs_err};
+}
+
+/// The ggml recipe: the recurrence's angles, with the implementation's own ratio theta_scale (its
+/// powf may round differently): of the neighbours of ggml's, the one whose angles agree with
+/// every observed angle within kAngleTolerance sets fit.angles "ggml", and its library is
+/// measured (measure; not_one_product the note where it cannot be).
+template <class Measure>
+void ggml_angles(const spec::rope& s, std::optional<std::int64_t> seq,
+                 const std::vector<row_at>& rows, const std::vector<double>& obs, std::size_t P,
+                 table_fit& fit, Measure&& measure, const char* not_one_product) {
+  kernel::ggml_angle_plan plan(s, seq);
+  const auto rot = static_cast<std::size_t>(std::min<std::int64_t>(plan.rotating(), s.pairs()));
+  std::vector<float> ang(rot);
+  std::vector<double> all(rows.size() * rot);
+  float ts = plan.theta_scale();
+  for (int step = 0; step < 8; ++step) ts = std::nextafter(ts, 0.0f);
+  float best_ts = 0;
+  double best_res = std::numeric_limits<double>::infinity();
+  for (int step = 0; step <= 16; ++step, ts = std::nextafter(ts, 2.0f)) {
+    plan.set_theta_scale(ts);
+    double res = 0;
+    for (std::size_t k = 0; k < rows.size() && res <= best_res; ++k) {
+      plan.angles(rows[k].p, ang);
+      for (std::size_t i = 0; i < rot; ++i) {
+        const double a = obs[k * P + i];
+        if (!std::isnan(a)) res = std::max(res, std::fabs(wrap(a - ang[i])));
+      }
+    }
+    if (res < best_res) {
+      best_res = res;
+      best_ts = ts;
+    }
+  }
+  if (best_res > kAngleTolerance) return;
+  plan.set_theta_scale(best_ts);
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    plan.angles(rows[k].p, ang);
+    std::copy(ang.begin(), ang.end(), all.begin() + static_cast<std::ptrdiff_t>(k * rot));
+  }
+  fit.angles = "ggml";
+  if (!measure([&](std::size_t k, std::size_t i) {
+        return i < rot ? static_cast<double>(all[k * rot + i]) : 0.0;
+      })) {
+    fit.note = not_one_product;
+  }
+}
+
 }  // namespace
 
 template <class T>
 table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
-                    const std::vector<std::int64_t>& pos, std::size_t max_rows) {
+                    const std::vector<std::int64_t>& pos, std::size_t max_rows,
+                    const ref::fast_rope_reference* exact) {
   const auto P = static_cast<std::size_t>(s.pairs());
   table_fit fit;
   fit.freq.assign(P, kNaN);
@@ -209,6 +301,10 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
       "the values are not fl(t·m̂) of an fp32 library result t: the magnitude is not one fp32 "
       "product";
   fit.hf_angles = all_f32;
+  // The exact angles, where the values follow them (a correctly rounded or faithful table): the
+  // library measured against them when they explain the values better than hf's.
+  std::optional<std::pair<double, double>> exact_fit;
+  if (exact) exact_fit = exact_figures(*exact, rows, obs, col, fit.m, value);
   if (fit.hf_angles) {
     fit.angles = "hf";
     if (!measure([&](std::size_t k, std::size_t i) {
@@ -227,50 +323,25 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
       }
       fit.pow_ulp = pw;
     }
-    return fit;
+  } else {
+    std::fill(fit.freq_f32.begin(), fit.freq_f32.end(), kNaN);
+    ggml_angles(s, seq, rows, obs, P, fit, measure, not_one_product);
   }
-  std::fill(fit.freq_f32.begin(), fit.freq_f32.end(), kNaN);
-
-  // The ggml recipe: the recurrence's angles, with the implementation's own ratio theta_scale
-  // (its powf may round differently): the neighbours of ggml's.
-  kernel::ggml_angle_plan plan(s, seq);
-  const auto rot = static_cast<std::size_t>(std::min<std::int64_t>(plan.rotating(), s.pairs()));
-  std::vector<float> ang(rot);
-  std::vector<double> all(rows.size() * rot);
-  float ts = plan.theta_scale();
-  for (int step = 0; step < 8; ++step) ts = std::nextafter(ts, 0.0f);
-  float best_ts = 0;
-  double best_res = std::numeric_limits<double>::infinity();
-  for (int step = 0; step <= 16; ++step, ts = std::nextafter(ts, 2.0f)) {
-    plan.set_theta_scale(ts);
-    double res = 0;
-    for (std::size_t k = 0; k < rows.size() && res <= best_res; ++k) {
-      plan.angles(rows[k].p, ang);
-      for (std::size_t i = 0; i < rot; ++i) {
-        const double a = obs[k * P + i];
-        if (!std::isnan(a)) res = std::max(res, std::fabs(wrap(a - ang[i])));
-      }
-    }
-    if (res < best_res) {
-      best_res = res;
-      best_ts = ts;
-    }
+  if (exact_fit && (!fit.trig_ulp || exact_fit->first < *fit.trig_ulp)) {
+    // The exact angles explain the values better: the library is what made them from those
+    // (the whole evaluation of m·cos, m·sin), and pow takes no part.
+    fit.angles = "exact";
+    fit.hf_angles = false;
+    fit.trig_ulp = exact_fit->first;
+    fit.trig_abs = exact_fit->second;
+    fit.pow_ulp.reset();
+    fit.note.clear();
   }
-  if (best_res <= kAngleTolerance) {
-    plan.set_theta_scale(best_ts);
-    for (std::size_t k = 0; k < rows.size(); ++k) {
-      plan.angles(rows[k].p, ang);
-      std::copy(ang.begin(), ang.end(), all.begin() + static_cast<std::ptrdiff_t>(k * rot));
-    }
-    fit.angles = "ggml";
-    if (!measure([&](std::size_t k, std::size_t i) {
-          return i < rot ? static_cast<double>(all[k * rot + i]) : 0.0;
-        })) {
-      fit.note = not_one_product;
-    }
-    return fit;
+  if (fit.angles.empty()) {
+    fit.note = exact ? "the angles are neither the exact p·θ_i, the hf recipe's fl(fl(p)·f) nor "
+                       "ggml's recurrence"
+                     : "the angles are neither the hf recipe's fl(fl(p)·f) nor ggml's recurrence";
   }
-  fit.note = "the angles are neither the hf recipe's fl(fl(p)·f) nor ggml's recurrence";
   return fit;
 }
 
@@ -449,15 +520,15 @@ std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<s
 
 template table_fit fit_table<double>(const spec::rope&, std::optional<std::int64_t>,
                                      const table_source&, const std::vector<std::int64_t>&,
-                                     std::size_t);
+                                     std::size_t, const ref::fast_rope_reference*);
 template table_fit fit_table<float>(const spec::rope&, std::optional<std::int64_t>,
                                     const table_source&, const std::vector<std::int64_t>&,
-                                    std::size_t);
+                                    std::size_t, const ref::fast_rope_reference*);
 template table_fit fit_table<half>(const spec::rope&, std::optional<std::int64_t>,
                                    const table_source&, const std::vector<std::int64_t>&,
-                                   std::size_t);
+                                   std::size_t, const ref::fast_rope_reference*);
 template table_fit fit_table<bfloat16>(const spec::rope&, std::optional<std::int64_t>,
                                        const table_source&, const std::vector<std::int64_t>&,
-                                       std::size_t);
+                                       std::size_t, const ref::fast_rope_reference*);
 
 }  // namespace pev::certify::detail

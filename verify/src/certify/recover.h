@@ -24,8 +24,9 @@ struct table_fit {
   std::vector<double> freq_f32;
   /// Every pair has an fp32 frequency: the table follows the hf recipe's angles.
   bool hf_angles = false;
-  /// Whose angles the table follows: "hf", "ggml" (the recurrence, with the implementation's
-  /// own ratio powf(b, −2/d)), or empty.
+  /// Whose angles the table follows: "hf", "exact" (p·θ_i: a correctly rounded or faithful
+  /// table), "ggml" (the recurrence, with the implementation's own ratio powf(b, −2/d)), or
+  /// empty.
   std::string angles;
   /// The attention factor the magnitudes imply (the value at position 0 when the table has one,
   /// else the median of √(ĉ² + ŝ²)).
@@ -79,8 +80,15 @@ std::optional<double> implied_base(const spec::rope& s, const table_fit& fit);
 /// max_rows of them — the first quarter of max_rows positions and the rest evenly spaced
 /// (table_fit::measured_on says so): the measure describes the library, the comparison with the
 /// bounds still reads every value (docs/performance.md §4).
+/// With `exact` (a reference of the spec, the caller's own: it is not shared across threads), the
+/// exact angles p·θ_i are a third candidate: where every row's angles agree with them as above and
+/// the values' error against the exact m·cos, m·sin (in fp32 ulps) is below the trig error
+/// measured against hf's angles, or hf's do not explain the rows, the table follows the exact
+/// angles (`angles` "exact"; a correctly rounded or faithful table) and that error is its
+/// library's (docs/numerics.md §13.6).
 template <class T>
 table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
-                    const std::vector<std::int64_t>& pos, std::size_t max_rows = 0);
+                    const std::vector<std::int64_t>& pos, std::size_t max_rows = 0,
+                    const ref::fast_rope_reference* exact = nullptr);
 
 }  // namespace pev::certify::detail

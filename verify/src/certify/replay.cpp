@@ -389,6 +389,9 @@ void replay_acc::merge(const replay_acc& o) {
   trig_least = std::max(trig_least, o.trig_least);
   trig_least_ulp = std::max(trig_least_ulp, o.trig_least_ulp);
   slope_least = std::max(slope_least, o.slope_least);
+  exact_least = std::max(exact_least, o.exact_least);
+  exact_least_ulp = std::max(exact_least_ulp, o.exact_least_ulp);
+  exact_slope_least = std::max(exact_slope_least, o.exact_slope_least);
   for (std::size_t g = 0; g < oct_bound.size(); ++g) {
     for (std::size_t k = 0; k < oct_bound[g].size(); ++k) {
       oct_bound[g][k] = std::max(oct_bound[g][k], o.oct_bound[g][k]);
@@ -507,9 +510,18 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
           const double least = std::max(0.0, (std::fabs(got - z.c) - hidden) / mm);
           a.trig_least = std::max(a.trig_least, least);
           a.trig_least_ulp = std::max(a.trig_least_ulp, least / z.ulp_c);
+          // The same around the exact angle (y = m·cos θ): what a table that follows it implies.
+          const double t_exact = std::fabs(y) / mg.m;
+          const double least_exact = std::max(0.0, (std::fabs(got - y) - hidden) / mm);
+          a.exact_least = std::max(a.exact_least, least_exact);
+          a.exact_least_ulp = std::max(
+              a.exact_least_ulp,
+              least_exact / metric::ulp_at_finite(std::min(t_exact, 1.0 - 0x1p-25), metric::kF32));
           if (e.angle != 0.0f) {
-            a.slope_least = std::max(a.slope_least, (least - metric::kFastMathAbs) /
-                                                        std::fabs(static_cast<double>(e.angle)));
+            const double angle = std::fabs(static_cast<double>(e.angle));
+            a.slope_least = std::max(a.slope_least, (least - metric::kFastMathAbs) / angle);
+            a.exact_slope_least =
+                std::max(a.exact_slope_least, (least_exact - metric::kFastMathAbs) / angle);
           }
         }
       }
@@ -517,7 +529,12 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
   }
 }
 
-void record_replay(check& c, const replay_acc& a, const replay_plan& p) {
+bool follows_exact_angles(const replay_acc& cos, const replay_acc& sin) {
+  return std::max(cos.exact_least_ulp, sin.exact_least_ulp) <
+         std::max(cos.trig_least_ulp, sin.trig_least_ulp);
+}
+
+void record_replay(check& c, const replay_acc& a, const replay_plan& p, bool exact_angles) {
   check::recipe_replay r;
   if (p.hf_on) {
     r.rho["hf"] = a.rho[kHf];
@@ -543,13 +560,14 @@ void record_replay(check& c, const replay_acc& a, const replay_plan& p) {
     r.octave_bound[name].assign(a.oct_bound[g].begin(), a.oct_bound[g].begin() + end);
     r.octave_rho[name].assign(a.oct_rho[g].begin(), a.oct_rho[g].begin() + end);
   }
-  r.trig_at_least = a.trig_least;
-  r.trig_at_least_ulp = a.trig_least_ulp;
-  r.trig_slope_at_least = a.slope_least;
+  r.trig_at_least = exact_angles ? a.exact_least : a.trig_least;
+  r.trig_at_least_ulp = exact_angles ? a.exact_least_ulp : a.trig_least_ulp;
+  r.trig_slope_at_least = exact_angles ? a.exact_slope_least : a.slope_least;
   c.replayed = r;
 }
 
-void library_from_replay(report::library_figures& lib, const std::vector<check>& checks) {
+void library_from_replay(report::library_figures& lib, const std::vector<check>& checks,
+                         bool exact_angles) {
   if (lib.trig_ulp) return;
   double ulp = 0, abs = 0, slope = -kInf;
   bool any = false;
@@ -564,16 +582,22 @@ void library_from_replay(report::library_figures& lib, const std::vector<check>&
   lib.trig_ulp_at_least = ulp;
   lib.trig_abs_at_least = abs;
   lib.trig_slope_at_least = slope;
+  if (exact_angles) lib.angles = "exact";
+  const std::string around =
+      exact_angles ? " (measured around the exact angles p·θ_i, which the values follow)" : "";
   if (ulp <= metric::kAnyConforming.sin_cos) {
-    lib.trig_class = "within every conforming class (the output's rounding hides the rest)";
+    lib.trig_class =
+        "within every conforming class (the output's rounding hides the rest)" + around;
   } else if (slope <= metric::kFastMathSlope) {
     lib.trig_class = fmt::format(
         "{}: beyond every conforming class, growing as {:.3g}·|angle| (the class allows {:.4g})",
         metric::kFastMath.name, std::max(slope, 0.0), metric::kFastMathSlope);
   } else {
-    lib.trig_class =
-        "beyond every documented class around the hf recipe's angles (not its angles, or no "
-        "conforming library)";
+    lib.trig_class = exact_angles
+                         ? "beyond every documented class around the exact angles (no conforming "
+                           "library)"
+                         : "beyond every documented class around the hf recipe's angles (not its "
+                           "angles, or no conforming library)";
   }
 }
 

@@ -52,6 +52,8 @@ struct replay_acc {
   std::array<std::uint64_t, 2> off_grid{};    // values not in fp16, bf16 (vllm-fp16, vllm-bf16)
   double trig_least = 0, trig_least_ulp = 0;  // the least trig error the values imply
   double slope_least = 0;                     // max (least − kFastMathAbs)/|θ̂|
+  /// The same three around the exact angles p·θ_i (the values against the exact m·cos, m·sin).
+  double exact_least = 0, exact_least_ulp = 0, exact_slope_least = 0;
   /// Per kReplayRungs, by octave key bit_width(p): the replay's largest bound on |got − exact|
   /// and largest ρ.
   std::array<std::array<double, 65>, 4> oct_bound{}, oct_rho{};
@@ -82,15 +84,23 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
                  std::span<const double> exact_sin, std::int64_t pairs, replay_acc& cos,
                  replay_acc& sin);
 
-/// Records a check's replay (check::replayed, its octaves mapped onto c.octaves); settle() then
-/// grades it on the deciding ladder.
-void record_replay(check& c, const replay_acc& a, const replay_plan& p);
+/// Whether the table's values (its cos and sin replays) imply a smaller trig error around the exact
+/// angles p·θ_i than around the hf recipe's (a correctly rounded or faithful table): the angles
+/// its library is measured against (docs/numerics.md §13.7).
+bool follows_exact_angles(const replay_acc& cos, const replay_acc& sin);
+
+/// Records a check's replay (check::replayed, its octaves mapped onto c.octaves), its least trig
+/// error around the exact angles where `exact_angles`, else around hf's; settle() then grades it
+/// on the deciding ladder.
+void record_replay(check& c, const replay_acc& a, const replay_plan& p, bool exact_angles = false);
 
 /// The library a replayed table shows where the fit did not measure it (a 16-bit table, or angles
 /// the fit did not take for the hf recipe's — fast-math's): the least trig error the values of
-/// `checks`' replays imply around the hf angles, and the class that names it. Unchanged where the
-/// fit measured the library (trig_ulp) or nothing was replayed.
-void library_from_replay(report::library_figures& lib, const std::vector<check>& checks);
+/// `checks`' replays imply around the angles they follow (the hf angles; the exact ones where
+/// `exact_angles`, then `angles` "exact"), and the class that names it. Unchanged where the fit
+/// measured the library (trig_ulp) or nothing was replayed.
+void library_from_replay(report::library_figures& lib, const std::vector<check>& checks,
+                         bool exact_angles = false);
 
 /// Merges the replay of a later shard's rows into `into` (maxima; a rung either cannot follow is
 /// left out, its counts added).

@@ -26,6 +26,7 @@
 #include "pev/metric/error_model.h"
 #include "pev/metric/ulp.h"
 #include "pev/scalar/round.h"
+#include "qk_cache.h"
 #include "recover.h"
 #include "replay.h"
 
@@ -117,19 +118,27 @@ void in_groups(tbb::task_arena& arena, std::size_t chunks, std::size_t group, Pr
 /// assumes. transformers rotates q/k in the model dtype (each product and the sum rounded there,
 /// the table cast to it first); vLLM (its cache in the model dtype) and ggml rotate in fp32 and
 /// store once.
-std::vector<compare::named_bound> rope_recipes(const options& o, bool hf_pipeline) {
+/// With `cache` (fp32 q/k, qk_cache.h), a vLLM rung whose cache the rotations did not apply
+/// has the exact rung's bound (one ulp): on the ladder it then holds what a tighter rung holds.
+std::vector<compare::named_bound> rope_recipes(const options& o, bool hf_pipeline,
+                                               const cache_reading* cache = nullptr) {
   using compare::named_bound;
   using impl::rotation_arithmetic;
   using kernel::strategy;
   const metric::libm& lib = contract_libm(o);
+  const auto vllm = [&](std::size_t c, strategy st) {
+    const std::string name = kCacheRungs[c];
+    if (cache && !cache->follows(c)) return named_bound{name, named_bound::kind::one_ulp};
+    return named_bound::of(name, st, lib);
+  };
   return on_ladder<named_bound>(
       true, hf_pipeline,
       {{"exact", named_bound::one_ulp()},
        {"drift-free", named_bound::drift_free()},
        {"hf", named_bound::of("hf", strategy::hf, lib, rotation_arithmetic::output)},
        {"ggml", named_bound::of("ggml", strategy::ggml, lib)},
-       {"vllm-fp16", named_bound::of("vllm-fp16", strategy::table_fp16, lib)},
-       {"vllm-bf16", named_bound::of("vllm-bf16", strategy::table_bf16, lib)}},
+       {"vllm-fp16", vllm(0, strategy::table_fp16)},
+       {"vllm-bf16", vllm(1, strategy::table_bf16)}},
       "rope");
 }
 
@@ -226,7 +235,8 @@ void table_library(context& k, compare::rope_reference& ref, const table_source&
 template <class T>
 std::optional<table_fit> library_fit(const context& k, const compare::rope_reference& ref,
                                      const table_source& t, const std::vector<std::int64_t>& pos,
-                                     std::optional<std::int64_t> seq);
+                                     std::optional<std::int64_t> seq,
+                                     const ref::fast_rope_reference& exact);
 void record_library(context& k, const std::optional<table_fit>& found, table_fit& fit);
 
 /// Fast-math under a tighter grade (docs/numerics.md §13.7): a 16-bit table may stay within two
@@ -342,9 +352,13 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   // The library fit reads the whole table (shard 0's; a failing shard fits for its diagnosis):
   // with threads to spare, on a thread of its own beside the comparison rather than after it
   // (a pure function of the dump and the spec: the same fit).
+  // It reads the exact values of a copy of the reference (made here: the comparison uses `ref`).
   std::future<std::optional<table_fit>> fitting;
+  std::optional<ref::fast_rope_reference> exact;
   if (whole_checks(k.o) && arena.max_concurrency() > 1) {
-    fitting = std::async(std::launch::async, [&] { return library_fit<T>(k, ref, t, pos, seq); });
+    exact.emplace(ref.fast());
+    fitting =
+        std::async(std::launch::async, [&] { return library_fit<T>(k, ref, t, pos, seq, *exact); });
   }
   // --shard: this shard's rows (named variables: lambdas below capture them, which clang 14
   // refuses for structured bindings).
@@ -426,13 +440,15 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     table_library<T>(k, ref, t, pos, seq, fit);
   }
   if (plan.on) {
-    // The rungs the replay decides.
+    // The rungs the replay decides; the library's least error around the angles the values
+    // follow (docs/numerics.md §13.7).
+    const bool exact = follows_exact_angles(rcos, rsin);
     for (int which = 0; which < 2; ++which) {
       check& c = k.cert.checks[k.cert.checks.size() - 2 + static_cast<std::size_t>(which)];
-      record_replay(c, which == 0 ? rcos : rsin, plan);
+      record_replay(c, which == 0 ? rcos : rsin, plan, exact);
       settle(c, k.o);
     }
-    library_from_replay(k.c().library, k.cert.checks);
+    library_from_replay(k.c().library, k.cert.checks, exact);
   }
 }
 
@@ -441,16 +457,18 @@ template <class T>
 void table_library(context& k, compare::rope_reference& ref, const table_source& t,
                    const std::vector<std::int64_t>& pos, std::optional<std::int64_t> seq,
                    table_fit& fit) {
-  record_library(k, library_fit<T>(k, ref, t, pos, seq), fit);
+  record_library(k, library_fit<T>(k, ref, t, pos, seq, ref.fast()), fit);
 }
 
-/// The fit of the table's rows (recover.h: fit_table), measured against the hf recipe's own
-/// angles. It reads 1-D rows: of an MRoPE table, its text tokens (every stream at one position);
-/// none without any. Reads, never writes, k and ref (it may run on a thread of its own).
+/// The fit of the table's rows (recover.h: fit_table), measured against the angles they follow:
+/// the exact ones (from `exact`, a reference no other thread uses), the hf recipe's or ggml's.
+/// It reads 1-D rows: of an MRoPE table, its text tokens (every stream at one position); none
+/// without any. Reads, never writes, k and ref (it may run on a thread of its own).
 template <class T>
 std::optional<table_fit> library_fit(const context& k, const compare::rope_reference& ref,
                                      const table_source& t, const std::vector<std::int64_t>& pos,
-                                     std::optional<std::int64_t> seq) {
+                                     std::optional<std::int64_t> seq,
+                                     const ref::fast_rope_reference& exact) {
   const std::vector<std::int64_t>& map = ref.stream_of_pair();
   const std::size_t S = streams_of(ref), rows = pos.size() / S;
   std::vector<std::int64_t> text(pos.begin(), pos.begin() + static_cast<std::ptrdiff_t>(rows));
@@ -462,7 +480,7 @@ std::optional<table_fit> library_fit(const context& k, const compare::rope_refer
   if (std::all_of(text.begin(), text.end(), [](std::int64_t p) { return p < 0; })) {
     return std::nullopt;
   }
-  return fit_table<T>(ref.spec(), seq, t, text, k.o.max_trig_ulp ? 0 : kFitRows);
+  return fit_table<T>(ref.spec(), seq, t, text, k.o.max_trig_ulp ? 0 : kFitRows, &exact);
 }
 
 /// The certificate's library figures from library_fit's result, kept in `fit` (unchanged when
@@ -695,7 +713,22 @@ void certify_rope(const spec::rope& s, context& k) {
   }
   for (const qk_source& q : qk) {
     visit_tensor(*q.in, "tensor '" + q.name + "_in'", [&](auto tag) {
-      rotation_checks<typename decltype(tag)::type>(k, ref, bounds, q, qk_pos);
+      using T = typename decltype(tag)::type;
+      // fp32 q/k hold the vLLM rungs only where their rotations applied a 16-bit cache
+      // (qk_cache.h); elsewhere those rungs' own bound is the exact rung's.
+      std::string note;
+      std::optional<compare::rope_bounds> own;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        if (hf_pipeline) {
+          const cache_reading r =
+              read_cache<T>(ref, contract_libm(k.o), seq, q, qk_pos, arena_threads(k.o));
+          note = cache_note(r);
+          if (!note.empty())
+            own.emplace(s, seq, ref.attention_factor(), rope_recipes(k.o, true, &r));
+        }
+      }
+      rotation_checks<T>(k, ref, own ? *own : bounds, q, qk_pos);
+      if (!note.empty()) k.cert.checks.back().note = note;
     });
   }
   k.count(ref.stats());
@@ -707,6 +740,7 @@ void certify_rope(const spec::rope& s, context& k) {
   }
   grade_and_claim(k.cert);
   if (!k.o.diagnose || k.cert.exit_code() != 1) return;  // certified: nothing to explain
+  if (only_unchecked(*k.cert.certification)) return;     // every value holds: nothing either
   // A failing shard diagnoses the whole dump (docs/design.md §9.3): the fit of every row first.
   if (t && !whole_checks(k.o)) {
     visit_tensor(*t->cos.a, t->source, [&](auto tag) {
