@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pev/core/error.h"
+#include "pev/core/text.h"
 
 namespace pev::report {
 
@@ -76,7 +77,7 @@ std::vector<std::string> differences(std::string_view recorded, std::string_view
     try {
       return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-      throw error(source + " (" + which + "): not JSON: " + e.what());
+      throw error(source + " (" + which + "): not JSON: " + json_error_text(e.what()));
     }
   };
   walker w{skip, max, {}};

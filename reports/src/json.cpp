@@ -16,12 +16,36 @@
 #include "pev/core/hex.h"
 #include "pev/core/json_check.h"
 #include "pev/core/names.h"
+#include "pev/core/text.h"
 #include "pev/report/shards.h"
 
 namespace pev::report {
 namespace {
 
 using json = nlohmann::ordered_json;
+
+/// A field of a certificate of the wrong type, named by its key (from_json says which file).
+struct bad_field : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// j[key] as T: absent or of another type is bad_field naming the key, never the JSON library's
+/// own text.
+template <class T, class J>
+T field(const J& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) {
+    throw bad_field(fmt::format("field '{}' is missing", key));
+  }
+  const auto& v = j.at(key);
+  try {
+    return v.template get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    std::string got = v.dump();
+    if (got.size() > 40) got = got.substr(0, 40) + "…";
+    throw bad_field(
+        fmt::format("field '{}' is {}: {}", key, escaped(got), json_error_text(e.what())));
+  }
+}
 
 json num(double v) {
   if (std::isnan(v)) return "nan";
@@ -302,21 +326,20 @@ void certificate_check_fields(const check& c, json& j) {
 }
 
 worst_case worst_from(const nlohmann::json& w) {
-  worst_case k{w.at("position").get<std::int64_t>(),
-               w.at("index").get<std::int64_t>(),
-               w.at("component").get<std::string>(),
+  worst_case k{field<std::int64_t>(w, "position"),
+               field<std::int64_t>(w, "index"),
+               field<std::string>(w, "component"),
                to_num(w.at("got")),
                to_num(w.at("exact")),
                to_num(w.at("bound")),
                to_num(w.at("rho")),
-               w.at("got_hex").get<std::string>(),
-               w.at("exact_hex").get<std::string>(),
+               field<std::string>(w, "got_hex"),
+               field<std::string>(w, "exact_hex"),
                {},
                0};
   for (const auto& st : w.at("intermediates")) {
-    k.intermediates.push_back({st.at("name").get<std::string>(),
-                               st.at("got_hex").get<std::string>(),
-                               st.at("exact_hex").get<std::string>()});
+    k.intermediates.push_back({field<std::string>(st, "name"), field<std::string>(st, "got_hex"),
+                               field<std::string>(st, "exact_hex")});
   }
   if (w.contains("ulp_error")) k.ulp_error = to_num(w.at("ulp_error"));
   return k;
@@ -334,16 +357,16 @@ figure_state::histogram histogram_from(const nlohmann::json& j) {
 
 figure_state state_from(const nlohmann::json& j) {
   figure_state s;
-  s.max_position = j.at("max_position").get<std::int64_t>();
-  s.indices = j.at("indices").get<std::int64_t>();
-  s.bounds = j.at("bounds").get<std::vector<std::string>>();
+  s.max_position = field<std::int64_t>(j, "max_position");
+  s.indices = field<std::int64_t>(j, "indices");
+  s.bounds = field<std::vector<std::string>>(j, "bounds");
   for (const auto& o : j.at("octaves")) {
     s.octaves.push_back({count_of(o.at("positions")), count_of(o.at("values")),
                          to_num(o.at("max_abs")), to_num(o.at("max_bound")),
-                         to_num(o.at("max_rho")), o.at("argmax").get<std::int64_t>(),
+                         to_num(o.at("max_rho")), field<std::int64_t>(o, "argmax"),
                          to_nums(o.at("rho_by_index")), histogram_from(o.at("histogram"))});
   }
-  s.max_pos = j.at("max_pos").get<std::int64_t>();
+  s.max_pos = field<std::int64_t>(j, "max_pos");
   s.values = count_of(j.at("values"));
   s.correctly_rounded = count_of(j.at("correctly_rounded"));
   s.faithful = count_of(j.at("faithful"));
@@ -355,16 +378,16 @@ figure_state state_from(const nlohmann::json& j) {
   s.max_bound = to_nums(j.at("max_bound"));
   s.ladder_rho = to_nums(j.at("ladder_rho"));
   s.vacuous = counts_of(j.at("vacuous"));
-  s.first_vacuous = j.at("first_vacuous").get<std::vector<std::int64_t>>();
+  s.first_vacuous = field<std::vector<std::int64_t>>(j, "first_vacuous");
   s.ulp_histogram = counts_of<kUlpBuckets>(j.at("ulp_histogram"));
   s.worst = worst_from(j.at("worst"));
   s.worst_ulp = to_num(j.at("worst_ulp"));
   if (j.contains("rows") && !j.at("rows").is_null()) {
     const auto& r = j.at("rows");
     s.rows = figure_state::rows_of{
-        r.at("first").get<std::int64_t>(), r.at("end").get<std::int64_t>(),
-        r.at("total").get<std::int64_t>(), r.at("width").get<std::int64_t>(),
-        r.at("digest").get<std::string>(), r.at("dump_digest").get<std::string>()};
+        field<std::int64_t>(r, "first"), field<std::int64_t>(r, "end"),
+        field<std::int64_t>(r, "total"), field<std::int64_t>(r, "width"),
+        field<std::string>(r, "digest"), field<std::string>(r, "dump_digest")};
   }
   return s;
 }
@@ -391,21 +414,21 @@ std::optional<double> opt_num(const nlohmann::json& j) {
 
 /// The fields certificate_check_fields writes.
 void certificate_check_from(const nlohmann::json& c, check& k, const std::string& source) {
-  k.source = c.at("source").get<std::string>();
+  k.source = field<std::string>(c, "source");
   k.correctly_rounded = count_of(c.at("correctly_rounded"));
   k.faithful = count_of(c.at("faithful"));
   k.non_finite = count_of(c.at("non_finite"));
   for (const auto& [name, v] : c.at("recipes").items()) k.recipe_rho[name] = to_num(v);
   for (const auto& [name, v] : c.at("ladder").items()) k.ladder_rho[name] = to_num(v);
   for (const auto& [name, v] : c.at("vacuous").items()) {
-    k.vacuous[name] = {count_of(v.at("values")), v.at("first_position").get<std::int64_t>()};
+    k.vacuous[name] = {count_of(v.at("values")), field<std::int64_t>(v, "first_position")};
   }
   k.drift_free_bound = to_num(c.at("drift_free_bound"));
-  if (!c.at("grade").is_null()) k.best = grade_from(c.at("grade").get<std::string>(), source);
-  if (!c.at("property").is_null()) k.property = c.at("property").get<std::string>();
+  if (!c.at("grade").is_null()) k.best = grade_from(field<std::string>(c, "grade"), source);
+  if (!c.at("property").is_null()) k.property = field<std::string>(c, "property");
   if (k.property == "failed") {
-    k.counterexample = c.at("counterexample").get<std::string>();
-    k.replay = c.at("replay").get<std::string>();
+    k.counterexample = field<std::string>(c, "counterexample");
+    k.replay = field<std::string>(c, "replay");
   }
   k.worst.ulp_error = to_num(c.at("worst").at("ulp_error"));
   if (c.contains("recipe_replay")) {
@@ -415,7 +438,7 @@ void certificate_check_from(const nlohmann::json& c, check& k, const std::string
     for (const auto& [name, v] : rr.at("not_followed").items()) {
       r.not_followed[name] = count_of(v);
     }
-    r.frequencies = rr.at("frequencies").get<std::string>();
+    r.frequencies = field<std::string>(rr, "frequencies");
     for (const auto& [name, v] : rr.at("octave_bound").items()) r.octave_bound[name] = to_nums(v);
     for (const auto& [name, v] : rr.at("octave_rho").items()) r.octave_rho[name] = to_nums(v);
     r.trig_at_least = to_num(rr.at("trig_at_least"));
@@ -447,41 +470,40 @@ std::pair<int, int> shard_from(const nlohmann::json& index, const nlohmann::json
 /// The fields certification_fields writes.
 certification certification_from(const nlohmann::json& j, const std::string& source) {
   certification c;
-  c.spec = j.at("spec").get<std::string>();
-  c.held_to = j.at("held_to").get<std::string>();
-  c.what = j.at("what").get<std::string>();
+  c.spec = field<std::string>(j, "spec");
+  c.held_to = field<std::string>(j, "held_to");
+  c.what = field<std::string>(j, "what");
   for (const auto& l : j.at("layouts")) {
-    c.layouts.push_back({l.at("role").get<std::string>(), l.at("layout").get<std::string>(),
-                         l.at("tensors").get<std::string>(), l.at("read_as").get<std::string>(),
-                         l.at("decided_by").get<std::string>()});
+    c.layouts.push_back({field<std::string>(l, "role"), field<std::string>(l, "layout"),
+                         field<std::string>(l, "tensors"), field<std::string>(l, "read_as"),
+                         field<std::string>(l, "decided_by")});
   }
   for (const auto& f : j.at("inputs")) {
-    c.inputs.push_back({f.at("path").get<std::string>(), f.at("format").get<std::string>(),
-                        f.at("sha256").get<std::string>()});
+    c.inputs.push_back({field<std::string>(f, "path"), field<std::string>(f, "format"),
+                        field<std::string>(f, "sha256")});
   }
   const auto& p = j.at("positions");
   c.positions = count_of(p.at("count"));
-  c.min_position = p.at("min").get<std::int64_t>();
-  c.max_position = p.at("max").get<std::int64_t>();
-  c.exhaustive = p.at("exhaustive").get<bool>();
-  if (!j.at("claimed_recipe").is_null())
-    c.claimed_recipe = j.at("claimed_recipe").get<std::string>();
-  c.claim_holds = j.at("claim_holds").get<bool>();
+  c.min_position = field<std::int64_t>(p, "min");
+  c.max_position = field<std::int64_t>(p, "max");
+  c.exhaustive = field<bool>(p, "exhaustive");
+  if (!j.at("claimed_recipe").is_null()) c.claimed_recipe = field<std::string>(j, "claimed_recipe");
+  c.claim_holds = field<bool>(j, "claim_holds");
   c.libm_claimed = j.value("libm_claimed", false);
   if (j.contains("claim_unchecked") && !j.at("claim_unchecked").is_null()) {
-    c.claim_unchecked = j.at("claim_unchecked").get<std::string>();
+    c.claim_unchecked = field<std::string>(j, "claim_unchecked");
   }
-  c.live = j.at("live").get<bool>();
-  c.result = grade_from(j.at("grade").get<std::string>(), source);
+  c.live = field<bool>(j, "live");
+  c.result = grade_from(field<std::string>(j, "grade"), source);
   const auto& lib = j.at("library");
-  c.library.assumed = lib.at("assumed").get<std::string>();
+  c.library.assumed = field<std::string>(lib, "assumed");
   c.library.max_trig_ulp = opt_num(lib.at("max_trig_ulp"));
   c.library.trig_ulp = opt_num(lib.at("trig_ulp"));
   c.library.trig_abs = opt_num(lib.at("trig_abs"));
   c.library.pow_ulp = opt_num(lib.at("pow_ulp"));
-  c.library.trig_class = lib.at("trig_class").get<std::string>();
-  c.library.angles = lib.at("angles").get<std::string>();
-  c.library.note = lib.at("note").get<std::string>();
+  c.library.trig_class = field<std::string>(lib, "trig_class");
+  c.library.angles = field<std::string>(lib, "angles");
+  c.library.note = field<std::string>(lib, "note");
   c.library.measured_on = lib.value("measured_on", std::string());
   for (const auto& [name, v] : {std::pair{"trig_ulp_at_least", &c.library.trig_ulp_at_least},
                                 std::pair{"trig_abs_at_least", &c.library.trig_abs_at_least},
@@ -493,22 +515,22 @@ certification certification_from(const nlohmann::json& j, const std::string& sou
     const auto& d = j.at("diagnosis");
     diagnosis& why = c.why.emplace();
     for (const auto& m : d.at("first_mismatches")) {
-      why.first.push_back(
-          {m.at("check").get<std::string>(), m.at("position").get<std::int64_t>(),
-           m.at("index").get<std::int64_t>(), from_hex(m.at("got").get<std::string>(), source),
-           from_hex(m.at("want").get<std::string>(), source), to_num(m.at("bound"))});
+      why.first.push_back({field<std::string>(m, "check"), field<std::int64_t>(m, "position"),
+                           field<std::int64_t>(m, "index"),
+                           from_hex(field<std::string>(m, "got"), source),
+                           from_hex(field<std::string>(m, "want"), source), to_num(m.at("bound"))});
     }
     why.max_rho_without = to_num(d.at("max_rho_without_explanation"));
-    if (!d.at("named").is_null()) why.named = d.at("named").get<std::string>();
-    why.indistinguishable = d.at("indistinguishable").get<std::vector<std::string>>();
-    why.findings = d.at("findings").get<std::vector<std::string>>();
+    if (!d.at("named").is_null()) why.named = field<std::string>(d, "named");
+    why.indistinguishable = field<std::vector<std::string>>(d, "indistinguishable");
+    why.findings = field<std::vector<std::string>>(d, "findings");
     why.replayed_on = d.value("replayed_on", std::string());
     why.vacuous = d.value("recipe_vacuous", std::string());
     c.explain_threshold = to_num(d.at("explain_threshold_rho"));
     for (const auto& x : d.at("explanations")) {
-      why.explanations.push_back({x.at("mutant").get<std::string>(),
-                                  x.at("description").get<std::string>(), to_num(x.at("max_rho")),
-                                  to_num(x.at("rms_rho")), x.at("explains").get<bool>(), 0});
+      why.explanations.push_back({field<std::string>(x, "mutant"),
+                                  field<std::string>(x, "description"), to_num(x.at("max_rho")),
+                                  to_num(x.at("rms_rho")), field<bool>(x, "explains"), 0});
     }
   }
   c.seconds = to_num(j.at("seconds"));
@@ -516,34 +538,34 @@ certification certification_from(const nlohmann::json& j, const std::string& sou
     const auto& sh = j.at("shard");
     const auto [index, count] =
         shard_from(sh.at("index"), sh.at("count"), {"shard.index", "shard.count"}, source);
-    c.shard = certification::shard_of{index, count, sh.at("options").get<std::string>()};
+    c.shard = certification::shard_of{index, count, field<std::string>(sh, "options")};
   }
   if (j.contains("merged_from")) {
     for (const auto& m : j.at("merged_from")) {
-      c.merged_from.push_back({m.at("index").get<int>(), m.at("sha256").get<std::string>()});
+      c.merged_from.push_back({field<int>(m, "index"), field<std::string>(m, "sha256")});
     }
   }
-  if (j.contains("inputs_reverified")) c.inputs_reverified = j.at("inputs_reverified").get<bool>();
+  if (j.contains("inputs_reverified")) c.inputs_reverified = field<bool>(j, "inputs_reverified");
   if (j.contains("command")) {
     c.command = j.at("command").at("args").get<std::vector<std::string>>();
     c.cwd = j.at("command").at("cwd").get<std::string>();
   }
   if (j.contains("model")) {
     const auto& m = j.at("model");
-    c.model = m.at("model_type").get<std::string>();
+    c.model = field<std::string>(m, "model_type");
     for (const auto& x : m.at("layers")) {
       layer_result l;
-      l.index = x.at("index").get<std::int64_t>();
-      l.site = x.at("site").get<std::string>();
-      l.type = x.at("type").get<std::string>();
-      l.spec = x.at("spec").get<std::string>();
-      l.rule = x.at("rule").get<std::string>();
-      l.read = x.at("read").get<std::string>();
-      l.checks = x.at("checks").get<std::vector<std::string>>();
-      l.result = grade_from(x.at("grade").get<std::string>(), source);
+      l.index = field<std::int64_t>(x, "index");
+      l.site = field<std::string>(x, "site");
+      l.type = field<std::string>(x, "type");
+      l.spec = field<std::string>(x, "spec");
+      l.rule = field<std::string>(x, "rule");
+      l.read = field<std::string>(x, "read");
+      l.checks = field<std::vector<std::string>>(x, "checks");
+      l.result = grade_from(field<std::string>(x, "grade"), source);
       l.max_rho = to_num(x.at("max_rho"));
-      if (!x.at("named").is_null()) l.named = x.at("named").get<std::string>();
-      l.findings = x.at("findings").get<std::vector<std::string>>();
+      if (!x.at("named").is_null()) l.named = field<std::string>(x, "named");
+      l.findings = field<std::vector<std::string>>(x, "findings");
       c.layers.push_back(std::move(l));
     }
   }
@@ -682,11 +704,11 @@ results from_json(std::string_view text, const std::string& source) {
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    throw error(source + ": not JSON: " + e.what());
+    throw error(source + ": not JSON: " + json_error_text(e.what()));
   }
   results r;
   try {
-    r.schema_version = j.at("schema_version").get<int>();
+    r.schema_version = field<int>(j, "schema_version");
     if (r.schema_version != kSchemaVersion) {
       throw error(source + ": schema_version " + std::to_string(r.schema_version) +
                   ", this pev reads " + std::to_string(kSchemaVersion));
@@ -695,51 +717,51 @@ results from_json(std::string_view text, const std::string& source) {
     const bool certificate = j.contains("held_to");
     const json& p = j.at("provenance");
     provenance& v = r.prov;
-    v.pev_version = p.at("pev_version").get<std::string>();
-    v.git_revision = p.at("git_revision").get<std::string>();
-    v.compiler = p.at("compiler").get<std::string>();
-    v.fp_flags = p.at("fp_flags").get<std::string>();
-    v.build_flags = p.at("build_flags").get<std::string>();
-    v.libc = p.at("libc").get<std::string>();
-    v.host = p.at("host").get<std::string>();
-    v.cpu = p.at("cpu").get<std::string>();
-    v.mpfr_precision_bits = p.at("mpfr_precision_bits").get<unsigned>();
-    v.reference = p.at("reference").get<std::string>();
+    v.pev_version = field<std::string>(p, "pev_version");
+    v.git_revision = field<std::string>(p, "git_revision");
+    v.compiler = field<std::string>(p, "compiler");
+    v.fp_flags = field<std::string>(p, "fp_flags");
+    v.build_flags = field<std::string>(p, "build_flags");
+    v.libc = field<std::string>(p, "libc");
+    v.host = field<std::string>(p, "host");
+    v.cpu = field<std::string>(p, "cpu");
+    v.mpfr_precision_bits = field<unsigned>(p, "mpfr_precision_bits");
+    v.reference = field<std::string>(p, "reference");
     v.reference_values = count_of(p.at("reference_values"));
     v.reference_fallbacks = count_of(p.at("reference_fallbacks"));
     v.seed = count_of(p.at("seed"));
-    v.suite = p.at("suite").get<std::string>();
-    v.max_position = p.at("max_position").get<std::int64_t>();
-    v.exhaustive = p.at("exhaustive").get<bool>();
-    v.dense_below = p.at("dense_below").get<std::int64_t>();
-    v.samples_per_octave = p.at("samples_per_octave").get<int>();
-    v.search_radius = p.at("search_radius").get<int>();
+    v.suite = field<std::string>(p, "suite");
+    v.max_position = field<std::int64_t>(p, "max_position");
+    v.exhaustive = field<bool>(p, "exhaustive");
+    v.dense_below = field<std::int64_t>(p, "dense_below");
+    v.samples_per_octave = field<int>(p, "samples_per_octave");
+    v.search_radius = field<int>(p, "search_radius");
     std::tie(v.shard_index, v.shard_count) =
         shard_from(p.at("shard_index"), p.at("shard_count"),
                    {"provenance.shard_index", "provenance.shard_count"}, source);
-    v.merged_shards = p.at("merged_shards").get<std::vector<int>>();
-    v.generated_at = p.at("generated_at").get<std::string>();
+    v.merged_shards = field<std::vector<int>>(p, "merged_shards");
+    v.generated_at = field<std::string>(p, "generated_at");
     if (j.contains("specs")) {
       for (const json& s : j.at("specs")) {
-        r.specs.push_back({s.at("name").get<std::string>(), s.at("family").get<std::string>(),
-                           s.at("spec").get<std::string>(), s.at("source").get<std::string>()});
+        r.specs.push_back({field<std::string>(s, "name"), field<std::string>(s, "family"),
+                           field<std::string>(s, "spec"), field<std::string>(s, "source")});
       }
     }
     for (const json& c : j.at("checks")) {
       check k;
-      k.index = c.at("index").get<std::int64_t>();
-      k.id = c.at("id").get<std::string>();
-      k.spec_name = c.at("spec_name").get<std::string>();
-      k.spec = c.at("spec").get<std::string>();
-      k.family = c.at("family").get<std::string>();
-      k.strategy = c.at("strategy").get<std::string>();
-      k.dtype = c.at("dtype").get<std::string>();
-      k.bound_name = c.at("bound").get<std::string>();
-      k.note = c.at("note").get<std::string>();
-      k.pass = c.at("pass").get<bool>();
+      k.index = field<std::int64_t>(c, "index");
+      k.id = field<std::string>(c, "id");
+      k.spec_name = field<std::string>(c, "spec_name");
+      k.spec = field<std::string>(c, "spec");
+      k.family = field<std::string>(c, "family");
+      k.strategy = field<std::string>(c, "strategy");
+      k.dtype = field<std::string>(c, "dtype");
+      k.bound_name = field<std::string>(c, "bound");
+      k.note = field<std::string>(c, "note");
+      k.pass = field<bool>(c, "pass");
       k.values = count_of(c.at("values"));
       k.positions = count_of(c.at("positions"));
-      k.max_position = c.at("max_position").get<std::int64_t>();
+      k.max_position = field<std::int64_t>(c, "max_position");
       k.max_abs = to_num(c.at("max_abs"));
       k.max_rho = to_num(c.at("max_rho"));
       k.max_ulp_error = to_num(c.at("max_ulp_error"));
@@ -749,7 +771,7 @@ results from_json(std::string_view text, const std::string& source) {
       k.ulp_histogram = counts_of<kUlpBuckets>(c.at("ulp_histogram"));
       k.worst = worst_from(c.at("worst"));
       for (const json& o : c.at("octaves")) {
-        k.octaves.push_back({o.at("lo").get<std::int64_t>(), o.at("hi").get<std::int64_t>(),
+        k.octaves.push_back({field<std::int64_t>(o, "lo"), field<std::int64_t>(o, "hi"),
                              count_of(o.at("positions")), count_of(o.at("values")),
                              to_num(o.at("max_abs")), to_num(o.at("p99_abs")),
                              to_num(o.at("max_bound")), to_num(o.at("max_rho")),
@@ -760,32 +782,34 @@ results from_json(std::string_view text, const std::string& source) {
     }
     for (const json& s : j.at("invariance")) {
       invariance_series v2;
-      v2.index = s.at("index").get<std::int64_t>();
-      v2.spec_name = s.at("spec_name").get<std::string>();
-      v2.strategy = s.at("strategy").get<std::string>();
-      v2.dtype = s.at("dtype").get<std::string>();
-      v2.offset = s.at("offset").get<std::int64_t>();
-      v2.position = s.at("position").get<std::vector<std::int64_t>>();
+      v2.index = field<std::int64_t>(s, "index");
+      v2.spec_name = field<std::string>(s, "spec_name");
+      v2.strategy = field<std::string>(s, "strategy");
+      v2.dtype = field<std::string>(s, "dtype");
+      v2.offset = field<std::int64_t>(s, "offset");
+      v2.position = field<std::vector<std::int64_t>>(s, "position");
       v2.max_drift = to_nums(s.at("max_drift"));
       r.invariance.push_back(std::move(v2));
     }
     for (const json& s : j.at("wavelengths")) {
       wavelength_series w;
-      w.index = s.at("index").get<std::int64_t>();
-      w.spec_name = s.at("spec_name").get<std::string>();
+      w.index = field<std::int64_t>(s, "index");
+      w.spec_name = field<std::string>(s, "spec_name");
       w.scaled = to_nums(s.at("scaled"));
       w.plain = to_nums(s.at("plain"));
       r.wavelengths.push_back(std::move(w));
     }
-    r.notes = j.at("notes").get<std::vector<std::string>>();
+    r.notes = field<std::vector<std::string>>(j, "notes");
     if (j.contains("plots_skipped")) {
       for (const json& sp : j.at("plots_skipped")) {
         r.plots_skipped.push_back(
-            {sp.at("file").get<std::string>(), sp.at("reason").get<std::string>()});
+            {field<std::string>(sp, "file"), field<std::string>(sp, "reason")});
       }
     }
     if (certificate) r.certification = certification_from(j, source);
   } catch (const json::exception& e) {
+    throw error(source + ": not a pev report: " + json_error_text(e.what()));
+  } catch (const bad_field& e) {
     throw error(source + ": not a pev report: " + e.what());
   }
   return r;

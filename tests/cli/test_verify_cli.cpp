@@ -173,5 +173,36 @@ TEST(CliVerify, MergedVerifiesForgedMergeRefused) {
   EXPECT_NE(m.err.find("huge/certificate.json"), std::string::npos) << m.err;
 }
 
+// A certificate edited into the wrong types, or cut short: refused (exit 2) naming the field, in
+// pev's words, never the JSON library's bracketed ids.
+TEST(CliVerify, MistypedCertificateFieldsAreNamed) {
+  const std::string dir = test::temp_dir("verify_types");
+  const std::string dump = dir + "/d.safetensors";
+  ASSERT_EQ(run_pev({"compute", "--strategy", "hf", "--spec", kSpec, "--positions", "0:64",
+                     "--format", "safetensors", "--out", dump})
+                .exit_code,
+            0);
+  ASSERT_EQ(run_pev({"certify", "--impl", dump, "--out", dir + "/cert"}).exit_code, 0);
+  edited_copy(dir + "/cert", dir + "/notes", [](nlohmann::json& x) { x["notes"] = 5; });
+  auto v = run_pev({"verify", dir + "/notes"});
+  EXPECT_EQ(v.exit_code, 2) << v.out << v.err;
+  EXPECT_NE(v.err.find("not a pev report: field 'notes' is 5: type must be array, but is number"),
+            std::string::npos)
+      << v.err;
+  EXPECT_EQ(v.err.find("[json.exception"), std::string::npos) << v.err;
+  edited_copy(dir + "/cert", dir + "/version",
+              [](nlohmann::json& x) { x["provenance"]["pev_version"] = 3; });
+  v = run_pev({"merge", dir + "/version", "--out", dir + "/m"});
+  EXPECT_EQ(v.exit_code, 2) << v.out << v.err;
+  EXPECT_NE(v.err.find("field 'pev_version' is 3"), std::string::npos) << v.err;
+  EXPECT_EQ(v.err.find("[json.exception"), std::string::npos) << v.err;
+  fs::create_directories(dir + "/cut");
+  std::ofstream(dir + "/cut/certificate.json") << "{\"schema_version\":";
+  v = run_pev({"verify", dir + "/cut"});
+  EXPECT_EQ(v.exit_code, 2) << v.out << v.err;
+  EXPECT_NE(v.err.find("not JSON: parse error"), std::string::npos) << v.err;
+  EXPECT_EQ(v.err.find("[json.exception"), std::string::npos) << v.err;
+}
+
 }  // namespace
 }  // namespace pev

@@ -85,4 +85,12 @@ std::string quoted_text(std::string_view text, std::size_t max) {
   return "'" + escaped(text, {.max = max, .ascii_only = true}) + "'";
 }
 
+std::string json_error_text(std::string_view what) {
+  if (what.rfind("[json.exception.", 0) == 0) {
+    if (const auto end = what.find("] "); end != std::string_view::npos)
+      what.remove_prefix(end + 2);
+  }
+  return std::string(what);
+}
+
 }  // namespace pev

@@ -40,7 +40,8 @@ json parse_header(std::string_view line, const char* what) {
   try {
     j = json::parse(line.begin(), line.end());
   } catch (const json::exception& e) {
-    throw error(fmt::format("{} header is not JSON ({}): '{}'", what, clip(e.what()), clip(line)));
+    throw error(fmt::format("{} header is not JSON ({}): '{}'", what,
+                            clip(json_error_text(e.what())), clip(line)));
   }
   if (!j.is_object()) throw error(fmt::format("{} header is not a JSON object", what));
   return j;

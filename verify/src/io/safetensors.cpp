@@ -14,6 +14,7 @@
 #include "detail.h"
 #include "pev/core/error.h"
 #include "pev/core/json_check.h"
+#include "pev/core/text.h"
 
 // The format (huggingface/safetensors, safetensors/src/tensor.rs): a u64 little-endian header
 // length N; N bytes of UTF-8 JSON mapping each tensor name to {"dtype": "F32", "shape": [2, 3],
@@ -74,7 +75,7 @@ header_json parse_header_json(const std::string& text, const std::string& w) {
   try {
     out.root = json::parse(text);
   } catch (const json::exception& e) {
-    fail("{}: header is not valid JSON ({})", w, e.what());
+    fail("{}: header is not valid JSON ({})", w, json_error_text(e.what()));
   }
   return out;
 }
@@ -286,7 +287,8 @@ std::string header_of(const std::vector<tensor_layout>& tensors,
     try {
       return j.dump();
     } catch (const json::exception& e) {
-      fail("{}: a tensor name or metadata string is not valid UTF-8 ({})", w, e.what());
+      fail("{}: a tensor name or metadata string is not valid UTF-8 ({})", w,
+           json_error_text(e.what()));
     }
   };
   std::string text = "{";

@@ -29,4 +29,8 @@ struct escape_options {
 /// that are not valid UTF-8 shown as \xNN (a C1 character as its two UTF-8 bytes).
 std::string escaped(std::string_view s, const escape_options& o = {});
 
+/// A JSON library's message without its bracketed id ("[json.exception.type_error.302] type must
+/// be string, but is number" → "type must be string, but is number"): what a refusal quotes.
+std::string json_error_text(std::string_view what);
+
 }  // namespace pev
