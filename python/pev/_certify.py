@@ -171,8 +171,9 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
 
 def _certify_trace(config, trace, *, layer_type, refused, **common):
     """A model trace (a pev.torch.Trace, or dump files that hold one) against its config
-    (docs/certify.md §8): a Trace is saved to a temporary npz; both are certified by the same code
-    as `pev certify --config C --impl trace.npz`."""
+    (docs/certify.md §8): a Trace is saved to a temporary safetensors file (no size limit); both
+    are certified by the same code as `pev certify --config C --impl trace.safetensors`, and a
+    Trace's notes and findings (what the tracer saw) go on the certificate (docs/python.md §9.2)."""
     if config is None or isinstance(config, Spec) or (
             isinstance(config, str) and not config.endswith(".json")):
         raise Error("spec: a model trace is certified against the model's config (a config.json "
@@ -182,18 +183,59 @@ def _certify_trace(config, trace, *, layer_type, refused, **common):
     given = [k for k, v in refused.items() if v is not None]
     if given:
         raise Error(f"{given[0]}: does not apply to a model trace (it holds its own position_ids)")
-    with tempfile.TemporaryDirectory(prefix="pev-trace-") as tmp:
+    seen = {}
+    if isinstance(trace, Trace):
+        seen = dict(notes=list(trace.notes),
+                    findings={int(i): (str(f[0]), str(f[1])) for i, f in trace.findings.items()},
+                    layer_notes={int(i): [str(n) for n in v]
+                                 for i, v in trace.layer_notes.items()})
+    with _temporary_directory(trace) as tmp:
         if isinstance(config, (str, os.PathLike)):
             path = os.fspath(config)
         else:
             data = dict(config) if isinstance(config, Mapping) else config.to_dict()
-            path = os.path.join(tmp, "config.json")
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(data, f, default=str)
-        files = trace if isinstance(trace, list) else [trace.save(os.path.join(tmp, "trace.npz"))]
+            path = _in_tmpdir(tmp, "config.json", trace,
+                              lambda p: _write_json(p, data))
+        files = trace if isinstance(trace, list) else [
+            _in_tmpdir(tmp, "trace.safetensors", trace, trace.save)]
         with keyword_names():
-            handle = _pev.certify_trace(path, files, **common)
+            handle = _pev.certify_trace(path, files, **common, **seen)
     return Certificate(handle)
+
+
+def _write_json(path, data):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, default=str)
+    return path
+
+
+def _tmpdir_error(trace, exc):
+    size = ""
+    if isinstance(trace, Trace):
+        n = sum(a.nbytes for a in trace.tensors.values())
+        size = f" ({n / 2**20:.1f} MiB)" if n >= 2**20 else f" ({n} bytes)"
+    return Error(f"TMPDIR: pev.certify saves the trace{size} to a temporary file under "
+                 f"{tempfile.gettempdir()!r}, which failed: {exc.strerror or exc}; set TMPDIR to "
+                 "a writable directory with room for it, or save it yourself (trace.save(path)) "
+                 "and certify the file")
+
+
+@contextlib.contextmanager
+def _temporary_directory(trace):
+    """tempfile.TemporaryDirectory, an unusable TMPDIR being a pev.Error that names it."""
+    try:
+        tmp = tempfile.TemporaryDirectory(prefix="pev-trace-")
+    except OSError as exc:
+        raise _tmpdir_error(trace, exc) from exc
+    with tmp as name:
+        yield name
+
+
+def _in_tmpdir(tmp, name, trace, write):
+    try:
+        return write(os.path.join(tmp, name))
+    except OSError as exc:
+        raise _tmpdir_error(trace, exc) from exc
 
 
 def _seconds(timeout):

@@ -78,6 +78,8 @@ def failure_message(cert):
                          f"(bound {m.get('bound'):.3g})")
     if cert.exception is not None:
         lines.append(f"the callable raised: {type(cert.exception).__name__}: {cert.exception}")
+    for note in cert.notes[:8]:  # e.g. what pev.torch's tracer saw (docs/python.md §9.2)
+        lines.append(f"note: {note}")
     lines.append("")
     lines.append(str(cert).rstrip())
     return "\n".join(lines)

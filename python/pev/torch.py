@@ -115,40 +115,161 @@ def _find_embed(model, embed):
 
 
 class _Recorder:
-    """Which layer is running, and what its rotation site saw."""
+    """Which layer is running, every rotary call it made, and whether the attention consumed the
+    rotation's result (docs/python.md §9.1)."""
 
     def __init__(self, rotary_names, tables):
         self.current = []  # stack of layer indices (a layer may call a sub-layer: the innermost)
         self.in_module = 0  # inside a per-layer rotary module: its own helpers are not recorded
-        self.sites = {}  # layer → dict of tensors
-        self.calls = {}  # layer → number of rotary calls seen
-        self.dtypes = {}
+        self.quiet = 0  # the tracer's own torch calls (copies): not the model's uses of a tensor
+        self.calls = {}  # layer → [call], every rotary call seen, in order
+        self.pending = {}  # layer → _Use of its latest rotary call's tensors
+        self.discarded = {}  # layer → the call whose result the attention did not use
         self.notes = []
         self.tables = tables
         self.rotary_names = rotary_names
+        self.watched = ()  # the function names watched, and where they were found
+        self.patched = []
         self.positions = None  # what the first per-layer rotary module was called with
 
     def layer(self):
         return self.current[-1] if self.current else None
 
-    def record(self, i, where, q_in, k_in, q_out, k_out, cos=None, sin=None):
-        self.calls[i] = self.calls.get(i, 0) + 1
-        if self.calls[i] > 1:
-            if self.calls[i] == 2:
-                self.notes.append(f"layer {i}: {where} called more than once in one forward; "
-                                  "the first call is recorded")
+    def record(self, i, where, q_in, k_in, q_out, k_out, cos=None, sin=None, used=None):
+        """One rotary call of layer i: copies of its tensors (numpy); `used` the model's own
+        tensors (arguments and results), to see which of them the layer uses afterwards."""
+        self.quiet += 1
+        try:
+            got = {"q_in": q_in, "q_out": q_out, "k_in": k_in, "k_out": k_out}
+            if self.tables:
+                got.update(cos=cos, sin=sin)
+            call = {"where": where, "tensors": {}, "dtypes": {}}
+            for role, t in got.items():
+                if t is None:
+                    continue
+                call["tensors"][role], call["dtypes"][role] = to_numpy(t)
+        finally:
+            self.quiet -= 1
+        self.calls.setdefault(i, []).append(call)
+        if used is not None:
+            self.pending[i] = _Use(call, *used)
+
+    def saw(self, args, kwargs):
+        """A torch function the model called (TorchFunctionMode): marks which of the running
+        layer's rotation tensors it uses."""
+        i = self.layer()
+        use = self.pending.get(i)
+        if use is None or self.quiet:
             return
-        got = {"q_in": q_in, "q_out": q_out, "k_in": k_in, "k_out": k_out}
-        if self.tables:
-            got.update(cos=cos, sin=sin)
-        site = {}
-        for role, t in got.items():
-            if t is None:
-                continue
-            a, dt = to_numpy(t)
-            site[role] = a
-            self.dtypes[f"layers.{i}.{role}"] = dt
-        self.sites[i] = site
+        for t in _tensors_in(args, kwargs):
+            use.mark(_storage(t))
+
+    def left(self, i):
+        """Layer i ended: a rotation whose result it never used, while it used the tensors the
+        rotation was given, was discarded (the attention consumed the unrotated q/k)."""
+        use = self.pending.pop(i, None)
+        if use is not None and use.inputs_used and not use.outputs_used:
+            self.discarded[i] = use.call
+
+
+class _Use:
+    """The storages of a rotary call's arguments and results (references kept, so that their
+    memory is not reused while the layer runs), and whether the layer used them afterwards."""
+
+    def __init__(self, call, inputs, outputs):
+        self.call = call
+        self.keep = (inputs, outputs)
+        self.inputs = {_storage(t) for t in inputs if t is not None}
+        self.outputs = {_storage(t) for t in outputs if t is not None}
+        self.inputs_used = self.outputs_used = False
+
+    def mark(self, storage):
+        if storage in self.outputs:
+            self.outputs_used = True
+        elif storage in self.inputs:
+            self.inputs_used = True
+
+
+def _storage(t):
+    try:
+        s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+        return s.data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return id(t)
+
+
+def _tensors_in(args, kwargs):
+    torch = _torch()
+    stack = [*args, *kwargs.values()]
+    while stack:
+        a = stack.pop()
+        if isinstance(a, torch.Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            stack.extend(a)
+
+
+def _consumption_mode(rec):
+    """A TorchFunctionMode that shows the recorder every torch function the model calls, so that
+    it sees whether a layer used its rotation's result (docs/python.md §9.1)."""
+    from torch.overrides import TorchFunctionMode
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            rec.saw(args, kwargs)
+            return func(*args, **kwargs)
+
+    return Watch()
+
+
+def _site(i, calls, discarded, where_names):
+    """A layer's site from its rotary calls, and what to say about it: (tensors, dtypes, finding,
+    note). One call is the site. Calls each on the result of the one before rotate q/k several
+    times: the site is the first call's input and the last one's result (what the attention got),
+    and the finding rotated-twice. Two calls of one tensor each (q, then k: Gemma-3n's
+    apply_rotary_pos_emb(x, cos, sin)) are one site. Other repeated calls keep the first, noted."""
+    first, last = calls[0], calls[-1]
+    tensors, dtypes = dict(first["tensors"]), dict(first["dtypes"])
+    finding = note = None
+    where = first["where"]
+    if len(calls) > 1:
+        chain = _chained(calls)
+        single = all("k_out" not in c["tensors"] for c in calls)
+        if chain:
+            for role in ("q_out", "k_out"):
+                if role in last["tensors"]:
+                    tensors[role], dtypes[role] = last["tensors"][role], last["dtypes"][role]
+            finding = ("rotated-twice",
+                       f"{where} was called {len(calls)} times in one forward, each on the result "
+                       f"of the one before: q/k were rotated {len(calls)} times (recorded: the first "
+                       "call's input, the last one's result)")
+        elif single and len(calls) == 2:
+            for role in ("q_in", "q_out"):
+                tensors["k" + role[1:]] = last["tensors"][role]
+                dtypes["k" + role[1:]] = last["dtypes"][role]
+        else:
+            note = (f"layer {i}: {where} was called {len(calls)} times in one forward on different "
+                    "tensors; the first call is recorded, the others are not checked")
+    if i in discarded:
+        for role in ("q", "k"):
+            if f"{role}_in" in tensors:
+                tensors[f"{role}_out"] = tensors[f"{role}_in"]
+        finding = ("rotation-discarded",
+                   f"the layer used q/k as they were before {where}, not its result: the "
+                   "attention got them unrotated (recorded as it got them)")
+    return tensors, dtypes, finding, note
+
+
+def _chained(calls):
+    """Whether each call after the first was given a result of the call before it."""
+    for before, after in zip(calls, calls[1:]):
+        outs = [before["tensors"].get(r) for r in ("q_out", "k_out")]
+        ins = [after["tensors"].get(r) for r in ("q_in", "k_in")]
+        if not any(a is not None and o is not None and a.shape == o.shape and np.array_equal(a, o)
+                   for a in ins for o in outs):
+            return False
+    return True
 
 
 def _clone(t):
@@ -163,12 +284,19 @@ def _wrap_function(fn, rec, name):
             return fn(*args, **kwargs)
         q = args[0] if args else kwargs.get("q", kwargs.get("xq"))
         k = args[1] if len(args) > 1 else kwargs.get("k", kwargs.get("xk"))
-        q_in, k_in = _clone(q), _clone(k)
+        rec.quiet += 1
+        try:
+            q_in, k_in = _clone(q), _clone(k)
+        finally:
+            rec.quiet -= 1
         cos = args[2] if len(args) > 2 else kwargs.get("cos")
         sin = args[3] if len(args) > 3 else kwargs.get("sin")
         out = fn(*args, **kwargs)
         q_out, k_out = (out[0], out[1]) if isinstance(out, (tuple, list)) else (out, None)
-        rec.record(i, name, q_in, k_in if k_out is not None else None, q_out, k_out, cos, sin)
+        if k_out is None:
+            k, k_in = None, None  # f(x, cos, sin) -> x: one tensor a call
+        rec.record(i, name, q_in, k_in, q_out, k_out, cos, sin,
+                   used=((q, k), (q_out, k_out)))
         return out
 
     traced.__wrapped__ = fn
@@ -280,15 +408,44 @@ class Recording:
         if attention_mask is not None:
             mask, _ = to_numpy(torch.as_tensor(attention_mask))
             tensors["attention_mask"] = mask.astype(np.int64, copy=False)
+        rec = self._rec
+        notes, findings, unseen, layer_notes = list(rec.notes), {}, [], {}
         for i in self._indices:
-            site = self._rec.sites.get(i)
-            if site is None:
+            calls = rec.calls.get(i)
+            if not calls:
                 tensors[f"layers.{i}.none"] = np.array(1, dtype=np.int64)
+                unseen.append(i)
                 continue
+            site, kinds, finding, note = _site(i, calls, rec.discarded, rec.watched)
             for role, a in site.items():
                 tensors[f"layers.{i}.{role}"] = a
-        dtypes.update(self._rec.dtypes)
-        return Trace(tensors, dtypes=dtypes, notes=self._rec.notes, num_layers=len(self._indices))
+                dtypes[f"layers.{i}.{role}"] = kinds[role]
+            if finding:
+                findings[i] = finding
+                notes.append(f"layer {i}: {finding[0]}: {finding[1]}")
+            if note:
+                notes.append(note)
+                layer_notes[i] = [note.split(": ", 1)[1]]
+        if unseen:
+            notes.append(_unseen_note(unseen, rec))
+            for i in unseen:
+                layer_notes[i] = [f"no rotary call was seen in this layer (the tracer watched "
+                                  f"functions=({', '.join(rec.watched)}) and rotary="
+                                  f"{rec.rotary_names!r}; a NoPE layer has none)"]
+        return Trace(tensors, dtypes=dtypes, notes=notes, num_layers=len(self._indices),
+                     findings=findings, layer_notes=layer_notes)
+
+
+def _unseen_note(layers, rec):
+    """Item 3 of issue 34: which layers had no rotary call, and what the tracer watched for."""
+    shown = ", ".join(map(str, layers[:16])) + (f" … ({len(layers)} layers)" if len(layers) > 16
+                                                else "")
+    found = ", ".join(rec.patched) if rec.patched else "none of them in the layers' modules"
+    return (f"no rotary call was seen in layer{'s' if len(layers) > 1 else ''} {shown}: recorded "
+            "as not rotated (layers.{i}.none). The tracer watched the functions "
+            f"functions=({', '.join(rec.watched)}) — found: {found} — and submodules named "
+            f"rotary={rec.rotary_names!r}; a model that rotates through another function or module "
+            "is recorded as not rotated: name it with functions= or rotary= (docs/python.md §9.1)")
 
 
 @contextlib.contextmanager
@@ -315,8 +472,9 @@ def record(model, *, layers=None, embed=None, functions=ROTARY_FUNCTIONS, rotary
             def enter(module, args, index=index):
                 rec.current.append(index)
 
-            def leave(module, args, out):
+            def leave(module, args, out, index=index):
                 rec.current.pop()
+                rec.left(index)
 
             hooks.append(layer.register_forward_pre_hook(enter))
             hooks.append(layer.register_forward_hook(leave))
@@ -342,7 +500,9 @@ def record(model, *, layers=None, embed=None, functions=ROTARY_FUNCTIONS, rotary
             a, d = to_numpy(embed_module.weight)
             tensors["embed.table"] = a
             dtypes["embed.table"] = d
-        with _patched(namespaces, functions, rec):
+        rec.watched = tuple(functions)
+        with _patched(namespaces, functions, rec) as done, _consumption_mode(rec):
+            rec.patched = sorted({f"{m.__name__}.{n}" for m, n, _ in done})
             yield Recording(rec, indices, tensors, dtypes)
     finally:
         for h in hooks:
@@ -366,7 +526,12 @@ def _hook_rotary_module(module, rec, index):
 
     def before(m, args):
         rec.in_module += 1
-        saved["args"] = tuple(_clone(a) for a in args)
+        rec.quiet += 1
+        try:
+            saved["args"] = tuple(_clone(a) for a in args)
+        finally:
+            rec.quiet -= 1
+        saved["given"] = args
 
     def after(m, args, out):
         rec.in_module -= 1
@@ -377,6 +542,8 @@ def _hook_rotary_module(module, rec, index):
             return
         if rec.positions is None:
             rec.positions = _clone(a[0])
-        rec.record(index, type(m).__name__, a[1], a[2], out[0], out[1])
+        given = saved.pop("given", args)
+        rec.record(index, type(m).__name__, a[1], a[2], out[0], out[1],
+                   used=((given[1], given[2]), (out[0], out[1])))
 
     return [module.register_forward_pre_hook(before), module.register_forward_hook(after)]
