@@ -352,7 +352,10 @@ def trace(model, input_ids, position_ids=None, attention_mask=None, *, layers=No
         ``rotary_emb``) called ``rotary_emb(positions, q, k) -> (q, k)``, as vLLM's, with q/k
         flattened [T, H·D]; hooks copy its inputs before it runs (vLLM rotates in place) and
         record its outputs.
-    A layer where neither was called is recorded as ``layers.{i}.none``.
+    A layer where neither was called is recorded as ``layers.{i}.none`` (and noted, with what the
+    tracer watched). Every call is recorded: calls chained on each other's results are the finding
+    rotated-twice, a result the layer never used (it went on with the unrotated q/k) the finding
+    rotation-discarded (docs/python.md §9.1); trace.findings and trace.notes hold them.
 
     position_ids   the positions the model is given ([B, T], MRoPE [3, B, T], or [T] for a
                    flattened batch); default: derived as transformers derives them — from
@@ -452,8 +455,8 @@ def _unseen_note(layers, rec):
 def record(model, *, layers=None, embed=None, functions=ROTARY_FUNCTIONS, rotary="rotary_emb",
            tables=False):
     """Records the rotations of whatever forward runs inside the block — an engine's own loop
-    (vLLM's generate, transformers' generate) — with the hooks and patches of pev.torch.trace; the
-    first call of each layer's rotation is kept. ``recording.trace(position_ids, attention_mask)``
+    (vLLM's generate, transformers' generate) — with the hooks and patches of pev.torch.trace;
+    every call of each layer's rotation is recorded (docs/python.md §9.1: one forward). ``recording.trace(position_ids, attention_mask)``
     gives the Trace:
 
         with pev.torch.record(model) as recording:
