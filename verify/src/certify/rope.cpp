@@ -352,9 +352,11 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   // The library fit reads the whole table (shard 0's; a failing shard fits for its diagnosis):
   // with threads to spare, on a thread of its own beside the comparison rather than after it
   // (a pure function of the dump and the spec: the same fit).
-  // It reads the exact values of a copy of the reference (made here: the comparison uses `ref`).
-  std::future<std::optional<table_fit>> fitting;
+  // It reads the exact values of a copy of the reference (made here: the comparison uses `ref`),
+  // declared before the future: an exception unwinding this frame joins the fit's thread (the
+  // future's destructor) before the copy it reads is destroyed.
   std::optional<ref::fast_rope_reference> exact;
+  std::future<std::optional<table_fit>> fitting;
   if (whole_checks(k.o) && arena.max_concurrency() > 1) {
     exact.emplace(ref.fast());
     fitting =
