@@ -172,8 +172,9 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
 def _certify_trace(config, trace, *, layer_type, refused, **common):
     """A model trace (a pev.torch.Trace, or dump files that hold one) against its config
     (docs/certify.md §8): a Trace is saved to a temporary safetensors file (no size limit); both
-    are certified by the same code as `pev certify --config C --impl trace.safetensors`, and a
-    Trace's notes and findings (what the tracer saw) go on the certificate (docs/python.md §9.2)."""
+    are certified by the same code as `pev certify --config C --impl trace.safetensors`; a Trace's
+    notes and findings (what the tracer saw) travel in that file's metadata, which the engine puts
+    on the certificate (docs/certify.md §8.1, docs/python.md §9.2)."""
     if config is None or isinstance(config, Spec) or (
             isinstance(config, str) and not config.endswith(".json")):
         raise Error("spec: a model trace is certified against the model's config (a config.json "
@@ -183,12 +184,6 @@ def _certify_trace(config, trace, *, layer_type, refused, **common):
     given = [k for k, v in refused.items() if v is not None]
     if given:
         raise Error(f"{given[0]}: does not apply to a model trace (it holds its own position_ids)")
-    seen = {}
-    if isinstance(trace, Trace):
-        seen = dict(notes=list(trace.notes),
-                    findings={int(i): (str(f[0]), str(f[1])) for i, f in trace.findings.items()},
-                    layer_notes={int(i): [str(n) for n in v]
-                                 for i, v in trace.layer_notes.items()})
     with _temporary_directory(trace) as tmp:
         if isinstance(config, (str, os.PathLike)):
             path = os.fspath(config)
@@ -199,7 +194,7 @@ def _certify_trace(config, trace, *, layer_type, refused, **common):
         files = trace if isinstance(trace, list) else [
             _in_tmpdir(tmp, "trace.safetensors", trace, trace.save)]
         with keyword_names():
-            handle = _pev.certify_trace(path, files, **common, **seen)
+            handle = _pev.certify_trace(path, files, **common)
     return Certificate(handle)
 
 

@@ -473,52 +473,11 @@ certificate_handle certify_tensors(const spec_handle* s, const py::list& tensors
   return h;
 }
 
-/// What pev.torch's tracer saw beyond a trace's tensors (docs/python.md §9.2): notes for the
-/// certificate, and layers it found wrong whatever their data say — {layer: (name, text)}, a
-/// rotation applied twice or discarded by the attention.
-struct tracer_seen {
-  std::vector<std::string> notes;
-  std::map<std::int64_t, std::pair<std::string, std::string>> findings;
-  std::map<std::int64_t, std::vector<std::string>> layer_notes;  // shown on the layer's row
-};
-
-/// Puts the tracer's notes on the certificate and fails each layer it found wrong: the layer row
-/// names the finding (the data's own diagnosis, if another, follows it), and the model's grade is
-/// then not certified (the worst site's).
-void add_tracer_findings(certify::certificate& c, const tracer_seen& seen) {
-  c.notes.insert(c.notes.end(), seen.notes.begin(), seen.notes.end());
-  if (!c.certification) return;
-  auto& cert = *c.certification;
-  for (report::layer_result& l : cert.layers) {
-    const auto it = seen.layer_notes.find(l.index);
-    if (it == seen.layer_notes.end() || !l.site.empty()) continue;
-    l.findings.insert(l.findings.end(), it->second.begin(), it->second.end());
-  }
-  for (const auto& [index, finding] : seen.findings) {
-    bool found = false;
-    for (report::layer_result& l : cert.layers) {
-      if (l.index != index || !l.site.empty()) continue;
-      found = true;
-      if (l.named && *l.named != finding.first) {
-        l.findings.insert(l.findings.begin(), "the data alone: " + *l.named);
-      }
-      l.findings.insert(l.findings.begin(), finding.second);
-      l.named = finding.first;
-      l.result = report::grade::not_certified;
-      cert.result = report::grade::not_certified;
-    }
-    if (!found) {
-      c.notes.push_back(fmt::format("layer {}: {} ({}), but the certificate has no row for it",
-                                    index, finding.first, finding.second));
-    }
-  }
-}
-
 /// A model trace (docs/certify.md §8.1) in dump files, against the config.json at `config`: what
 /// `pev certify --config C --impl TRACE` does (pev.certify of a pev.torch.Trace saves it to a
 /// temporary safetensors file and comes here with what the tracer saw, docs/python.md §9).
 certificate_handle certify_trace(const std::string& config, const std::vector<std::string>& files,
-                                 const common_options& co, const tracer_seen& seen) {
+                                 const common_options& co) {
   const certify::options o = co.make();
   certificate_handle h;
   h.files.push_back({"config", config});
@@ -533,7 +492,6 @@ certificate_handle certify_trace(const std::string& config, const std::vector<st
     c.certification->inputs.push_back({config, "config", certify::sha256_bytes(text)});
     return c;
   });
-  add_tracer_findings(h.c, seen);
   return h;
 }
 
@@ -669,20 +627,16 @@ void bind_certify(py::module_& m) {
       "certify_trace",
       [](const std::string& config, const std::vector<std::string>& files,
          std::optional<std::string> recipe, std::optional<std::string> layout, bool diagnose,
-         const std::string& reference, const std::string& libm, std::optional<double> max_trig_ulp,
-         std::vector<std::string> notes,
-         std::map<std::int64_t, std::pair<std::string, std::string>> findings,
-         std::map<std::int64_t, std::vector<std::string>> layer_notes) {
+         const std::string& reference, const std::string& libm,
+         std::optional<double> max_trig_ulp) {
+        // What pev.torch's tracer saw travels in the trace's metadata (docs/certify.md §8.1), as
+        // for `pev certify` of the saved file.
         return certify_trace(
             config, files,
-            {std::move(recipe), std::move(layout), diagnose, reference, libm, max_trig_ulp},
-            {std::move(notes), std::move(findings), std::move(layer_notes)});
+            {std::move(recipe), std::move(layout), diagnose, reference, libm, max_trig_ulp});
       },
       py::arg("config"), py::arg("files"), py::arg("recipe"), py::arg("layout"),
-      py::arg("diagnose"), py::arg("reference"), py::arg("libm"), py::arg("max_trig_ulp"),
-      py::arg("notes") = std::vector<std::string>{},
-      py::arg("findings") = std::map<std::int64_t, std::pair<std::string, std::string>>{},
-      py::arg("layer_notes") = std::map<std::int64_t, std::vector<std::string>>{});
+      py::arg("diagnose"), py::arg("reference"), py::arg("libm"), py::arg("max_trig_ulp"));
   m.def(
       "is_trace",
       [](const std::vector<std::string>& files) {

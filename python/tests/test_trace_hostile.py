@@ -117,6 +117,18 @@ def test_a_layer_that_rotates_twice_fails_as_rotated_twice(pev_certify_trace):
         pev_certify_trace(CONFIG, trace)
 
 
+def test_a_saved_trace_keeps_the_tracers_findings_for_the_cli(tmp_path, cli):
+    # The tracer's findings travel in the saved file's metadata: `pev certify` of the file names
+    # the layer as pev.certify of the Trace does (docs/certify.md §8.1).
+    trace = hf_trace(hf_model(RotatesTwice, layers={1}))
+    path = trace.save(tmp_path / "trace.safetensors")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG) if isinstance(CONFIG, dict) else open(CONFIG).read())
+    r = cli("certify", "--config", config, "--impl", path, "--out", tmp_path / "cert")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "layer 1: rotated-twice" in r.stdout, r.stdout
+
+
 def test_an_engine_rotary_module_called_twice_fails_as_rotated_twice():
     model = models.build("glm4_moe")
     model.layers[0].self_attn.__class__ = EngineRotatesTwice

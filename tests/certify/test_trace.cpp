@@ -610,5 +610,31 @@ TEST(TraceHostile, PositionsComeOnlyFromTheTraceAndLayersFromTheConfig) {
       << trace_error(genuine_trace(k), opts(), beyond);
 }
 
+// A tracer's record in the trace's metadata (docs/certify.md §8.1): its finding fails the layer,
+// named, whatever the data say — the same verdict for the saved file as for pev.certify of the
+// live trace; its notes reach the certificate; a malformed record is refused by key.
+TEST(TraceHostile, TheTracersRecordInTheMetadataIsApplied) {
+  const kernels k;
+  certify::dump d = genuine_trace(k);
+  d.metadata["pev.findings"] = R"({"1": ["rotated-twice", "layer 1: the rotation ran twice"]})";
+  d.metadata["pev.notes"] = R"(["layer 1: apply_rotary_pos_emb called twice"])";
+  d.metadata["pev.layer_notes"] = R"({"3": ["a note on layer 3"]})";
+  const auto c = certify::certify_trace(model(), d, opts());
+  expect_named(c, {1}, "rotated-twice", "layer 1: the rotation ran twice");
+  EXPECT_NE(std::find(c.notes.begin(), c.notes.end(), "layer 1: apply_rotary_pos_emb called twice"),
+            c.notes.end());
+  EXPECT_EQ(row(c, 3).findings.back(), "a note on layer 3");
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"pev.findings", R"({"x": ["rotated-twice", "t"]})"},
+           {"pev.findings", R"({"1": "rotated-twice"})"},
+           {"pev.notes", R"({"a": 1})"},
+           {"pev.layer_notes", "not json"}}) {
+    certify::dump bad = genuine_trace(k);
+    bad.metadata[key] = value;
+    EXPECT_NE(trace_error(bad).find("trace metadata '" + key + "'"), std::string::npos)
+        << key << " " << value << ": " << trace_error(bad);
+  }
+}
+
 }  // namespace
 }  // namespace pev

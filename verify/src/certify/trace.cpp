@@ -79,6 +79,9 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
   }
   hash_inputs(d.files);
   const std::vector<detail::trace_site> sites = detail::trace_sites(m, d, to.layers);
+  // What a tracer recorded beside the tensors (its findings fail their layers): read before the
+  // work, so that a malformed record is refused first.
+  const detail::tracer_record recorded = detail::read_tracer_record(d);
 
   certificate cert;
   cert.prov = report::this_build();
@@ -115,6 +118,8 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
       }
     });
   });
+
+  detail::apply_tracer_record(recorded, sites, out, cert.notes);
 
   // The certificate: every site's checks under its prefix, its row, the model's grade.
   grade g = grade::correctly_rounded;

@@ -8,6 +8,7 @@
 // clang-format on
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,5 +82,20 @@ struct site_outcome {
 /// `o.diagnose`, names the integration mistake that explains it (docs/certify.md §8.3).
 site_outcome certify_site(const trace_site& s, const spec::model_spec& m, const dump& trace,
                           const options& o);
+
+/// What a tracer recorded beside the tensors (trace_record.cpp, docs/certify.md §8.1): the dump's
+/// metadata `pev.notes` (a JSON list of strings), `pev.findings` ({layer: [name, text]}: a layer
+/// the tracer found wrong whatever its data say) and `pev.layer_notes` ({layer: [text, …]}).
+struct tracer_record {
+  std::vector<std::string> notes;
+  std::map<std::int64_t, std::pair<std::string, std::string>> findings;
+  std::map<std::int64_t, std::vector<std::string>> layer_notes;
+};
+/// The record of `d`'s metadata (empty without it); pev::error naming a malformed key.
+tracer_record read_tracer_record(const dump& d);
+/// Puts the record on the outcomes: each finding fails its layer's row, named (the data's own
+/// name follows), layer notes join the row's findings, notes join `notes`.
+void apply_tracer_record(const tracer_record& r, const std::vector<trace_site>& sites,
+                         std::vector<site_outcome>& out, std::vector<std::string>& notes);
 
 }  // namespace pev::certify::detail
