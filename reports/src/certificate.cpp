@@ -184,18 +184,19 @@ bool plotted(const check& k) {
 
 // ---- The summary `pev certify` prints ----------------------------------------------------------
 
-std::string certificate_text(const results& r) {
+std::string certificate_text(const results& r, std::size_t detailed) {
   const certification& c = cert_of(r, "certificate_text");
+  const site_selection sel = select_sites(r, detailed);
   std::string s;
   s += fmt::format("spec      {}\n", c.spec);
   for (const auto& f : c.inputs) s += fmt::format("input     {} (sha256 {})\n", f.path, f.sha256);
   if (c.inputs_reverified) s += fmt::format("merged    {}\n", merged_text(c));
   s += fmt::format("data      {}; {}\n", c.what, positions_text(c));
-  s += layers_text(c);
+  s += layers_text(c, sel);
   s += fmt::format("{:<18} {:<5} {:>10} {:>9} {:>9} {:>10} {:>8} {:>9}  {}\n", "check", "dtype",
                    "values", "CR %", "faith %", "max abs", "max ulp", "rho " + c.held_to, "grade");
   for (const check& k : r.checks) {
-    if (is_property(k)) continue;
+    if (is_property(k) || !sel.shows(k)) continue;
     const std::string grade = k.best ? to_string(*k.best) : "-";
     const double n = k.values ? static_cast<double>(k.values) : 1;
     s += fmt::format("{:<18} {:<5} {:>10} {:>9.5f} {:>9.5f} {:>10} {:>8} {:>9}  {}\n", k.id,
@@ -203,7 +204,12 @@ std::string certificate_text(const results& r) {
                      100.0 * double(k.faithful) / n, figure(k.max_abs), figure(k.max_ulp_error),
                      held_rho(c, k), grade);
   }
+  if (!sel.all) {
+    s += fmt::format("checks    those of the {} sites shown; the other {} in certificate.json\n",
+                     sel.count, sel.hidden.size());
+  }
   for (const check& k : r.checks) {
+    if (!sel.shows(k)) continue;
     if (!k.note.empty() && !is_property(k)) s += fmt::format("note      {}: {}\n", k.id, k.note);
     if (k.non_finite > 0) {
       s += fmt::format(
@@ -215,7 +221,7 @@ std::string certificate_text(const results& r) {
   // Every recipe on the ladder, per value check: its own max ρ, and whether the check holds on
   // that rung.
   for (const check& k : r.checks) {
-    if (is_property(k) || k.ladder_rho.empty()) continue;
+    if (is_property(k) || k.ladder_rho.empty() || !sel.shows(k)) continue;
     std::string line;
     const auto cells = rung_cells(k);
     for (std::size_t j = 0; j < cells.size(); ++j) {
@@ -310,7 +316,7 @@ std::string certificate_text(const results& r) {
 
 // ---- summary.md ------------------------------------------------------------------------------
 
-std::string detail::certificate_markdown(const results& r) {
+std::string detail::certificate_markdown(const results& r, const site_selection& sel) {
   const certification& c = cert_of(r, "certificate_markdown");
   std::ostringstream os;
   os << "## pev certificate: "
@@ -331,13 +337,17 @@ std::string detail::certificate_markdown(const results& r) {
   }
   os << "\nρ = |data − exact| / B per recipe bound B; ✓: the check holds on that rung of the "
         "grade ladder (each rung implies the ones after it).\n\n";
+  if (!sel.all) {
+    os << "The checks of the " << sel.count << " sites shown below (Layers); the other "
+       << sel.hidden.size() << " are in certificate.json.\n\n";
+  }
   os << "| check | dtype | values | % CR | % faithful | max abs | max ulp |";
   for (const char* name : kRecipes) os << " ρ " << name << " |";
   os << " grade |\n|---|---|---|---|---|---|---|";
   for (std::size_t j = 0; j < std::size(kRecipes); ++j) os << "---|";
   os << "---|\n";
   for (const check& k : r.checks) {
-    if (is_property(k)) continue;
+    if (is_property(k) || !sel.shows(k)) continue;
     const double n = k.values ? static_cast<double>(k.values) : 1;
     os << "| " << md_escape(k.id) << " | " << k.dtype << " | " << k.values << " | "
        << fmt::format("{:.4f}", 100.0 * double(k.correctly_rounded) / n) << " | "
@@ -354,12 +364,14 @@ std::string detail::certificate_markdown(const results& r) {
     os << " " << (k.best ? to_string(*k.best) : "-") << " |\n";
   }
   for (const check& k : r.checks) {
-    if (!k.note.empty() && !is_property(k)) os << "\n- " << md_escape(k.id + ": " + k.note);
+    if (!k.note.empty() && !is_property(k) && sel.shows(k)) {
+      os << "\n- " << md_escape(k.id + ": " + k.note);
+    }
   }
   os << "\n\n**Grade: " << to_string(c.result) << "**";
   if (c.claimed_recipe) os << "; claim " << md_escape(claim_text(c));
   os << ".\n";
-  os << layers_markdown(c);
+  os << layers_markdown(c, sel);
   if (c.why) {
     os << "\n### Diagnosis\n\nmax ρ against the exact value (" << c.held_to
        << " bounds): " << figure(c.why->max_rho_without) << "\n\n";
@@ -415,12 +427,13 @@ std::string detail::certificate_markdown(const results& r) {
 // ---- Plots: error against position, and ρ per pair and octave ---------------------------------
 
 std::map<std::string, std::string> detail::certificate_plot_scripts(const results& r,
-                                                                    const std::string& data_dir) {
+                                                                    const std::string& data_dir,
+                                                                    const site_selection& sel) {
   const certification& c = cert_of(r, "certificate_plot_scripts");
   std::map<std::string, std::string> out;
   const std::string dd = data_dir.empty() ? "" : data_dir + "/";
   for (const check& k : r.checks) {
-    if (!plotted(k)) continue;
+    if (!plotted(k) || !sel.shows(k)) continue;
     const std::string f = "'" + dd + drift_csv_name(k) + "'";
     const std::string col = dtype_colour(k.dtype);
     std::ostringstream series;
@@ -459,7 +472,8 @@ std::map<std::string, std::string> detail::certificate_plot_scripts(const result
 // ---- index.html --------------------------------------------------------------------------------
 
 std::string detail::certificate_html(const results& r,
-                                     const std::map<std::string, std::string>& svgs) {
+                                     const std::map<std::string, std::string>& svgs,
+                                     const site_selection& sel) {
   const certification& c = cert_of(r, "certificate_html");
   const bool ok = c.exit_code() == 0;
   std::ostringstream os;
@@ -487,7 +501,7 @@ std::string detail::certificate_html(const results& r,
   auto row = [&](const std::string& k, const std::string& v) {
     os << "<tr><th>" << xml_escape(k) << "</th><td>" << v << "</td></tr>\n";
   };
-  os << layers_html(c);
+  os << layers_html(c, sel);
   // What was checked.
   os << "<h2 id=\"checked\">What was checked</h2>\n<table>\n";
   row("spec", "<code>" + xml_escape(c.spec) + "</code>");
@@ -513,7 +527,7 @@ std::string detail::certificate_html(const results& r,
   for (const char* name : kRecipes) os << "<th>ρ " << name << "</th>";
   os << "<th>grade</th><th>worst value</th></tr>\n";
   for (const check& k : r.checks) {
-    if (is_property(k)) continue;
+    if (is_property(k) || !sel.shows(k)) continue;
     const double n = k.values ? static_cast<double>(k.values) : 1;
     os << "<tr><td>" << xml_escape(k.id) << "</td><td>" << xml_escape(k.source) << "</td><td>"
        << xml_escape(k.dtype) << "</td><td>" << k.values << "</td><td>"
@@ -538,7 +552,12 @@ std::string detail::certificate_html(const results& r,
        << "</code></td></tr>\n";
   }
   os << "</table>\n";
+  if (!sel.all) {
+    os << "<p>The checks of the " << sel.count << " sites shown in Layers; the other "
+       << sel.hidden.size() << " are in certificate.json and data/checks.csv.</p>\n";
+  }
   for (const check& k : r.checks) {
+    if (!sel.shows(k)) continue;
     if (!k.note.empty() && !is_property(k)) {
       os << "<p>Note, " << xml_escape(k.id) << ": " << xml_escape(k.note) << "</p>\n";
     }
@@ -662,7 +681,10 @@ std::string detail::certificate_html(const results& r,
   // Plots.
   os << "<h2 id=\"plots\">Error against position</h2>\n<p>Per check: max and p99 absolute error "
         "per position octave with the bound the data is held to (dashed), and max ρ per pair "
-        "and octave.</p>\n";
+        "and octave"
+     << (sel.all ? std::string()
+                 : fmt::format(", for the checks of the {} sites shown in Layers", sel.count))
+     << ".</p>\n";
   bool any = false;
   for (const auto& [name, svg] : svgs) {
     any = true;

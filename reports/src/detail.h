@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -175,16 +177,36 @@ inline std::string skipped_note(const skipped_plot& p) {
   return "plot " + p.file + " not drawn: " + p.reason;
 }
 
+/// The sites of a model trace's certificate shown in detail (layers.cpp, write.h
+/// kDetailedSites, docs/certify.md §8.2): all of them up to `detailed`, else the `detailed` worst
+/// and every failing site beyond them up to kMaxDetailedSites, in the config's order.
+struct site_selection {
+  std::vector<bool> shown;       // per row of certification::layers
+  std::size_t count = 0;         // the sites shown
+  bool all = true;               // every site shown (one dump: no sites)
+  std::set<std::string> hidden;  // the ids of the checks of the sites left out
+  std::size_t hidden_sites() const { return shown.size() - count; }
+  /// Whether check `k` is shown: every check but those of the sites left out.
+  bool shows(const check& k) const { return all || hidden.count(k.id) == 0; }
+  /// "9968 more sites (9968 correctly-rounded) and their 19936 checks are in certificate.json":
+  /// what the pages leave out; "" when every site is shown.
+  std::string left_out(const certification& c) const;
+};
+site_selection select_sites(const results& r, std::size_t detailed);
+
 // A certificate's own pages (certificate.cpp); the public writers (write.h) call them for results
 // with a certification block.
-std::string certificate_markdown(const results& r);
+std::string certificate_markdown(const results& r, const site_selection& sel);
 /// A model trace's sites (layers.cpp, docs/certify.md §8.2): lines of the text summary, the
-/// Layers section of summary.md and of the page (with its strip of layers); "" for one dump.
-std::string layers_text(const certification& c);
-std::string layers_markdown(const certification& c);
-std::string layers_html(const certification& c);
-std::string certificate_html(const results& r, const std::map<std::string, std::string>& svgs);
+/// Layers section of summary.md and of the page (with its strip of layers); "" for one dump. Rows
+/// only for the sites `sel` shows.
+std::string layers_text(const certification& c, const site_selection& sel);
+std::string layers_markdown(const certification& c, const site_selection& sel);
+std::string layers_html(const certification& c, const site_selection& sel);
+std::string certificate_html(const results& r, const std::map<std::string, std::string>& svgs,
+                             const site_selection& sel);
 std::map<std::string, std::string> certificate_plot_scripts(const results& r,
-                                                            const std::string& data_dir);
+                                                            const std::string& data_dir,
+                                                            const site_selection& sel);
 
 }  // namespace pev::report::detail

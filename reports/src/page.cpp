@@ -91,8 +91,9 @@ void checks_table(std::ostringstream& os, const std::vector<const check*>& check
 
 }  // namespace
 
-std::string index_html(const results& r, const std::map<std::string, std::string>& svgs) {
-  if (r.certification) return certificate_html(r, svgs);
+std::string index_html(const results& r, const std::map<std::string, std::string>& svgs,
+                       std::size_t detailed) {
+  if (r.certification) return certificate_html(r, svgs, select_sites(r, detailed));
   std::ostringstream os;
   const provenance& p = r.prov;
   const std::size_t fail = failures(r);

@@ -90,8 +90,8 @@ std::vector<std::string> detail::headline(const results& r) {
   return out;
 }
 
-std::string summary_markdown(const results& r) {
-  if (r.certification) return certificate_markdown(r);
+std::string summary_markdown(const results& r, std::size_t detailed) {
+  if (r.certification) return certificate_markdown(r, select_sites(r, detailed));
   std::ostringstream os;
   const std::size_t fail = failures(r);
   os << "## pev report: " << (fail == 0 ? "all " : "") << r.checks.size() << " checks"
@@ -186,8 +186,9 @@ std::string junit_xml(const results& r) {
   return os.str();
 }
 
-std::map<std::string, std::string> csv_files(const results& r) {
+std::map<std::string, std::string> csv_files(const results& r, std::size_t detailed) {
   std::map<std::string, std::string> out;
+  const site_selection sel = select_sites(r, detailed);
   {
     std::ostringstream os;
     os << "id,spec_name,strategy,dtype,pass,values,positions,max_abs,max_rho,max_ulp_error,"
@@ -216,6 +217,7 @@ std::map<std::string, std::string> csv_files(const results& r) {
     out["octaves.csv"] = os.str();
   }
   for (const check& c : r.checks) {
+    if (!sel.shows(c)) continue;  // a trace's sites left out: their figures are in octaves.csv
     // Plot a: per octave, x = the octave's last position.
     std::ostringstream os;
     os << "last_position,max_abs,p99_abs,max_bound\n";
@@ -343,8 +345,9 @@ std::string detail::heatmap_script(const check& c, const std::string& dd) {
   return os.str();
 }
 
-std::map<std::string, std::string> plot_scripts(const results& r, const std::string& data_dir) {
-  if (r.certification) return certificate_plot_scripts(r, data_dir);
+std::map<std::string, std::string> plot_scripts(const results& r, const std::string& data_dir,
+                                                std::size_t detailed) {
+  if (r.certification) return certificate_plot_scripts(r, data_dir, select_sites(r, detailed));
   std::map<std::string, std::string> out;
   const std::string dd = data_dir.empty() ? "" : data_dir + "/";
   // (a) drift per spec × strategy: one colour per dtype; max solid, p99 dotted, bound dashed.
@@ -567,13 +570,15 @@ std::vector<skipped_plot> write_report_files(const results& r, const std::filesy
   std::filesystem::create_directories(dir / "data", ec);
   if (!ec) std::filesystem::create_directories(dir / "plots", ec);
   if (ec) throw error(dir.string() + ": cannot create the report directory: " + ec.message());
-  for (const auto& [name, text] : csv_files(r)) io::write_file_atomic(dir / "data" / name, text);
+  for (const auto& [name, text] : csv_files(r, o.detailed)) {
+    io::write_file_atomic(dir / "data" / name, text);
+  }
   // The plots first: one gnuplot cannot draw is skipped, and the JSON and the page say so
   // (results::plots_skipped) — a plot never decides a verdict nor loses one.
   std::map<std::string, std::string> svgs;
   std::vector<skipped_plot> skipped;
   if (!o.gnuplot.empty()) {
-    const auto scripts = plot_scripts(r, "data");
+    const auto scripts = plot_scripts(r, "data", o.detailed);
     // The scripts are kept next to their plots, so a reader can re-render one: `gnuplot
     // plots/x.gp` from the report directory (to stdout), or all: `gnuplot plots/render.gp`. One
     // gnuplot process renders them all (its start-up dominates a small plot), each script from a
@@ -622,9 +627,9 @@ std::vector<skipped_plot> write_report_files(const results& r, const std::filesy
   }
   // A certificate's JSON is certificate.json (the same writer, with its certification block).
   io::write_file_atomic(dir / (r.certification ? "certificate.json" : "report.json"), to_json(*w));
-  io::write_file_atomic(dir / "summary.md", summary_markdown(*w));
+  io::write_file_atomic(dir / "summary.md", summary_markdown(*w, o.detailed));
   io::write_file_atomic(dir / "junit.xml", junit_xml(*w));
-  io::write_file_atomic(dir / "index.html", index_html(*w, svgs));
+  io::write_file_atomic(dir / "index.html", index_html(*w, svgs, o.detailed));
   return skipped;
 }
 

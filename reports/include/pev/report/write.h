@@ -15,6 +15,7 @@
 // clang-format on
 // Every file is written atomically (temporary file, then rename).
 
+#include <cstddef>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -24,25 +25,37 @@
 
 namespace pev::report {
 
+/// A model trace's certificate with more sites than this shows only its worst sites in detail
+/// (docs/certify.md §8.2): their rows in the Layers tables, their checks' rows, notes, CSVs and
+/// plots — the `detailed` worst, and every failing site beyond them up to kMaxDetailedSites in
+/// all. Every site's row and checks stay in certificate.json (and data/checks.csv, octaves.csv,
+/// junit.xml); the pages say how many sites they leave out.
+inline constexpr std::size_t kDetailedSites = 32;
+inline constexpr std::size_t kMaxDetailedSites = 256;
+
 /// summary.md: a report's table of checks, or a certificate's summary.
-std::string summary_markdown(const results& r);
+std::string summary_markdown(const results& r, std::size_t detailed = kDetailedSites);
 /// The human-readable summary `pev certify` prints (pev::error unless r is a certificate).
-std::string certificate_text(const results& r);
+std::string certificate_text(const results& r, std::size_t detailed = kDetailedSites);
 std::string junit_xml(const results& r);
 
 /// CSV files by name (relative to data/): octaves.csv (every check × octave), checks.csv,
-/// heatmap_<check>.csv, invariance.csv, wavelengths.csv, ulp_histogram.csv.
-std::map<std::string, std::string> csv_files(const results& r);
+/// heatmap_<check>.csv, invariance.csv, wavelengths.csv, ulp_histogram.csv (a trace's drift and
+/// heatmap CSVs for the sites shown in detail only).
+std::map<std::string, std::string> csv_files(const results& r,
+                                             std::size_t detailed = kDetailedSites);
 
 /// gnuplot scripts by SVG name (relative to plots/), reading the CSVs from `data_dir` (a report's
 /// overview.svg carries its data inline). A certificate's: error_<check>.svg and
-/// heatmap_<check>.svg per value check.
-std::map<std::string, std::string> plot_scripts(const results& r, const std::string& data_dir);
+/// heatmap_<check>.svg per value check (of a trace: of the sites shown in detail).
+std::map<std::string, std::string> plot_scripts(const results& r, const std::string& data_dir,
+                                                std::size_t detailed = kDetailedSites);
 
 /// index.html with the given SVG documents (name → text) inline: a report's page (the answer
 /// first: the error up to each context length and the overview plot; then the headline, the plots
 /// by spec, the checks per spec, the provenance and the specs), or a certificate's.
-std::string index_html(const results& r, const std::map<std::string, std::string>& svgs);
+std::string index_html(const results& r, const std::map<std::string, std::string>& svgs,
+                       std::size_t detailed = kDetailedSites);
 
 /// The form a spec name or check id takes in file names (data/*.csv, plots/*.svg): letters,
 /// digits and '-' kept, '/' as "--", anything else '_'. Two names with the same form would share
@@ -51,6 +64,8 @@ std::string file_stem(const std::string& name);
 
 struct write_options {
   std::string gnuplot = "gnuplot";  // executable; empty: no plots (index.html says so)
+  /// The sites of a trace's certificate shown in detail (kDetailedSites).
+  std::size_t detailed = kDetailedSites;
 };
 
 /// Writes the whole report as `dir`, as one unit (io::write_directory_atomic: a run killed at any
