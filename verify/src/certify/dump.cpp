@@ -80,9 +80,11 @@ std::string detail::sha256_text(std::string_view bytes) {
 
 namespace {
 
-// Reading options of a dump: bf16 npy arrays are '<u2' encodings (numpy has no bfloat16), and
-// complex tables (Meta's freqs_cis: complex64 cos + i·sin) are read as (real, imag) pairs.
-constexpr io::npy_options kNpy{/*u2_is_bf16=*/true, /*complex_as_pairs=*/true};
+// Reading options of a dump: bf16 npy arrays are '<u2' encodings (numpy has no bfloat16), complex
+// tables (Meta's freqs_cis: complex64 cos + i·sin) are read as (real, imag) pairs, and large
+// arrays are mapped at any alignment (numpy.savez's members; certify decodes from bytes).
+constexpr io::npy_options kNpy{/*u2_is_bf16=*/true, /*complex_as_pairs=*/true,
+                               /*unaligned_views=*/true};
 constexpr io::safetensors_options kSafetensors{/*complex_as_pairs=*/true};
 
 // A dump file must be a regular file: a pipe or a device would give the hash of other bytes (or

@@ -1,7 +1,8 @@
 // certify_trace (trace.h, docs/certify.md §8): one read of the trace, one sub-dump per site (views
 // of the trace's tensors under the site's prefix, with the trace's position_ids), each certified
 // by certify_dump against the site's own encoding; identity sites (NoPE) compared bit for bit;
-// the sites that fail diagnosed as the integration mistakes of docs/certify.md §8.3.
+// the sites that fail diagnosed as the integration mistakes of docs/certify.md §8.3. Sites are
+// certified in groups of bounded bytes and let go when done (docs/performance.md §4).
 
 #include "pev/certify/trace.h"
 
@@ -17,6 +18,7 @@
 
 #include "detail.h"
 #include "pev/core/error.h"
+#include "pev/io/file.h"
 #include "trace_sites.h"
 
 namespace pev::certify {
@@ -35,6 +37,69 @@ std::string site_list(const std::vector<const report::layer_result*>& ls) {
     if (l->index >= 0 && !l->site.empty()) s += "." + l->site;
   }
   return (ls.size() == 1 && ls[0]->index >= 0 ? "layer " : ls[0]->index >= 0 ? "layers " : "") + s;
+}
+
+// The bytes of a site's tensors.
+std::size_t site_bytes(const detail::trace_site& s) {
+  std::size_t n = 0;
+  for (const auto& [role, a] : s.data.tensors) n += a.data.size();
+  return n;
+}
+
+// Sites certified at once hold their tensors' pages and the copies certify_dump makes of them (q/k
+// in another order than (batch, token, head): the site's bytes again), so a trace is certified in
+// groups of consecutive sites of at most a quarter of its bytes (or its largest site), one group
+// after another, each group's sites in parallel (docs/performance.md §4: peak memory).
+std::vector<std::pair<std::size_t, std::size_t>> site_groups(
+    const std::vector<detail::trace_site>& sites) {
+  std::vector<std::size_t> bytes(sites.size());
+  std::size_t total = 0, largest = 0;
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    bytes[i] = site_bytes(sites[i]);
+    total += bytes[i];
+    largest = std::max(largest, bytes[i]);
+  }
+  const std::size_t budget = std::max(largest, total / 4);
+  std::vector<std::pair<std::size_t, std::size_t>> groups;
+  for (std::size_t i = 0, held = 0; i < sites.size(); ++i) {
+    if (groups.empty() || held + bytes[i] > budget) {
+      groups.push_back({i, i});
+      held = 0;
+    }
+    held += bytes[i];
+    groups.back().second = i + 1;
+  }
+  return groups;
+}
+
+// The trace's sites, each tensor then held by its site alone (the dump keeps the others:
+// position_ids, attention_mask); more than `max_sites` refused.
+std::vector<detail::trace_site> take_sites(const spec::model_spec& m, dump& d,
+                                           const trace_options& to) {
+  std::vector<detail::trace_site> sites = detail::trace_sites(m, d, to.layers);
+  if (sites.size() > to.max_sites) {
+    throw error(fmt::format(
+        "the trace holds {} sites; pev certifies at most {} in one run (docs/certify.md §8.2): "
+        "certify its layers in parts, a trace of each part given with --layers",
+        sites.size(), to.max_sites));
+  }
+  for (const detail::trace_site& s : sites) {
+    for (const auto& [role, a] : s.data.tensors) {
+      (void)a;
+      d.tensors.erase(s.layer.prefix() + "." + role);
+    }
+  }
+  return sites;
+}
+
+// A site certified: its tensors let go, their mapped pages handed back (other holders of the
+// trace, the caller's dump, read them from the file again if they ever do).
+void let_go(detail::trace_site& s) {
+  for (const auto& [role, a] : s.data.tensors) {
+    (void)role;
+    io::release_pages(a.data);
+  }
+  s.data.tensors.clear();
 }
 
 }  // namespace
@@ -77,11 +142,11 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
     (void)name;
     a.data = std::move(a.data).shared();
   }
-  hash_inputs(d.files);
-  const std::vector<detail::trace_site> sites = detail::trace_sites(m, d, to.layers);
+  std::vector<detail::trace_site> sites = take_sites(m, d, to);
   // What a tracer recorded beside the tensors (its findings fail their layers): read before the
   // work, so that a malformed record is refused first.
   const detail::tracer_record recorded = detail::read_tracer_record(d);
+  hash_inputs(d.files);
 
   certificate cert;
   cert.prov = report::this_build();
@@ -105,18 +170,21 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
   std::size_t done = 0;
   tbb::task_arena arena(detail::arena_threads(o));
   arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, sites.size(), [&](std::size_t i) {
-      try {
-        out[i] = detail::certify_site(sites[i], m, d, o);
-        if (to.on_site) {
-          const std::lock_guard<std::mutex> lock(progress);
-          to.on_site(++done, sites.size());
+    for (const auto& [first, last] : site_groups(sites)) {
+      tbb::parallel_for(first, last, [&](std::size_t i) {
+        try {
+          out[i] = detail::certify_site(sites[i], m, d, o);
+          let_go(sites[i]);
+          if (to.on_site) {
+            const std::lock_guard<std::mutex> lock(progress);
+            to.on_site(++done, sites.size());
+          }
+        } catch (const error& e) {
+          // The site's tensors are named by their roles there: say which site.
+          throw error(fmt::format("trace site {}: {}", sites[i].layer.prefix(), e.what()));
         }
-      } catch (const error& e) {
-        // The site's tensors are named by their roles there: say which site.
-        throw error(fmt::format("trace site {}: {}", sites[i].layer.prefix(), e.what()));
-      }
-    });
+      });
+    }
   });
 
   detail::apply_tracer_record(recorded, sites, out, cert.notes);

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -13,6 +14,7 @@
 
 #include "detail.h"
 #include "pev/core/text.h"
+#include "pev/io/file.h"
 
 namespace pev::io::detail {
 
@@ -146,3 +148,26 @@ std::optional<byte_buffer> map_file_region(int fd, const std::filesystem::path& 
 }
 
 }  // namespace pev::io::detail
+
+namespace pev::io {
+
+void release_pages(const byte_buffer& bytes) {
+  if (!bytes.is_view() || bytes.empty()) return;
+  const auto begin = reinterpret_cast<std::uintptr_t>(bytes.data());
+  const std::uintptr_t end = begin + bytes.size();
+  // Only a live mapping of ours (a slot holds it while `bytes` keeps it alive): MADV_DONTNEED on a
+  // read-only private file mapping drops the pages, which a later access reads from the file
+  // again; on anonymous memory it would zero the bytes, so nothing else is ever advised.
+  for (const detail::slot& s : detail::slots) {
+    const std::uintptr_t b = s.begin.load(std::memory_order_acquire);
+    const std::uintptr_t e = s.end.load(std::memory_order_acquire);
+    if (b == 0 || begin < b || end > e) continue;
+    const std::size_t page = detail::page_size();
+    const std::uintptr_t from = begin / page * page,
+                         to = std::min(e, (end + page - 1) / page * page);
+    ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+    return;
+  }
+}
+
+}  // namespace pev::io

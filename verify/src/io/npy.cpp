@@ -529,7 +529,8 @@ array read(const detail::byte_source& src, std::string_view source, const npy_op
   a.shape = std::move(h.shape);
   if (h.type.complex) a.shape.push_back(2);  // (real, imag), as torch.view_as_real
   a.complex = h.type.complex;
-  a.data = src.buffer(data_start, static_cast<std::size_t>(*needed), size_of(a.type));
+  a.data = src.buffer(data_start, static_cast<std::size_t>(*needed),
+                      o.unaligned_views ? 1 : size_of(a.type));
   return a;
 }
 

@@ -245,12 +245,17 @@ std::vector<npz_member> read(const detail::byte_source& src, std::string_view so
     }
     const std::string key = m.name.substr(0, m.name.size() - 4);
     if (!keys.insert(key).second) fail("{}: array '{}' is given twice", w, key);
-    // Declared sizes are bounded before anything is allocated or read.
-    if (m.size > max_stream_bytes || max_stream_bytes - m.size < total) {
-      fail("{} declares {} bytes; an archive holds at most {} bytes of arrays", what, m.size,
-           max_stream_bytes);
+    // Declared sizes are bounded before anything is allocated or read: a stored member's bytes
+    // are the archive's own (its sizes must agree, and its data lie within the file, below), so
+    // only what deflated members inflate to is held to max_stream_bytes (a trace of several GiB
+    // is read from numpy.savez, not numpy.savez_compressed; docs/performance.md §4).
+    if (m.method == 8 && (m.size > max_stream_bytes || max_stream_bytes - m.size < total)) {
+      fail(
+          "{} declares {} bytes; the deflated members of an archive inflate to at most {} bytes "
+          "(save a larger one with numpy.savez, not savez_compressed)",
+          what, m.size, max_stream_bytes);
     }
-    total += m.size;
+    if (m.method == 8) total += m.size;
     // Deflate expands at most 1032:1 (a 258-byte match per 2 bits, plus block headers): a member
     // declaring more than that of its compressed bytes is refused before its buffer is allocated,
     // so that a few bytes cannot claim a gigabyte.
@@ -315,6 +320,9 @@ std::vector<npz_member> read(const detail::byte_source& src, std::string_view so
       const std::string head =
           in->read_string(0, static_cast<std::size_t>(m.compressed - a.data.size()));
       check_crc(as_bytes(head), a.data.span());
+      // The CRC read every page of a mapped member: handed back, they are read again when used
+      // (a trace's site at a time), not all held from here on (docs/performance.md §4).
+      release_pages(a.data);
       out.push_back({key, std::move(a)});
     } else {
       // Deflated: inflated (from the mapped file when large) once, into a block the member's

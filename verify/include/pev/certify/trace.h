@@ -27,6 +27,12 @@ bool is_trace(const dump& d);
 /// The indices of the decoder layers a trace records (layers.{i}.…), ascending.
 std::vector<std::int64_t> traced_layers(const dump& d);
 
+/// The most sites one certification of a trace holds (docs/certify.md §8.2): a trace of more is
+/// refused before any work, naming its count; certify its layers in parts (--layers). Each site
+/// costs about 70 KB of memory and 1.2 ms (10^4 one-layer sites: 0.7 GB, 12 s on one thread,
+/// docs/performance.md §4), most of it the certificate's rows and checks.
+inline constexpr std::size_t kMaxTraceSites = 16384;
+
 struct trace_options {
   /// The layers the trace was made of (`--layers`); empty: every layer of the config, each of
   /// which the trace must hold (pev::error naming the first missing otherwise).
@@ -34,12 +40,16 @@ struct trace_options {
   /// Called as each site is certified (from the worker that certified it, one call at a time):
   /// the sites done and their total, for progress on long traces. None: nothing.
   std::function<void(std::size_t done, std::size_t total)> on_site;
+  /// The most sites certified in one run (kMaxTraceSites).
+  std::size_t max_sites = kMaxTraceSites;
 };
 
 /// Certifies the trace `d` against the model `m` with the options `o` for every site (its
 /// recipe, layouts, threads; positions come from the trace's position_ids). pev::error for input
 /// that cannot be certified as given (a layer missing, a tensor that no layer of the config has,
-/// sharding, which a trace does not support), naming it.
+/// sharding, which a trace does not support, more sites than `to.max_sites`), naming it. `d` is
+/// taken by value: each site's tensors are let go (their mapped pages handed back) as soon as the
+/// site is certified, so a caller that moves its dump in holds only the sites being certified.
 certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
                           const trace_options& to = {});
 

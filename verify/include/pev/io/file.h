@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "pev/io/byte_buffer.h"
+
 namespace pev::io {
 
 /// Writes `bytes` to `file` atomically: a temporary file in the same directory, flushed, then
@@ -51,6 +53,13 @@ inline constexpr std::uint64_t max_stream_bytes = std::uint64_t{1} << 30;
 /// (docs/performance.md §4). A mapped file that shrinks while pev reads it ends pev with exit
 /// status 2 and a message naming it (docs/design.md §6.1).
 inline constexpr std::size_t map_min_bytes = std::size_t{1} << 20;
+
+/// Hands the pages of `bytes` back to the page cache when it is a view of a file mapping of a
+/// reader (map_min_bytes): the process's resident memory drops by them, and the bytes stay readable
+/// (a later read maps them again from the file). Nothing for other buffers. For a caller done
+/// with a large tensor that other views still share (docs/performance.md §4, a model trace's
+/// sites).
+void release_pages(const byte_buffer& bytes);
 
 /// The time limit for reading a non-regular input: PEV_INPUT_TIMEOUT seconds (in (0, 86400]),
 /// 60 s by default. Throws pev::error for a malformed PEV_INPUT_TIMEOUT.

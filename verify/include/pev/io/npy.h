@@ -21,6 +21,11 @@ struct npy_options {
   /// '<c8' (complex64) and '<c16' (complex128) are read as '<f4' / '<f8' with a last axis of 2
   /// holding (real, imag) (array::complex set); otherwise refused.
   bool complex_as_pairs = false;
+  /// A large array (map_min_bytes) whose data are not aligned for its dtype in the file (numpy's
+  /// stored npz members) is a view of the mapped file all the same, for a reader that decodes
+  /// elements from bytes at any alignment (certify's: docs/performance.md §4); otherwise it is
+  /// copied into memory of its own.
+  bool unaligned_views = false;
 };
 
 /// Writes `a` as `numpy.save` would (format 1.0, or 2.0 when the header needs it), atomically.

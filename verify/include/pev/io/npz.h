@@ -4,7 +4,8 @@
 // deflated (zlib); zip64 sizes and offsets are read. Reading is strict and bounded: every member
 // must be an .npy file (read by the npy reader, with its rules), the central directory must agree
 // with each member's local header, sizes and CRC-32 are checked, and every declared size is
-// checked against max_stream_bytes before anything is allocated. Encrypted members, split
+// checked before anything is allocated (a stored member against the archive, what deflated
+// members inflate to against max_stream_bytes). Encrypted members, split
 // archives and other compression methods are refused, naming the member.
 
 #include <filesystem>
