@@ -320,7 +320,10 @@ void certificate_check_fields(const check& c, json& j) {
                           {"octave_rho", by_rung(r.octave_rho)},
                           {"trig_at_least", num(r.trig_at_least)},
                           {"trig_at_least_ulp", num(r.trig_at_least_ulp)},
-                          {"trig_slope_at_least", num(r.trig_slope_at_least)}};
+                          {"trig_slope_at_least", num(r.trig_slope_at_least)},
+                          {"exact_at_least", num(r.exact_at_least)},
+                          {"exact_at_least_ulp", num(r.exact_at_least_ulp)},
+                          {"exact_slope_at_least", num(r.exact_slope_at_least)}};
   }
   if (c.state) j["figures_state"] = state_json(*c.state);
 }
@@ -444,6 +447,9 @@ void certificate_check_from(const nlohmann::json& c, check& k, const std::string
     r.trig_at_least = to_num(rr.at("trig_at_least"));
     r.trig_at_least_ulp = to_num(rr.at("trig_at_least_ulp"));
     r.trig_slope_at_least = to_num(rr.at("trig_slope_at_least"));
+    r.exact_at_least = to_num(rr.at("exact_at_least"));
+    r.exact_at_least_ulp = to_num(rr.at("exact_at_least_ulp"));
+    r.exact_slope_at_least = to_num(rr.at("exact_slope_at_least"));
     k.replayed = r;
   }
   if (c.contains("figures_state")) k.state = state_from(c.at("figures_state"));

@@ -161,13 +161,10 @@ void grade_and_claim(certificate& cert) {
   // an fp32 table's angles, or the least error a replayed table's values imply.
   z.claim_unchecked.clear();
   const report::library_figures& lib = z.library;
-  double least_ulp = 0;
-  bool replayed = false;
-  for (const check& c : cert.checks) {
-    if (!c.replayed) continue;
-    replayed = true;
-    least_ulp = std::max(least_ulp, c.replayed->trig_at_least_ulp);
-  }
+  const bool replayed = std::any_of(cert.checks.begin(), cert.checks.end(),
+                                    [](const check& c) { return c.replayed.has_value(); });
+  // Around the angles the values follow (docs/numerics.md §13.7).
+  const double least_ulp = least_trig_ulp(cert.checks);
   if (lib.max_trig_ulp) {
     if (lib.trig_ulp) {
       if (*lib.trig_ulp > *lib.max_trig_ulp) z.claim_holds = false;

@@ -529,12 +529,29 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
   }
 }
 
-bool follows_exact_angles(const replay_acc& cos, const replay_acc& sin) {
-  return std::max(cos.exact_least_ulp, sin.exact_least_ulp) <
-         std::max(cos.trig_least_ulp, sin.trig_least_ulp);
+bool follows_exact_angles(const std::vector<check>& checks) {
+  double exact = 0, hf = 0;
+  bool any = false;
+  for (const check& c : checks) {
+    if (!c.replayed || c.replayed->rho.count("hf") == 0) continue;
+    any = true;
+    exact = std::max(exact, c.replayed->exact_at_least_ulp);
+    hf = std::max(hf, c.replayed->trig_at_least_ulp);
+  }
+  return any && exact < hf;
 }
 
-void record_replay(check& c, const replay_acc& a, const replay_plan& p, bool exact_angles) {
+double least_trig_ulp(const std::vector<check>& checks) {
+  const bool exact = follows_exact_angles(checks);
+  double ulp = 0;
+  for (const check& c : checks) {
+    if (!c.replayed) continue;
+    ulp = std::max(ulp, exact ? c.replayed->exact_at_least_ulp : c.replayed->trig_at_least_ulp);
+  }
+  return ulp;
+}
+
+void record_replay(check& c, const replay_acc& a, const replay_plan& p) {
   check::recipe_replay r;
   if (p.hf_on) {
     r.rho["hf"] = a.rho[kHf];
@@ -560,29 +577,34 @@ void record_replay(check& c, const replay_acc& a, const replay_plan& p, bool exa
     r.octave_bound[name].assign(a.oct_bound[g].begin(), a.oct_bound[g].begin() + end);
     r.octave_rho[name].assign(a.oct_rho[g].begin(), a.oct_rho[g].begin() + end);
   }
-  r.trig_at_least = exact_angles ? a.exact_least : a.trig_least;
-  r.trig_at_least_ulp = exact_angles ? a.exact_least_ulp : a.trig_least_ulp;
-  r.trig_slope_at_least = exact_angles ? a.exact_slope_least : a.slope_least;
+  r.trig_at_least = a.trig_least;
+  r.trig_at_least_ulp = a.trig_least_ulp;
+  r.trig_slope_at_least = a.slope_least;
+  r.exact_at_least = a.exact_least;
+  r.exact_at_least_ulp = a.exact_least_ulp;
+  r.exact_slope_at_least = a.exact_slope_least;
   c.replayed = r;
 }
 
-void library_from_replay(report::library_figures& lib, const std::vector<check>& checks,
-                         bool exact_angles) {
+void library_from_replay(report::library_figures& lib, const std::vector<check>& checks) {
   if (lib.trig_ulp) return;
+  const bool exact_angles = follows_exact_angles(checks);
   double ulp = 0, abs = 0, slope = -kInf;
   bool any = false;
   for (const check& c : checks) {
     if (!c.replayed || c.replayed->rho.count("hf") == 0) continue;
     any = true;
-    ulp = std::max(ulp, c.replayed->trig_at_least_ulp);
-    abs = std::max(abs, c.replayed->trig_at_least);
-    slope = std::max(slope, c.replayed->trig_slope_at_least);
+    const check::recipe_replay& r = *c.replayed;
+    ulp = std::max(ulp, exact_angles ? r.exact_at_least_ulp : r.trig_at_least_ulp);
+    abs = std::max(abs, exact_angles ? r.exact_at_least : r.trig_at_least);
+    slope = std::max(slope, exact_angles ? r.exact_slope_at_least : r.trig_slope_at_least);
   }
   if (!any) return;
   lib.trig_ulp_at_least = ulp;
   lib.trig_abs_at_least = abs;
   lib.trig_slope_at_least = slope;
-  if (exact_angles) lib.angles = "exact";
+  // Decided here over every replayed row (a merge comes here again with the shards' maxima).
+  lib.angles = exact_angles ? "exact" : "";
   const std::string around =
       exact_angles ? " (measured around the exact angles p·θ_i, which the values follow)" : "";
   if (ulp <= metric::kAnyConforming.sin_cos) {
@@ -634,6 +656,9 @@ void merge_replay(check::recipe_replay& into, const check::recipe_replay& later)
   into.trig_at_least = std::max(into.trig_at_least, later.trig_at_least);
   into.trig_at_least_ulp = std::max(into.trig_at_least_ulp, later.trig_at_least_ulp);
   into.trig_slope_at_least = std::max(into.trig_slope_at_least, later.trig_slope_at_least);
+  into.exact_at_least = std::max(into.exact_at_least, later.exact_at_least);
+  into.exact_at_least_ulp = std::max(into.exact_at_least_ulp, later.exact_at_least_ulp);
+  into.exact_slope_at_least = std::max(into.exact_slope_at_least, later.exact_slope_at_least);
 }
 
 void decide_ladder(check& c, const std::string& held) {

@@ -84,23 +84,25 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
                  std::span<const double> exact_sin, std::int64_t pairs, replay_acc& cos,
                  replay_acc& sin);
 
-/// Whether the table's values (its cos and sin replays) imply a smaller trig error around the exact
-/// angles p·θ_i than around the hf recipe's (a correctly rounded or faithful table): the angles
-/// its library is measured against (docs/numerics.md §13.7).
-bool follows_exact_angles(const replay_acc& cos, const replay_acc& sin);
+/// Whether the replayed checks' values (a table's cos and sin) imply a smaller trig error around
+/// the exact angles p·θ_i than around the hf recipe's (a correctly rounded or faithful table): the
+/// angles its library is measured against (docs/numerics.md §13.7). Decided from the checks'
+/// records, so a merge of shards decides as the unsharded run does.
+bool follows_exact_angles(const std::vector<check>& checks);
 
-/// Records a check's replay (check::replayed, its octaves mapped onto c.octaves), its least trig
-/// error around the exact angles where `exact_angles`, else around hf's; settle() then grades it
-/// on the deciding ladder.
-void record_replay(check& c, const replay_acc& a, const replay_plan& p, bool exact_angles = false);
+/// The least trig error in ulps the replayed checks imply around the angles they follow.
+double least_trig_ulp(const std::vector<check>& checks);
+
+/// Records a check's replay (check::replayed, its octaves mapped onto c.octaves), with its least
+/// trig error around both sets of angles; settle() then grades it on the deciding ladder.
+void record_replay(check& c, const replay_acc& a, const replay_plan& p);
 
 /// The library a replayed table shows where the fit did not measure it (a 16-bit table, or angles
 /// the fit did not take for the hf recipe's — fast-math's): the least trig error the values of
-/// `checks`' replays imply around the angles they follow (the hf angles; the exact ones where
-/// `exact_angles`, then `angles` "exact"), and the class that names it. Unchanged where the fit
+/// `checks`' replays imply around the angles they follow (follows_exact_angles: the exact ones,
+/// then `angles` "exact", else hf's), and the class that names it. Unchanged where the fit
 /// measured the library (trig_ulp) or nothing was replayed.
-void library_from_replay(report::library_figures& lib, const std::vector<check>& checks,
-                         bool exact_angles = false);
+void library_from_replay(report::library_figures& lib, const std::vector<check>& checks);
 
 /// Merges the replay of a later shard's rows into `into` (maxima; a rung either cannot follow is
 /// left out, its counts added).

@@ -444,13 +444,12 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   if (plan.on) {
     // The rungs the replay decides; the library's least error around the angles the values
     // follow (docs/numerics.md §13.7).
-    const bool exact = follows_exact_angles(rcos, rsin);
     for (int which = 0; which < 2; ++which) {
       check& c = k.cert.checks[k.cert.checks.size() - 2 + static_cast<std::size_t>(which)];
-      record_replay(c, which == 0 ? rcos : rsin, plan, exact);
+      record_replay(c, which == 0 ? rcos : rsin, plan);
       settle(c, k.o);
     }
-    library_from_replay(k.c().library, k.cert.checks, exact);
+    library_from_replay(k.c().library, k.cert.checks);
   }
 }
 

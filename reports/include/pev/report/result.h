@@ -208,9 +208,13 @@ struct check {
     /// position 0): the largest bound the rung's replay implies on |got − exact| (max(H − y,
     /// y − L) of its interval) and the largest ρ against it; up to the last key with values.
     std::map<std::string, std::vector<double>> octave_bound, octave_rho;
-    /// 16-bit tables: the least trig error every value implies (absolute, and over |θ̂| beyond the
-    /// fast-math constant): what the output's rounding leaves resolvable of the library's error.
+    /// 16-bit tables: the least trig error every value implies around the hf recipe's angles
+    /// (absolute, and over |θ̂| beyond the fast-math constant): what the output's rounding leaves
+    /// resolvable of the library's error.
     double trig_at_least = 0, trig_at_least_ulp = 0, trig_slope_at_least = 0;
+    /// The same around the exact angles p·θ_i. Both are kept, each merged over shards, so that
+    /// which angles the values follow is decided over every row (docs/numerics.md §13.7).
+    double exact_at_least = 0, exact_at_least_ulp = 0, exact_slope_at_least = 0;
   };
   std::optional<recipe_replay> replayed;
 };
