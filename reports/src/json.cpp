@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "json_field.h"
 #include "pev/core/error.h"
 #include "pev/core/hex.h"
 #include "pev/core/json_check.h"
@@ -23,29 +24,8 @@ namespace pev::report {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-/// A field of a certificate of the wrong type, named by its key (from_json says which file).
-struct bad_field : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-/// j[key] as T: absent or of another type is bad_field naming the key, never the JSON library's
-/// own text.
-template <class T, class J>
-T field(const J& j, const char* key) {
-  if (!j.is_object() || !j.contains(key)) {
-    throw bad_field(fmt::format("field '{}' is missing", key));
-  }
-  const auto& v = j.at(key);
-  try {
-    return v.template get<T>();
-  } catch (const nlohmann::json::exception& e) {
-    std::string got = v.dump();
-    if (got.size() > 40) got = got.substr(0, 40) + "…";
-    throw bad_field(
-        fmt::format("field '{}' is {}: {}", key, escaped(got), json_error_text(e.what())));
-  }
-}
+using detail::bad_field;
+using detail::field;
 
 json num(double v) {
   if (std::isnan(v)) return "nan";
