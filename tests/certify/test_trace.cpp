@@ -466,6 +466,13 @@ std::string trace_error(const certify::dump& d, const certify::options& o = opts
   return "(no error)";
 }
 
+// Layer i's q/k taken out of a trace (to be replaced).
+void drop_qk(certify::dump& d, std::int64_t i) {
+  for (const char* role : {"q_in", "q_out", "k_in", "k_out"}) {
+    d.tensors.erase("layers." + std::to_string(i) + "." + role);
+  }
+}
+
 certify::dump genuine_trace(const kernels& k) {
   certify::dump d = trace(k);
   const auto pos = batch_positions();
@@ -511,9 +518,7 @@ TEST(TraceHostile, ATableRecordedForANoPELayerIsRopeOnNopeLayer) {
   const kernels k;
   const auto pos = batch_positions();
   certify::dump d = genuine_trace(k);
-  for (const char* role : {"q_in", "q_out", "k_in", "k_out"}) {
-    d.tensors.erase(std::string("layers.2.") + role);
-  }
+  drop_qk(d, 2);
   // The table [B, T, D/2] the full layers use, as the engine computed it at layer 2.
   std::vector<float> cos(pos.size() * kD / 2), sin(cos.size());
   k.full->rope_table(pos, std::nullopt, cos, sin);
@@ -590,10 +595,7 @@ TEST(TraceHostile, PositionsComeOnlyFromTheTraceAndLayersFromTheConfig) {
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t t = 0; t < T; ++t) row0[static_cast<std::size_t>(b * T + t)] = t;
   }
-  d.tensors.erase("layers.0.q_in");
-  d.tensors.erase("layers.0.q_out");
-  d.tensors.erase("layers.0.k_in");
-  d.tensors.erase("layers.0.k_out");
+  drop_qk(d, 0);
   add_layer(d, 0, k.full.get(), row0);
   certify::options given = opts();
   given.positions = row0;

@@ -15,6 +15,7 @@
 #include "pev/metric/ulp.h"
 #include "pev/scalar/bfloat16.h"
 #include "pev/scalar/half.h"
+#include "recover.h"
 
 namespace pev::certify::detail {
 
@@ -52,11 +53,12 @@ void read_token(const qk_source& q, std::size_t t, std::int64_t p,
       const std::size_t base = (t * H + h) * D;
       const double x0 = element_value<T>(*q.in, base + a), x1 = element_value<T>(*q.in, base + c);
       const double y0 = element_value<T>(*q.out, base + a), y1 = element_value<T>(*q.out, base + c);
-      const double n = x0 * x0 + x1 * x1;
-      if (!(n > 0) || !std::isfinite(n) || !std::isfinite(y0) || !std::isfinite(y1)) continue;
+      if (!std::isfinite(y0) || !std::isfinite(y1)) continue;
       // The cos/sin the rotation applied, read back, and how far the fp32 rotation's roundings
       // can have moved them (docs/numerics.md §13.8).
-      const double cr = (x0 * y0 + x1 * y1) / n, sr = (x0 * y1 - x1 * y0) / n;
+      const auto applied = applied_rotation(x0, x1, y0, y1);
+      if (!applied) continue;
+      const double cr = applied->cos, sr = applied->sin, n = applied->norm2;
       if (!std::isfinite(cr) || !std::isfinite(sr)) continue;
       const double delta = 0x1p-21 * std::hypot(cr, sr) + 0x1p-146 / std::sqrt(n);
       ++r.read;

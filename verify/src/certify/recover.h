@@ -5,6 +5,7 @@
 // recipe, fl(fl(p)·f̂_i) for one fp32 frequency f̂_i per pair — the error of its math library
 // measured against those angles (trig) and against its own exponent (pow). docs/numerics.md §13.
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,6 +55,19 @@ struct table_fit {
 std::vector<std::string> parameter_findings(const spec::rope& s, std::optional<std::int64_t> seq,
                                             const std::vector<double>& theta, double m,
                                             const table_fit& fit);
+
+/// The cos/sin a rotation applied to one pair, read back: x = (x0, x1) rotated into y = (y0, y1)
+/// gives cos = (x·y)/|x|², sin = (x × y)/|x|², with |x|² (norm2); nothing where |x|² is not a
+/// positive finite number (docs/numerics.md §13.8). One owner for fit_rotation and the vLLM
+/// rungs' read-back (qk_cache.cpp).
+struct applied_pair {
+  double cos, sin, norm2;
+};
+inline std::optional<applied_pair> applied_rotation(double x0, double x1, double y0, double y1) {
+  const double n = x0 * x0 + x1 * x1;
+  if (!(n > 0) || !std::isfinite(n)) return std::nullopt;
+  return applied_pair{(x0 * y0 + x1 * y1) / n, (x0 * y1 - x1 * y0) / n, n};
+}
 
 /// The fit of a rotation (rotated q/k without a table): each token's pair i of the first head
 /// read as the table it applied, cos = (x·y)/|x|², sin = (x × y)/|x|² — the same m̂·(cos θ̂,
