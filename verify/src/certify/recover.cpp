@@ -387,13 +387,13 @@ std::optional<table_fit> fit_rotation(const spec::rope& s, std::optional<std::in
         const double x1 = element_value<V>(*q.in, row + static_cast<std::size_t>(b));
         const double y0 = element_value<V>(*q.out, row + static_cast<std::size_t>(a));
         const double y1 = element_value<V>(*q.out, row + static_cast<std::size_t>(b));
-        const auto r = applied_rotation(x0, x1, y0, y1);
-        if (!r) continue;
+        const auto applied = applied_rotation(x0, x1, y0, y1);
+        if (!applied) continue;
         const auto e = static_cast<std::size_t>(t * P + i);
-        c[e] = r->cos;
-        sn[e] = r->sin;
+        c[e] = applied->cos;
+        sn[e] = applied->sin;
         // Pairs too small to resolve their angle in 16 bits say nothing of the magnitude.
-        if (r->norm2 < 1e-2) continue;
+        if (applied->norm2 < 1e-2) continue;
         const double r = std::hypot(c[e], sn[e]);
         lo = std::min(lo, r);
         hi = std::max(hi, r);
