@@ -11,6 +11,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <span>
+#include <utility>
 
 #include "pev/metric/error_model.h"
 #include "pev/metric/ulp.h"
@@ -313,9 +315,12 @@ void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
       tried);
 }
 
-/// ggml's ratio: of the 17 fp32 values nearest the plan's own, the one whose recurrence fits the
-/// rows best — ranked on the kRankRows rows of the largest positions (where a ratio's error has
-/// grown most), then the plan's own and the best ranked over every row, the better kept.
+/// ggml's ratio and angle mix: of the 17 fp32 ratios nearest the plan's own, and of the roundings
+/// a build may give YaRN's angle mix (kernel::ggml_mix: one for every value, the build's), the pair
+/// whose recurrence fits the rows best. Per mix: the plan's own ratio over every row, and where it
+/// does not hold the best ranked on the kRankRows rows of the largest positions (where a ratio's
+/// error has grown most), the better over every row kept. The separate mix first; a fused one only
+/// where it holds and the separate one does not (docs/numerics.md §8.7, §13.7).
 template <class T>
 void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::int64_t>& pos,
                   std::size_t rows) {
@@ -329,6 +334,7 @@ void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::
     cand.push_back(dn);
     cand.push_back(up);
   }
+  const std::span<const kernel::ggml_mix> mixes(kernel::kGgmlMixes, g.mixes() ? 3 : 1);
   const std::vector<std::size_t> order = largest_first(pos, rows);
   constexpr format out = format_of<T>();
   const auto pairs = static_cast<std::size_t>(g.rotating());
@@ -338,13 +344,18 @@ void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::
     columns_pairs =
         std::max(columns_pairs, static_cast<std::size_t>(std::max<std::int64_t>(i, 0)) + 1);
   }
-  const auto evaluate = [&](kernel::ggml_angle_plan& plan, float ts, std::size_t rows) {
-    plan.set_theta_scale(ts);
+  struct choice {
+    std::size_t ratio = 0;
+    kernel::ggml_mix mix = kernel::ggml_mix::separate;
+  };
+  const auto evaluate = [&](choice c, std::size_t rows) {
+    g.set_theta_scale(cand[c.ratio]);
+    g.set_mix(c.mix);
     std::vector<float> angles(columns_pairs);
     double worst = 0;
     for (std::size_t q = 0; q < std::min(rows, order.size()); ++q) {
       const std::size_t r = order[q];
-      ggml_row(plan, pos[r], angles);
+      ggml_row(g, pos[r], angles);
       for (std::int64_t j = 0; j < t.width; ++j) {
         const std::int64_t i = t.pair[static_cast<std::size_t>(j)];
         if (i < 0) continue;
@@ -358,27 +369,43 @@ void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::
     }
     return worst;
   };
-  // The plan's own ratio over every row; where it does not hold, the best ranked on the top rows.
-  std::size_t at = 0;
-  const double own_score = evaluate(g, cand[0], order.size());
-  if (own_score > 1) {
+  // With one mix: the plan's own ratio over every row; where it does not hold, the best ranked on
+  // the top rows, kept where it fits every row better.
+  const auto fit_with = [&](kernel::ggml_mix m) {
+    std::pair<choice, double> best{{0, m}, evaluate({0, m}, order.size())};
+    if (best.second <= 1) return best;
     std::size_t ranked = 0;
-    double rank_best = std::numeric_limits<double>::infinity();
+    double rank_best = kInf;
     for (std::size_t c = 0; c < cand.size(); ++c) {
-      const double s = evaluate(g, cand[c], kRankRows);
+      const double s = evaluate({c, m}, kRankRows);
       if (s < rank_best) {
         rank_best = s;
         ranked = c;
       }
     }
-    if (ranked != 0 && evaluate(g, cand[ranked], order.size()) < own_score) at = ranked;
+    if (ranked != 0) {
+      const double s = evaluate({ranked, m}, order.size());
+      if (s < best.second) best = {{ranked, m}, s};
+    }
+    return best;
+  };
+  // Separate first (every build without FMA); a fused mix where it holds and separate does not.
+  std::pair<choice, double> best = fit_with(kernel::ggml_mix::separate);
+  for (std::size_t k = 1; k < mixes.size() && best.second > 1; ++k) {
+    const std::pair<choice, double> fused = fit_with(mixes[k]);
+    if (fused.second <= 1) best = fused;
   }
-  g.set_theta_scale(cand[at]);
-  p.ratio = at == 0 ? "ggml: the recurrence with its own ratio powf(b, -2/d)"
-                    : fmt::format(
-                          "ggml: the recurrence with the ratio {:a} ({} fp32 steps from "
-                          "powf(b, -2/d)), which fits the rows best",
-                          double(cand[at]), (at + 1) / 2);
+  const choice at = best.first;
+  g.set_theta_scale(cand[at.ratio]);
+  g.set_mix(at.mix);
+  p.ratio = at.ratio == 0 ? "ggml: the recurrence with its own ratio powf(b, -2/d)"
+                          : fmt::format(
+                                "ggml: the recurrence with the ratio {:a} ({} fp32 steps from "
+                                "powf(b, -2/d)), which fits the rows best",
+                                double(cand[at.ratio]), (at.ratio + 1) / 2);
+  // A fused mix is named; the separate one (every build without FMA) is left unsaid, as before.
+  if (at.mix != kernel::ggml_mix::separate)
+    p.ratio += fmt::format("; {}", kernel::describe(at.mix));
 }
 
 }  // namespace

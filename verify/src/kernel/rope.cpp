@@ -415,6 +415,21 @@ ggml_angle_plan::ggml_angle_plan(ggml_angle_plan&&) noexcept = default;
 float ggml_angle_plan::theta_scale() const { return p_->theta_scale; }
 void ggml_angle_plan::set_theta_scale(float ts) { p_->theta_scale = ts; }
 float ggml_angle_plan::mscale() const { return p_->mscale; }
+bool ggml_angle_plan::mixes() const { return p_->ext_factor != 0.0f; }
+ggml_mix ggml_angle_plan::mix() const { return p_->mix; }
+void ggml_angle_plan::set_mix(ggml_mix m) { p_->mix = m; }
+
+const char* describe(ggml_mix m) {
+  switch (m) {
+    case ggml_mix::separate:
+      return "the angle mix rounded product by product (no FMA)";
+    case ggml_mix::fused_interp:
+      return "the angle mix fused by FMA contraction, fma(interp, 1 - mix, extrap*mix)";
+    case ggml_mix::fused_extrap:
+      return "the angle mix fused by FMA contraction, fma(extrap, mix, interp*(1 - mix))";
+  }
+  return "";
+}
 std::int64_t ggml_angle_plan::rotating() const { return p_->rotating; }
 void ggml_angle_plan::angles(std::int64_t p, std::span<float> out) const {
   detail::ggml_angles(*p_, static_cast<std::int64_t>(out.size()), p,

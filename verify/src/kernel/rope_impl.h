@@ -28,8 +28,9 @@ struct ggml_rope_params {
   float ext_factor = 0;
   float corr_low = 0, corr_high = 0;
   float mscale = 1;  // attn_factor·(1 + 0.1·ln(1/freq_scale)) when ext_factor ≠ 0
-  std::vector<float> freq_factors;  // empty: none
-  std::int64_t rotating = 0;        // pairs that rotate (proportional: the rest is NoPE)
+  std::vector<float> freq_factors;    // empty: none
+  std::int64_t rotating = 0;          // pairs that rotate (proportional: the rest is NoPE)
+  ggml_mix mix = ggml_mix::separate;  // how the YaRN angle mix rounds (ggml_angle_plan)
 };
 
 }  // namespace detail
@@ -47,8 +48,8 @@ struct rope_kernel::impl {
 namespace detail {
 
 /// ggml_rope_cache_init's angles for one position: the recurrence θ_i = θ_{i−1}·theta_scale from
-/// float(p), per-pair factors, freq_scale and the YaRN angle mix in fp32 (no FMA). Calls
-/// f(i, angle) for every rotating pair.
+/// float(p), per-pair factors, freq_scale and the YaRN angle mix in fp32, its product-sum rounded
+/// as g.mix says (docs/numerics.md §8.7). Calls f(i, angle) for every rotating pair.
 template <class F>
 inline void ggml_angles(const ggml_rope_params& g, std::int64_t pairs, std::int64_t p, F&& f) {
   float theta = static_cast<float>(p);
@@ -64,7 +65,19 @@ inline void ggml_angles(const ggml_rope_params& g, std::int64_t pairs, std::int6
       float y = (static_cast<float>(i) - g.corr_low) / width;
       y = std::min(1.0f, std::max(0.0f, y));
       const float mix = (1.0f - y) * g.ext_factor;
-      angle = interp * (1.0f - mix) + extrap * mix;
+      // interp·(1 − mix) + extrap·mix: pev builds with -ffp-contract=off, so the separate form
+      // rounds both products; the fused forms are a build's FMA contraction of one of them.
+      switch (g.mix) {
+        case ggml_mix::separate:
+          angle = interp * (1.0f - mix) + extrap * mix;
+          break;
+        case ggml_mix::fused_interp:
+          angle = std::fma(interp, 1.0f - mix, extrap * mix);
+          break;
+        case ggml_mix::fused_extrap:
+          angle = std::fma(extrap, mix, interp * (1.0f - mix));
+          break;
+      }
     }
     f(i, angle);
     theta = theta * g.theta_scale;

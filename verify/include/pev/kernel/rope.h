@@ -46,6 +46,21 @@ struct correction_range {
 };
 correction_range hf_yarn_correction_range(const spec::rope& s);
 
+/// How a ggml build rounds YaRN's angle mix θ = interp·(1 − mix) + extrap·mix (ggml-cpu's
+/// rope_yarn): each product rounded, then the sum (-ffp-contract=off), or one product fused into
+/// the sum by the compiler's FMA contraction (the default on FMA targets: GCC's and Clang's x86
+/// builds with GGML_NATIVE fuse interp·(1 − mix)). One build rounds every value the same way
+/// (docs/numerics.md §8.7).
+enum class ggml_mix {
+  separate,      // fl(fl(interp·(1 − mix)) + fl(extrap·mix))
+  fused_interp,  // fma(interp, 1 − mix, fl(extrap·mix))
+  fused_extrap,  // fma(extrap, mix, fl(interp·(1 − mix)))
+};
+inline constexpr ggml_mix kGgmlMixes[] = {ggml_mix::separate, ggml_mix::fused_interp,
+                                          ggml_mix::fused_extrap};
+/// How the certificate names a mix ("the angle mix fused (FMA): ...").
+const char* describe(ggml_mix m);
+
 /// The ggml recipe's fp32 angles (llama.cpp's ggml_rope_cache_init: the θ recurrence from
 /// float(p), per-pair factors, freq_scale, the YaRN mix) and its magnitude factor, for a spec; the
 /// recurrence's ratio theta_scale = powf(base, −2/n_dims) can be replaced, to replay the angles of
@@ -58,6 +73,11 @@ class ggml_angle_plan {
   float theta_scale() const;
   void set_theta_scale(float ts);
   float mscale() const;
+  /// Whether the YaRN angle mix takes part (ext_factor ≠ 0): only then does mix() matter.
+  bool mixes() const;
+  ggml_mix mix() const;
+  /// The rounding of the angle mix the angles follow (default separate: no FMA).
+  void set_mix(ggml_mix m);
   /// Pairs that rotate (the NoPE tail of proportional has angle 0).
   std::int64_t rotating() const;
   /// The angle of every rotating pair at position p: out has rotating() entries.
