@@ -18,6 +18,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -247,15 +248,32 @@ struct context {
   std::vector<report::mismatch> mismatches;
   /// Adds reference statistics to the provenance.
   void count(const ref::fast_stats& s);
+  /// Where set, a family that can keeps its diagnosis here instead of running it (RoPE:
+  /// certify_rope), to run later on what it compared (diagnose_later; docs/certify.md §8.3).
+  std::function<void(context&)>* later = nullptr;
 };
 
-void certify_rope(const spec::rope& s, context& k);
-/// A partial-rotary spec (rotary_dim < head_dim) whose dump holds a table that reads only as
-/// the whole head's (whole_head.cpp).
-bool whole_head_table(const dump& d, const spec::rope& s, const options& o);
-/// Certifies such a table as the whole head's rotation: not certified for `s` (a rotary width
-/// check fails), the mistake partial-rotary-full explaining it when it is that rotation.
-void certify_whole_head(const spec::rope& s, context& k);
+/// Runs a diagnosis kept by context::later on the certificate `cert` it was kept for (certified
+/// by certify_frame with dump `d` under `e`), then settles it again (finish): the certificate the
+/// run would have given with the diagnosis in place (docs/certify.md §8.3).
+void diagnose_later(const std::function<void(context&)>& later, const spec::encoding& e,
+                    const dump& d, const options& o, certificate& cert);
+
+struct table_source;  // layout.h
+/// `table`: the dump's table for `s`, already read (find_rope_table), else read here.
+void certify_rope(const spec::rope& s, context& k, const table_source* table = nullptr);
+/// The tables of a partial-rotary spec's dump, each read once (whole_head.cpp): `own` under the
+/// spec, `whole` under the whole head's (rotary_dim = head_dim) where a table of that width is
+/// there; `whole_head` where the table reads only as the whole head's.
+struct head_tables {
+  bool whole_head = false;
+  std::shared_ptr<const table_source> own, whole;
+};
+head_tables read_head_tables(const dump& d, const spec::rope& s, const options& o);
+/// Certifies a whole head's table (`whole`, read by read_head_tables) as the whole head's
+/// rotation: not certified for `s` (a rotary width check fails), the mistake partial-rotary-full
+/// explaining it when it is that rotation.
+void certify_whole_head(const spec::rope& s, context& k, const table_source& whole);
 void certify_sinusoidal(const spec::sinusoidal& s, context& k);
 void certify_learned(const spec::learned& s, context& k);
 void certify_alibi(const spec::alibi& s, context& k);

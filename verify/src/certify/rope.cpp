@@ -407,12 +407,16 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
                      w.rsin);
     }
   };
+  std::size_t compared = 0;  // rows, for options::progress
   in_groups<chunk_work>(arena, chunks, group, prepare, compare_chunk, [&](chunk_work& w) {
     cos.merge(*w.cos);
     sin.merge(*w.sin);
     rcos.merge(w.rcos);
     rsin.merge(w.rsin);
     append_mismatches(k, w.mismatches, opts.max_mismatches);
+    if (k.o.progress) {  // docs/certify.md §9.1
+      k.o.progress("table rows", compared += w.positions.size() / S, end_row - first_row);
+    }
   });
   refs.count(k);
   // The worst values' exact values from MPFR, so that the certificate's worst case does not
@@ -614,9 +618,11 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
       }
     }
   };
+  std::size_t compared = 0;  // tokens, for options::progress
   in_groups<chunk_work>(arena, chunks, group, prepare, compare_chunk, [&](chunk_work& w) {
     f.merge(*w.f);
     append_mismatches(k, w.mismatches, opts.max_mismatches);
+    if (k.o.progress) k.o.progress(name + " tokens", compared += w.n, end_token - first_token);
   });
   refs.count(k);
   check c = make_check(name, q.source, dtype_of<T>(), f, k.o);
@@ -634,66 +640,91 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   k.cert.checks.push_back(std::move(c));
 }
 
-}  // namespace
+/// What certify_rope read and compared, kept for its diagnosis — which runs after the comparison,
+/// or later on the same data (context::later, docs/certify.md §8.3).
+struct rope_run {
+  explicit rope_run(const spec::rope& spec) : s(spec) {}
+  spec::rope s;
+  std::optional<table_source> t;
+  std::vector<qk_source> qk;
+  std::vector<std::int64_t> pos, qk_pos;  // MRoPE: [streams, rows] each
+  std::optional<std::int64_t> seq;
+  std::optional<compare::rope_reference> ref;
+  std::optional<compare::rope_bounds> bounds;
+  bool hf_pipeline = true;  // false: the ggml form, without a transformers pipeline
+  const impl::rope_contract* hf = nullptr;
+  const impl::rope_contract* ggml = nullptr;
+  table_fit fit;
+  std::vector<float> replayed;  // the frequencies the table's replay follows
+};
 
-void certify_rope(const spec::rope& s, context& k) {
+/// The table (`table` when already read) and rotated q/k of the dump, their positions (MRoPE:
+/// [streams, rows], docs/encodings.md §4.6), and what the certificate says was read.
+void read_rope_inputs(rope_run& r, context& k, const table_source* table) {
   const dump& d = k.d;
-  // A table of the whole head's width for a partial-rotary config: a finding (whole_head.cpp).
-  if (whole_head_table(d, s, k.o)) return certify_whole_head(s, k);
+  const spec::rope& s = r.s;
   const bool with_table = table_present(d, s, k.o);
   // Every q/k pair has one row per token (after their layout is read: layout.h).
-  const qk_set qks = find_qk(d, s, k.o, with_table);
-  const std::vector<qk_source>& qk = qks.qk;
-  std::optional<table_source> t;
-  if (with_table || qk.empty()) t = find_rope_table(d, s, k.o.layout);
-  std::vector<std::int64_t> pos;
-  std::vector<std::int64_t> qk_pos = qks.pos;
-  std::vector<std::string> what;
-  // MRoPE: every position list is [streams, rows] (docs/encodings.md §4.6).
-  const std::int64_t S = s.streams();
-  if (t) {
-    pos = S > 1 ? stream_row_positions(d, k.o, t->rows, S)
-                : row_positions(d, k.o, t->rows, {"positions", "position_ids"}, t->batch);
-    if (pos.empty()) throw error("the table has no rows");
-    fold_identical_batches(*t, pos);
-    what.push_back(
-        fmt::format("rope table ({} layout, {}: {})", to_string(t->layout),
-                    t->detected ? "detected from " + t->reading.decided_by : "forced by --layout",
-                    t->reading.read_as));
-    k.c().layouts.push_back(t->reading);
+  qk_set qks = find_qk(d, s, k.o, with_table);
+  r.qk = std::move(qks.qk);
+  if (with_table || r.qk.empty()) {
+    r.t = table ? *table : find_rope_table(d, s, k.o.layout);
   }
-  if (!qk.empty()) {
+  r.qk_pos = std::move(qks.pos);
+  std::vector<std::string> what;
+  const std::int64_t S = s.streams();
+  if (r.t) {
+    table_source& t = *r.t;
+    r.pos = S > 1 ? stream_row_positions(d, k.o, t.rows, S)
+                  : row_positions(d, k.o, t.rows, {"positions", "position_ids"}, t.batch);
+    if (r.pos.empty()) throw error("the table has no rows");
+    fold_identical_batches(t, r.pos);
+    what.push_back(
+        fmt::format("rope table ({} layout, {}: {})", to_string(t.layout),
+                    t.detected ? "detected from " + t.reading.decided_by : "forced by --layout",
+                    t.reading.read_as));
+    k.c().layouts.push_back(t.reading);
+  }
+  if (!r.qk.empty()) {
     what.push_back(qks.what);
     k.c().layouts.push_back(qks.reading);
     // MRoPE: the q/k rows' positions per stream (find_qk read them as text tokens to settle the
     // layout): qk_positions, else (without a table) positions, else 0 … T − 1.
     if (S > 1) {
-      const std::int64_t T = qk.front().tokens;
-      qk_pos =
-          t ? stream_row_positions(d, {}, T, S, {"qk_positions"})
-            : stream_row_positions(d, k.o, T, S, {"qk_positions", "positions", "position_ids"});
+      const std::int64_t T = r.qk.front().tokens;
+      r.qk_pos =
+          r.t ? stream_row_positions(d, {}, T, S, {"qk_positions"})
+              : stream_row_positions(d, k.o, T, S, {"qk_positions", "positions", "position_ids"});
     }
   }
-  const std::vector<std::int64_t>& main_pos = t ? pos : qk_pos;
+  const std::vector<std::int64_t>& main_pos = r.t ? r.pos : r.qk_pos;
   if (main_pos.empty()) throw error("the dump has no rows to certify");
   k.c().what = fmt::format("{}", fmt::join(what, " and "));
   if (S > 1) k.c().what += fmt::format(", MRoPE positions [{}, T]", S);
   record_positions(k.c(), main_pos);
-  std::optional<std::int64_t> seq;
-  if (s.stateful()) seq = k.o.seq_len.value_or(std::max(k.c().max_position, max_of(qk_pos)) + 1);
+  if (s.stateful()) {
+    r.seq = k.o.seq_len.value_or(std::max(k.c().max_position, max_of(r.qk_pos)) + 1);
+  }
+}
 
-  compare::rope_reference ref(s, seq, k.path());
+/// Every check of the inputs read: inv_freq and the attention factor (shard 0), the table, each
+/// rotated q/k; then whether a 16-bit table is fast-math trig's.
+void compare_rope(rope_run& r, context& k) {
+  const dump& d = k.d;
+  const spec::rope& s = r.s;
+  compare::rope_reference& ref = r.ref.emplace(s, r.seq, k.path());
   // The ggml form (ggml_rope_ext's own parameters) has no transformers pipeline: no hf or vllm
   // bounds, and its mistakes are replayed on ggml's pipeline.
-  const bool hf_pipeline = s.type != spec::rope_type::ggml;
-  compare::rope_bounds bounds(s, seq, ref.attention_factor(), rope_recipes(k.o, hf_pipeline));
-  const impl::rope_contract* hf = hf_pipeline ? bounds.contract(*bounds.find("hf")) : nullptr;
-  const impl::rope_contract* ggml_contract = bounds.contract(*bounds.find("ggml"));
+  r.hf_pipeline = s.type != spec::rope_type::ggml;
+  compare::rope_bounds& bounds =
+      r.bounds.emplace(s, r.seq, ref.attention_factor(), rope_recipes(k.o, r.hf_pipeline));
+  r.hf = r.hf_pipeline ? bounds.contract(*bounds.find("hf")) : nullptr;
+  r.ggml = bounds.contract(*bounds.find("ggml"));
   // Checks without rows run in shard 0 (docs/design.md §9.3).
   const io::array* f = whole_checks(k.o) ? d.find("inv_freq") : nullptr;
   if (f) {
     visit_tensor(*f, "tensor 'inv_freq'", [&](auto tag) {
-      inv_freq_check<typename decltype(tag)::type>(k, ref, hf, ggml_contract, *f);
+      inv_freq_check<typename decltype(tag)::type>(k, ref, r.hf, r.ggml, *f);
     });
   }
   std::string an;
@@ -702,17 +733,16 @@ void certify_rope(const spec::rope& s, context& k) {
                            : nullptr;
   if (a) {
     visit_tensor(*a, fmt::format("tensor '{}'", an), [&](auto tag) {
-      attention_factor_check<typename decltype(tag)::type>(k, ref, hf, ggml_contract, *a, an);
+      attention_factor_check<typename decltype(tag)::type>(k, ref, r.hf, r.ggml, *a, an);
     });
   }
-  table_fit fit;
-  std::vector<float> replayed;  // the frequencies the table's replay follows
-  if (t) {
-    visit_tensor(*t->cos.a, t->source, [&](auto tag) {
-      table_checks<typename decltype(tag)::type>(k, ref, bounds, *t, pos, seq, fit, replayed);
+  if (r.t) {
+    visit_tensor(*r.t->cos.a, r.t->source, [&](auto tag) {
+      table_checks<typename decltype(tag)::type>(k, ref, bounds, *r.t, r.pos, r.seq, r.fit,
+                                                 r.replayed);
     });
   }
-  for (const qk_source& q : qk) {
+  for (const qk_source& q : r.qk) {
     visit_tensor(*q.in, "tensor '" + q.name + "_in'", [&](auto tag) {
       using T = typename decltype(tag)::type;
       // fp32 q/k hold the vLLM rungs only where their rotations applied a 16-bit cache
@@ -720,74 +750,117 @@ void certify_rope(const spec::rope& s, context& k) {
       std::string note;
       std::optional<compare::rope_bounds> own;
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        if (hf_pipeline) {
-          const cache_reading r =
-              read_cache<T>(ref, contract_libm(k.o), seq, q, qk_pos, arena_threads(k.o));
-          note = cache_note(r);
+        if (r.hf_pipeline) {
+          const cache_reading c =
+              read_cache<T>(ref, contract_libm(k.o), r.seq, q, r.qk_pos, arena_threads(k.o));
+          note = cache_note(c);
           if (!note.empty())
-            own.emplace(s, seq, ref.attention_factor(), rope_recipes(k.o, true, &r));
+            own.emplace(s, r.seq, ref.attention_factor(), rope_recipes(k.o, true, &c));
         }
       }
-      rotation_checks<T>(k, ref, own ? *own : bounds, q, qk_pos);
+      rotation_checks<T>(k, ref, own ? *own : bounds, q, r.qk_pos);
       if (!note.empty()) k.cert.checks.back().note = note;
     });
   }
   k.count(ref.stats());
-  if (t && t->batch == 1) {
-    visit_tensor(*t->cos.a, t->source, [&](auto tag) {
+  if (r.t && r.t->batch == 1) {
+    visit_tensor(*r.t->cos.a, r.t->source, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (!std::is_same_v<T, double>) fast_math_outside<T>(k, *t, pos, seq, replayed);
+      if constexpr (!std::is_same_v<T, double>) {
+        fast_math_outside<T>(k, *r.t, r.pos, r.seq, r.replayed);
+      }
     });
   }
-  grade_and_claim(k.cert);
-  if (!k.o.diagnose || k.cert.exit_code() != 1) return;  // certified: nothing to explain
-  if (only_unchecked(*k.cert.certification)) return;     // every value holds: nothing either
-  // A failing shard diagnoses the whole dump (docs/design.md §9.3): the fit of every row first.
-  if (t && !whole_checks(k.o)) {
-    visit_tensor(*t->cos.a, t->source, [&](auto tag) {
-      table_library<typename decltype(tag)::type>(k, ref, *t, pos, seq, fit);
-    });
-  }
-  // Mistakes are replayed on the pipeline of the recipe under test and judged with that
-  // recipe's bounds: the claimed one; without a claim, the one whose angles the table follows
-  // (recover.h), else both.
+}
+
+/// The pipelines the mistakes are replayed on, judged with their recipe's bounds: the claimed
+/// recipe's; without a claim, the one whose angles the table follows (recover.h), else both.
+std::vector<replay_base> replay_bases(const rope_run& r, const context& k) {
   std::vector<replay_base> bases;
-  std::string pipeline = k.o.recipe.value_or(fit.angles);
+  std::string pipeline = k.o.recipe.value_or(r.fit.angles);
   if (pipeline == "exact" || pipeline == "vllm") pipeline = "hf";
-  if (!hf_pipeline) pipeline = "ggml";
+  if (!r.hf_pipeline) pipeline = "ggml";
   if (pipeline != "ggml") {
-    bases.push_back({kernel::strategy::hf, hf, true});
+    bases.push_back({kernel::strategy::hf, r.hf, true});
     // The frequencies the table's replay follows, where they are not pev's own (a GPU's powf may
     // round an inv_freq differently, and the angles at 10^6 then differ by more than any bound):
     // a second hf base, each mistake keeping the better of the two.
-    const kernel::rope_kernel own(s, kernel::strategy::hf, seq);
+    const kernel::rope_kernel own(r.s, kernel::strategy::hf, r.seq);
     const std::span<const float> f = own.inv_freq();
-    if (!replayed.empty() && !std::equal(f.begin(), f.end(), replayed.begin(), replayed.end())) {
-      bases.push_back({kernel::strategy::hf, hf, true, replayed});
+    if (!r.replayed.empty() &&
+        !std::equal(f.begin(), f.end(), r.replayed.begin(), r.replayed.end())) {
+      bases.push_back({kernel::strategy::hf, r.hf, true, r.replayed});
     }
   }
-  if (pipeline != "hf") bases.push_back({kernel::strategy::ggml, ggml_contract, false});
+  if (pipeline != "hf") bases.push_back({kernel::strategy::ggml, r.ggml, false});
+  return bases;
+}
+
+/// The diagnosis of a certificate that is not certified (docs/certify.md §3): the mistakes
+/// replayed (diagnosis.h), the parameters the data imply.
+void diagnose_run(rope_run& r, context& k) {
+  if (!k.o.diagnose || k.cert.exit_code() != 1) return;  // certified: nothing to explain
+  if (only_unchecked(*k.cert.certification)) return;     // every value holds: nothing either
+  const spec::rope& s = r.s;
+  // A failing shard diagnoses the whole dump (docs/design.md §9.3): the fit of every row first.
+  if (r.t && !whole_checks(k.o)) {
+    visit_tensor(*r.t->cos.a, r.t->source, [&](auto tag) {
+      table_library<typename decltype(tag)::type>(k, *r.ref, *r.t, r.pos, r.seq, r.fit);
+    });
+  }
+  std::vector<replay_base> bases = replay_bases(r, k);
   // Without a table, the frequencies and attention factor of the rotation of the first q/k
   // (recover.h: fit_rotation), 1-D only.
   std::optional<table_fit> qk_fit;
-  if (!t && S == 1) qk_fit = fit_rotation(s, seq, qk.front(), qk_pos, kFitRows);
-  const table_fit* fitted = t ? &fit : qk_fit ? &*qk_fit : nullptr;
+  if (!r.t && s.streams() == 1) qk_fit = fit_rotation(s, r.seq, r.qk.front(), r.qk_pos, kFitRows);
+  const table_fit* fitted = r.t ? &r.fit : qk_fit ? &*qk_fit : nullptr;
   // The base the frequencies imply, for the mistakes that replay it (rope-theta-wrong).
   if (fitted) {
     const std::optional<double> theta = implied_base(s, *fitted);
     for (replay_base& b : bases) b.rope_theta = theta;
   }
   evidence_map ev;
-  diagnose_rope(k, s, seq, bases, t ? &*t : nullptr, pos, qk, qk_pos, ev);
+  diagnose_rope(k, s, r.seq, bases, r.t ? &*r.t : nullptr, r.pos, r.qk, r.qk_pos, ev);
   add_explanations(ev, k.cert);
   std::vector<std::string>& found = k.c().why->findings;
   if (fitted) {
-    found =
-        parameter_findings(s, seq, ref.fast().inv_freq<double>(), ref.attention_factor(), *fitted);
+    found = parameter_findings(s, r.seq, r.ref->fast().inv_freq<double>(),
+                               r.ref->attention_factor(), *fitted);
   }
-  for (std::string& line : mistake_parameters(k, s, seq, ev, fitted != nullptr)) {
+  for (std::string& line : mistake_parameters(k, s, r.seq, ev, fitted != nullptr)) {
     if (std::find(found.begin(), found.end(), line) == found.end()) found.push_back(line);
   }
+}
+
+}  // namespace
+
+void certify_rope(const spec::rope& s, context& k, const table_source* table) {
+  // A partial-rotary spec's tables, each read once: one of the whole head's width is a finding
+  // (whole_head.cpp).
+  head_tables h;
+  if (!table) {
+    h = read_head_tables(k.d, s, k.o);
+    if (h.whole_head) return certify_whole_head(s, k, *h.whole);
+    table = h.own.get();
+  }
+  const auto r = std::make_shared<rope_run>(s);
+  read_rope_inputs(*r, k, table);
+  compare_rope(*r, k);
+  grade_and_claim(k.cert);
+  if (k.later) {
+    // Kept for later (a trace site tries its integration mistakes first, docs/certify.md §8.3).
+    *k.later = [r](context& kl) { diagnose_run(*r, kl); };
+    return;
+  }
+  diagnose_run(*r, k);
+}
+
+void diagnose_later(const std::function<void(context&)>& later, const spec::encoding& e,
+                    const dump& d, const options& o, certificate& cert) {
+  report::certification& z = *cert.certification;
+  context k{e, d, o, cert, z.why ? z.why->first : std::vector<report::mismatch>{}};
+  later(k);
+  finish(cert);
 }
 
 }  // namespace pev::certify::detail

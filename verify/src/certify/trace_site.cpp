@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "detail.h"
 #include "pev/core/error.h"
@@ -148,12 +149,44 @@ std::vector<const spec::layer_spec*> other_ropes(const spec::model_spec& m,
   return out;
 }
 
-// Certifies `sub` against every other RoPE of the model; the first that certifies it.
-const spec::layer_spec* other_rope_fits(const spec::model_spec& m, const spec::layer_spec& l,
-                                        const dump& sub, const options& o) {
-  for (const spec::layer_spec* x : other_ropes(m, l.encoding)) {
+// The q/k layout a site's own certification read (layout.h), empty without one.
+std::string qk_layout_read(const certificate& c) {
+  for (const report::layout_reading& r : c.certification->layouts) {
+    if (r.role == "q/k") return r.layout;
+  }
+  return {};
+}
+
+// Whether a candidate of the integration diagnosis — encoding `e` at `positions` (null: the
+// trace's) — certifies the site (docs/certify.md §8.3): first on a sample of its tokens
+// (sample_dump, in the layout `qk_layout` its own certification read), where it fails without a
+// whole certification — a value beyond every bound on the sample is beyond it on the whole; then,
+// where it holds there or no sample is cut, on the whole site. An error of the sample's reading
+// leaves the answer to the whole site's.
+bool candidate_certifies(const spec::encoding& e, const site_data& s, const dump& trace,
+                         const std::vector<std::int64_t>* positions, const std::string& qk_layout,
+                         const options& o) {
+  if (!qk_layout.empty()) {
+    const std::vector<std::size_t> columns =
+        sample_columns(trace_batch_positions(trace), positions);
+    if (const auto sample = sample_dump(s, trace, positions, columns, qk_layout)) {
+      try {
+        if (!certified(certify_dump(e, *sample, quiet(o)))) return false;
+      } catch (const error&) {
+        // The sample's reading is not the site's: the whole site decides.
+      }
+    }
+  }
+  return certified(certify_dump(e, site_dump(s, trace, positions), quiet(o)));
+}
+
+// The first other RoPE of the model that certifies the site (candidate_certifies).
+const spec::layer_spec* other_rope_fits(const spec::model_spec& m, const trace_site& ts,
+                                        const dump& trace, const std::string& qk_layout,
+                                        const options& o) {
+  for (const spec::layer_spec* x : other_ropes(m, ts.layer.encoding)) {
     try {
-      if (certified(certify_dump(*x->encoding, sub, quiet(o)))) return x;
+      if (candidate_certifies(*x->encoding, ts.data, trace, nullptr, qk_layout, o)) return x;
     } catch (const error&) {
       // A shape this RoPE cannot read (another rotary_dim): not this one.
     }
@@ -313,7 +346,7 @@ void nope_site(const trace_site& ts, const spec::model_spec& m, const dump& trac
                       "the config says NoPE ({})",
                       l.rule);
   if (o.diagnose) {
-    if (const auto* x = other_rope_fits(m, l, site_dump(s, trace), o)) {
+    if (const auto* x = other_rope_fits(m, ts, trace, {}, o)) {
       f += fmt::format(": with the RoPE of the {} layers ({})", x->type,
                        spec::to_spec_string(*x->encoding));
     }
@@ -336,6 +369,63 @@ void not_rotated_site(const trace_site& ts, check id, site_outcome& out) {
   out.row.findings.push_back(
       fmt::format("not rotated, where the config says {} ({})", out.row.spec, ts.layer.rule));
   out.row.max_rho = INFINITY;
+}
+
+// The site's own certification (docs/certify.md §8.3): a RoPE site's diagnosis, with
+// o.diagnose, kept in `later` (context::later) to run on what was compared where no integration
+// mistake names the site; another family's made in place.
+certificate certify_own(const spec::encoding& e, const dump& sub, const options& o,
+                        std::function<void(context&)>& later) {
+  const auto* r = std::get_if<spec::rope>(&e);
+  if (!r || !o.diagnose) return certify_dump(e, sub, o);
+  return certify_frame(e, sub, o, [&](context& k) {
+    k.later = &later;
+    certify_rope(*r, k);
+  });
+}
+
+// The integration mistake that certifies a failing RoPE site, and what it shows.
+struct named_mistake {
+  const char* name;
+  std::string finding;
+};
+
+// The integration mistakes of docs/certify.md §8.3 tried on a failing site, in order: another
+// layer type's RoPE, row 0's positions in every batch row, positions running on across packed
+// sequences (candidate_certifies, each sampled first in the layout `qk_layout`); the first that
+// certifies the site.
+std::optional<named_mistake> integration_mistake(const trace_site& ts, const spec::model_spec& m,
+                                                 const dump& trace, const std::string& qk_layout,
+                                                 const options& o) {
+  const spec::layer_spec& l = ts.layer;
+  if (const auto* x = other_rope_fits(m, ts, trace, qk_layout, o)) {
+    return named_mistake{
+        kOtherLayerType,
+        fmt::format("rotated with the RoPE of the {} layers ({}: {}), where the config gives this "
+                    "{} layer {} ({})",
+                    x->type, x->rule, spec::to_spec_string(*x->encoding), l.type,
+                    spec_of(l.encoding), l.rule)};
+  }
+  const batch_positions b = trace_batch_positions(trace);
+  const auto* r = std::get_if<spec::rope>(&*l.encoding);
+  if (b.batch == 0 || (r && r->streams() != 1)) return std::nullopt;
+  if (const auto p = row0_positions(b);
+      p && candidate_certifies(*l.encoding, ts.data, trace, &*p, qk_layout, o)) {
+    return named_mistake{
+        kBatchRow,
+        fmt::format(
+            "rows 1…{} of the batch rotated at row 0's positions, not their own position_ids",
+            b.batch - 1)};
+  }
+  if (const auto p = run_on_positions(b);
+      p && candidate_certifies(*l.encoding, ts.data, trace, &*p, qk_layout, o)) {
+    return named_mistake{
+        kPackedRunOn,
+        fmt::format("positions run on across the packed sequences (0…{} in each row) instead of "
+                    "restarting where position_ids does",
+                    b.tokens - 1)};
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -378,54 +468,26 @@ site_outcome certify_site(const trace_site& ts, const spec::model_spec& m, const
         "were certified, the marker is wrong",
         prefix, has_qk(s) ? "q_out differs from q_in" : "a table"));
   }
+  // The site's own certification, compared once: its diagnosis kept for later (RoPE) or made in
+  // place (docs/certify.md §8.3).
   const dump sub = site_dump(s, trace);
-  certificate c = certify_dump(*l.encoding, sub, quiet(o));
+  std::function<void(context&)> later;
+  certificate c = certify_own(*l.encoding, sub, o, later);
   if (certified(c) || !o.diagnose) {
     take(out, std::move(c));
     return out;
   }
-  // Integration mistakes first: each is a whole certification under what the mistake used.
-  std::optional<std::string> named;
-  std::vector<std::string> findings;
-  if (const auto* x = other_rope_fits(m, l, sub, o)) {
-    named = kOtherLayerType;
-    findings.push_back(fmt::format(
-        "rotated with the RoPE of the {} layers ({}: {}), where the config gives this {} layer {} "
-        "({})",
-        x->type, x->rule, spec::to_spec_string(*x->encoding), l.type, out.row.spec, l.rule));
-  }
-  const batch_positions b = trace_batch_positions(trace);
-  const auto* r = std::get_if<spec::rope>(&*l.encoding);
-  if (!named && b.batch > 0 && (!r || r->streams() == 1)) {
-    if (const auto p = row0_positions(b)) {
-      if (certified(certify_dump(*l.encoding, site_dump(s, trace, &*p), quiet(o)))) {
-        named = kBatchRow;
-        findings.push_back(fmt::format(
-            "rows 1…{} of the batch rotated at row 0's positions, not their own position_ids",
-            b.batch - 1));
-      }
-    }
-    if (!named) {
-      if (const auto p = run_on_positions(b)) {
-        if (certified(certify_dump(*l.encoding, site_dump(s, trace, &*p), quiet(o)))) {
-          named = kPackedRunOn;
-          findings.push_back(fmt::format(
-              "positions run on across the packed sequences (0…{} in each row) instead of "
-              "restarting where position_ids does",
-              b.tokens - 1));
-        }
-      }
-    }
-  }
-  if (named) {
+  // Integration mistakes first: the data's certificate, named by the first that certifies them.
+  if (const auto x = integration_mistake(ts, m, trace, qk_layout_read(c), o)) {
     take(out, std::move(c));
-    out.row.named = named;
-    out.row.findings = findings;
+    out.row.named = x->name;
+    out.row.findings = {x->finding};
     return out;
   }
   // The one-dump diagnosis of the site's own encoding (the mutant catalogue, recovered
-  // parameters).
-  take(out, certify_dump(*l.encoding, sub, o));
+  // parameters), on what its certification compared.
+  if (later) diagnose_later(later, *l.encoding, sub, o, c);
+  take(out, std::move(c));
   if (!out.row.named && out.row.findings.empty()) {
     out.row.findings.push_back("no known mistake explains the data");
   }

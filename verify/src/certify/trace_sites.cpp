@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <functional>
 #include <set>
 
 #include "detail.h"
@@ -273,6 +274,86 @@ std::vector<std::int64_t> trace_positions(const dump& d) {
     v.resize(v.size() / static_cast<std::size_t>(p->shape[0]));  // the first stream
   }
   return v;
+}
+
+std::vector<std::size_t> sample_columns(const batch_positions& b,
+                                        const std::vector<std::int64_t>* candidate) {
+  const auto T = static_cast<std::size_t>(b.tokens);
+  if (b.batch < 1 || T < 2 * (2 * kSampleLargest + kSampleEven)) return {};
+  std::vector<std::size_t> out;
+  // The columns of the largest positions (the largest over the batch rows), ties to the later.
+  const auto largest = [&](const std::vector<std::int64_t>& ids) {
+    std::vector<std::pair<std::int64_t, std::size_t>> top(T);
+    for (std::size_t t = 0; t < T; ++t) {
+      std::int64_t p = ids[t];
+      for (std::size_t r = 1; r < static_cast<std::size_t>(b.batch); ++r)
+        p = std::max(p, ids[r * T + t]);
+      top[t] = {p, t};
+    }
+    std::partial_sort(top.begin(), top.begin() + kSampleLargest, top.end(), std::greater<>());
+    for (std::size_t i = 0; i < kSampleLargest; ++i) out.push_back(top[i].second);
+  };
+  largest(b.ids);
+  if (candidate) largest(*candidate);
+  for (std::size_t i = 0; i < kSampleEven; ++i) out.push_back(i * (T - 1) / (kSampleEven - 1));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+namespace {
+
+// `a` cut to `columns` of its axis `axis`.
+io::array cut(const io::array& a, std::size_t axis, const std::vector<std::size_t>& columns) {
+  std::size_t outer = 1, inner = size_of(a.type);
+  for (std::size_t i = 0; i < axis; ++i) outer *= static_cast<std::size_t>(a.shape[i]);
+  for (std::size_t i = axis + 1; i < a.shape.size(); ++i)
+    inner *= static_cast<std::size_t>(a.shape[i]);
+  const auto n = static_cast<std::size_t>(a.shape[axis]);
+  std::vector<std::byte> bytes(outer * columns.size() * inner);
+  std::byte* to = bytes.data();
+  for (std::size_t o = 0; o < outer; ++o) {
+    for (std::size_t c : columns) {
+      to = std::copy_n(a.data.data() + (o * n + c) * inner, inner, to);
+    }
+  }
+  io::array r;
+  r.type = a.type;
+  r.shape = a.shape;
+  r.shape[axis] = static_cast<std::int64_t>(columns.size());
+  r.data = io::byte_buffer(std::move(bytes));
+  return r;
+}
+
+}  // namespace
+
+std::optional<dump> sample_dump(const site_data& s, const dump& trace,
+                                const std::vector<std::int64_t>* positions,
+                                const std::vector<std::size_t>& columns,
+                                const std::string& qk_layout) {
+  const io::array* p = trace.find("position_ids");
+  if (columns.empty() || !p || p->shape.empty() || p->shape.size() > 2) return std::nullopt;
+  const std::int64_t T = p->shape.back();
+  // The token axis of each q/k layout (pev/certify/certify.h), counted from the last.
+  std::size_t from_end = 0;
+  if (qk_layout == "bhtd" || qk_layout == "t(hd)") from_end = 2;
+  if (qk_layout == "bthd" || qk_layout == "thd") from_end = 3;
+  if (from_end == 0) return std::nullopt;
+  dump d = site_dump(s, trace, positions);
+  d.metadata["qk_layout"] = qk_layout;
+  for (auto& [role, a] : d.tensors) {
+    if (role == "none") continue;
+    if (role == "position_ids") {
+      a = cut(a, a.shape.size() - 1, columns);
+      continue;
+    }
+    const bool qk = role == "q_in" || role == "q_out" || role == "k_in" || role == "k_out";
+    if (!qk || a.complex || a.shape.size() < from_end || a.shape[a.shape.size() - from_end] != T) {
+      return std::nullopt;
+    }
+    a = cut(a, a.shape.size() - from_end, columns);
+  }
+  return d;
 }
 
 batch_positions trace_batch_positions(const dump& d) {

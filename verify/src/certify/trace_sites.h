@@ -68,6 +68,24 @@ struct batch_positions {
 };
 batch_positions trace_batch_positions(const dump& d);
 
+/// The columns (token indices 0 … T − 1 of every batch row) a candidate of the integration
+/// diagnosis is tried on first (docs/certify.md §8.3): those of the kSampleLargest largest
+/// positions of the trace's `b` and of the candidate's `candidate` (B·T, as b.ids; null: the
+/// trace's), and kSampleEven evenly spaced, in order. Empty where T is under twice their number
+/// (the whole site is as cheap).
+inline constexpr std::size_t kSampleLargest = 128, kSampleEven = 64;
+std::vector<std::size_t> sample_columns(const batch_positions& b,
+                                        const std::vector<std::int64_t>* candidate);
+/// The sub-dump of `s`'s rotated q/k at `columns` (sample_columns) only: site_dump's tensors
+/// (q/k and a `none` marker; positions `positions` as there) cut along the token axis of their
+/// layout `qk_layout` (the reading the site's own certification made, forced in the metadata).
+/// Nothing for a site holding anything else (a table) or tensors whose token axis does not have
+/// the positions' length.
+std::optional<dump> sample_dump(const site_data& s, const dump& trace,
+                                const std::vector<std::int64_t>* positions,
+                                const std::vector<std::size_t>& columns,
+                                const std::string& qk_layout);
+
 /// What certifying one site gives the model's certificate.
 struct site_outcome {
   report::layer_result row;

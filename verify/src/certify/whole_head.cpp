@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <optional>
 
 #include "detail.h"
@@ -26,41 +27,43 @@ spec::rope whole_head_of(const spec::rope& s) {
 }
 
 /// The table find_rope_table reads of `d` under `s`, if any.
-std::optional<table_source> read_table(const dump& d, const spec::rope& s,
-                                       std::optional<table_layout> layout) {
+std::shared_ptr<const table_source> read_table(const dump& d, const spec::rope& s,
+                                               std::optional<table_layout> layout) {
   try {
-    return find_rope_table(d, s, layout);
+    return std::make_shared<const table_source>(find_rope_table(d, s, layout));
   } catch (const error&) {
-    return std::nullopt;
+    return nullptr;
   }
 }
 
 }  // namespace
 
-bool whole_head_table(const dump& d, const spec::rope& s, const options& o) {
+head_tables read_head_tables(const dump& d, const spec::rope& s, const options& o) {
+  head_tables h;
   // Proportional RoPE keeps every pair (its tail at frequency 0); the ggml form has no head.
   if (s.rotary_dim >= s.head_dim || s.type == spec::rope_type::proportional ||
       s.type == spec::rope_type::ggml) {
-    return false;
+    return h;
   }
   const spec::rope w = whole_head_of(s);
-  if (!table_present(d, w, o)) return false;
-  const auto whole = read_table(d, w, o.layout);
-  if (!whole) return false;
-  const auto own = read_table(d, s, o.layout);
+  if (!table_present(d, w, o)) return h;
+  h.whole = read_table(d, w, o.layout);
+  if (!h.whole) return h;
+  h.own = read_table(d, s, o.layout);
   // cos and sin [P, rotary_dim] are also the whole head's separate [P, head_dim/2] (head_dim =
   // 2·rotary_dim): the whole head's when the data show no duplicate pattern.
-  return !own || (!own->duplicates_shown && whole->layout == table_layout::separate);
+  h.whole_head = !h.own || (!h.own->duplicates_shown && h.whole->layout == table_layout::separate);
+  return h;
 }
 
-void certify_whole_head(const spec::rope& s, context& k) {
+void certify_whole_head(const spec::rope& s, context& k, const table_source& whole_table) {
   const spec::rope w = whole_head_of(s);
   const spec::encoding we = w;
   // The whole head's certification, in a certificate of the same frame.
   certificate whole;
   whole.certification.emplace(*k.cert.certification);
   context kw{we, k.d, k.o, whole, {}};
-  certify_rope(w, kw);
+  certify_rope(w, kw, &whole_table);
   k.cert.prov.reference_values += whole.prov.reference_values;
   k.cert.prov.reference_fallbacks += whole.prov.reference_fallbacks;
   report::certification& z = k.c();
