@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <limits>
 #include <numbers>
+#include <span>
+#include <type_traits>
 
 #include "pev/impl/implementation.h"
 #include "pev/kernel/rope.h"
@@ -85,66 +87,29 @@ std::optional<std::pair<double, double>> exact_figures(const ref::fast_rope_refe
   return std::pair{ulp, abs_err};
 }
 
-/// The ggml recipe: the recurrence's angles, with the implementation's own ratio theta_scale (its
-/// powf may round differently): of the neighbours of ggml's, the one whose angles agree with
-/// every observed angle within kAngleTolerance sets fit.angles "ggml", and its library is
-/// measured (measure; not_one_product the note where it cannot be).
-template <class Measure>
-void ggml_angles(const spec::rope& s, std::optional<std::int64_t> seq,
-                 const std::vector<row_at>& rows, const std::vector<double>& obs, std::size_t P,
-                 table_fit& fit, Measure&& measure, const char* not_one_product) {
-  kernel::ggml_angle_plan plan(s, seq);
-  const auto rot = static_cast<std::size_t>(std::min<std::int64_t>(plan.rotating(), s.pairs()));
-  std::vector<float> ang(rot);
-  std::vector<double> all(rows.size() * rot);
-  float ts = plan.theta_scale();
-  for (int step = 0; step < 8; ++step) ts = std::nextafter(ts, 0.0f);
-  float best_ts = 0;
-  double best_res = std::numeric_limits<double>::infinity();
-  for (int step = 0; step <= 16; ++step, ts = std::nextafter(ts, 2.0f)) {
-    plan.set_theta_scale(ts);
-    double res = 0;
-    for (std::size_t k = 0; k < rows.size() && res <= best_res; ++k) {
-      plan.angles(rows[k].p, ang);
-      for (std::size_t i = 0; i < rot; ++i) {
-        const double a = obs[k * P + i];
-        if (!std::isnan(a)) res = std::max(res, std::fabs(wrap(a - ang[i])));
-      }
-    }
-    if (res < best_res) {
-      best_res = res;
-      best_ts = ts;
-    }
-  }
-  if (best_res > kAngleTolerance) return;
-  plan.set_theta_scale(best_ts);
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    plan.angles(rows[k].p, ang);
-    std::copy(ang.begin(), ang.end(), all.begin() + static_cast<std::ptrdiff_t>(k * rot));
-  }
-  fit.angles = "ggml";
-  if (!measure([&](std::size_t k, std::size_t i) {
-        return i < rot ? static_cast<double>(all[k * rot + i]) : 0.0;
-      })) {
-    fit.note = not_one_product;
-  }
-}
-
-}  // namespace
-
+/// What a fit reads of a table: the first row of every distinct position it reads (by position),
+/// the first column of every pair (−1: none) and the values there.
 template <class T>
-table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
-                    const std::vector<std::int64_t>& pos, std::size_t max_rows,
-                    const ref::fast_rope_reference* exact) {
-  const auto P = static_cast<std::size_t>(s.pairs());
-  table_fit fit;
-  fit.freq.assign(P, kNaN);
-  fit.freq_f32.assign(P, kNaN);
-  // The first row of every distinct position, by position.
+struct fit_view {
+  const table_source& t;
+  std::vector<row_at> rows;
+  std::vector<std::int64_t> col;
+  std::size_t P = 0;
+  double value(std::int64_t r, std::int64_t j, bool sin) const {
+    const plane& pl = sin ? t.sin : t.cos;
+    return element_value<T>(*pl.a, pl.at(r, j));
+  }
+};
+
+/// The first row of every distinct position, by position (a negative one: a row the caller
+/// leaves out, recover.h); past max_rows (> 0) a sample — the first quarter densely (the
+/// frequencies are unwrapped along increasing positions), the rest evenly spaced to the last
+/// position — which fit.measured_on states.
+std::vector<row_at> fit_rows(const std::vector<std::int64_t>& pos, std::size_t max_rows,
+                             table_fit& fit) {
   std::vector<row_at> rows;
   for (std::size_t r = 0; r < pos.size(); ++r) {
-    if (pos[r] < 0) continue;  // a row the caller leaves out (recover.h)
-    rows.push_back({pos[r], static_cast<std::int64_t>(r)});
+    if (pos[r] >= 0) rows.push_back({pos[r], static_cast<std::int64_t>(r)});
   }
   const auto by_position = [](const row_at& a, const row_at& b) { return a.p < b.p; };
   if (!std::is_sorted(rows.begin(), rows.end(), by_position)) {
@@ -153,61 +118,71 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
   rows.erase(std::unique(rows.begin(), rows.end(),
                          [](const row_at& a, const row_at& b) { return a.p == b.p; }),
              rows.end());
-  if (max_rows > 0 && rows.size() > max_rows) {
-    // The first quarter densely (the frequencies are unwrapped along increasing positions), the
-    // rest evenly spaced to the last position.
-    const std::size_t dense = max_rows / 4, n = rows.size();
-    std::vector<row_at> sample(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(dense));
-    for (std::size_t j = 0; j < max_rows - dense; ++j) {
-      sample.push_back(rows[dense + (j + 1) * (n - dense) / (max_rows - dense) - 1]);
-    }
-    fit.measured_on = std::to_string(sample.size()) + " of " + std::to_string(n) + " positions";
-    rows = std::move(sample);
+  if (max_rows == 0 || rows.size() <= max_rows) return rows;
+  const std::size_t dense = max_rows / 4, n = rows.size();
+  std::vector<row_at> sample(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(dense));
+  for (std::size_t j = 0; j < max_rows - dense; ++j) {
+    sample.push_back(rows[dense + (j + 1) * (n - dense) / (max_rows - dense) - 1]);
   }
-  // The first column of every pair.
+  fit.measured_on = std::to_string(sample.size()) + " of " + std::to_string(n) + " positions";
+  return sample;
+}
+
+/// The first column of every pair of P (−1: none).
+std::vector<std::int64_t> first_columns(const table_source& t, std::size_t P) {
   std::vector<std::int64_t> col(P, -1);
   for (std::size_t j = 0; j < t.pair.size(); ++j) {
-    auto& c = col[static_cast<std::size_t>(t.pair[j])];
+    const std::int64_t i = t.pair[j];
+    if (i < 0 || static_cast<std::size_t>(i) >= P) continue;
+    auto& c = col[static_cast<std::size_t>(i)];
     if (c < 0) c = static_cast<std::int64_t>(j);
   }
-  auto value = [&](std::int64_t r, std::int64_t j, bool sin) {
-    const plane& pl = sin ? t.sin : t.cos;
-    return element_value<T>(*pl.a, pl.at(r, j));
-  };
-  if (P == 0 || rows.empty() || col[0] < 0) {
-    fit.note = "no rows or pairs to fit";
-    return fit;
-  }
+  return col;
+}
 
-  // The attention factor: cos(0)·m̂ = m̂ exactly at position 0, else the median magnitude.
+/// The attention factor: cos(0)·m̂ = m̂ exactly at position 0, else the median magnitude of pair
+/// 0 (0 when no row has finite values).
+template <class T>
+double fit_magnitude(const fit_view<T>& v) {
+  const row_at& first = v.rows.front();
+  if (first.p == 0 && std::isfinite(v.value(first.r, v.col[0], false))) {
+    return v.value(first.r, v.col[0], false);
+  }
   std::vector<double> mags;
-  for (const row_at& row : rows) {
-    const double c = value(row.r, col[0], false), sn = value(row.r, col[0], true);
+  for (const row_at& row : v.rows) {
+    const double c = v.value(row.r, v.col[0], false), sn = v.value(row.r, v.col[0], true);
     if (std::isfinite(c) && std::isfinite(sn)) mags.push_back(std::hypot(c, sn));
   }
-  if (!rows.empty() && rows.front().p == 0 && std::isfinite(value(rows.front().r, col[0], false))) {
-    fit.m = value(rows.front().r, col[0], false);
-  } else if (!mags.empty()) {
-    std::nth_element(mags.begin(), mags.begin() + static_cast<std::ptrdiff_t>(mags.size() / 2),
-                     mags.end());
-    fit.m = mags[mags.size() / 2];
-  }
+  if (mags.empty()) return 0;
+  std::nth_element(mags.begin(), mags.begin() + static_cast<std::ptrdiff_t>(mags.size() / 2),
+                   mags.end());
+  return mags[mags.size() / 2];
+}
 
-  constexpr bool fp32_values = std::is_same_v<T, float> || std::is_same_v<T, double>;
-  // Every value's angle, atan2(ŝ, ĉ), [row, pair] (NaN where it tells nothing).
-  std::vector<double> obs(rows.size() * P, kNaN);
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    if (rows[k].p <= 0) continue;
-    for (std::size_t i = 0; i < P; ++i) {
-      if (col[i] < 0) continue;
-      const double c = value(rows[k].r, col[i], false), sn = value(rows[k].r, col[i], true);
+/// Every value's angle, atan2(ŝ, ĉ), [row, pair] (NaN where it tells nothing: position 0, no
+/// column, a non-finite or zero pair).
+template <class T>
+std::vector<double> observed_angles(const fit_view<T>& v) {
+  std::vector<double> obs(v.rows.size() * v.P, kNaN);
+  for (std::size_t k = 0; k < v.rows.size(); ++k) {
+    if (v.rows[k].p <= 0) continue;
+    for (std::size_t i = 0; i < v.P; ++i) {
+      if (v.col[i] < 0) continue;
+      const double c = v.value(v.rows[k].r, v.col[i], false);
+      const double sn = v.value(v.rows[k].r, v.col[i], true);
       if (std::isfinite(c) && std::isfinite(sn) && !(c == 0 && sn == 0)) {
-        obs[k * P + i] = std::atan2(sn, c);
+        obs[k * v.P + i] = std::atan2(sn, c);
       }
     }
   }
-  // Per pair: the angles unwrapped along increasing positions, and their least-squares slope
-  // through 0.
+  return obs;
+}
+
+/// Per pair: the angles unwrapped along increasing positions, and their least-squares slope
+/// through 0 (NaN: no angle).
+std::vector<double> unwrapped_frequencies(const std::vector<row_at>& rows,
+                                          const std::vector<double>& obs, std::size_t P) {
+  std::vector<double> freq(P, kNaN);
   for (std::size_t i = 0; i < P; ++i) {
     double est = kNaN, sum_pt = 0, sum_pp = 0;
     for (std::size_t k = 0; k < rows.size(); ++k) {
@@ -220,62 +195,62 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
       sum_pp += pd * pd;
       est = sum_pt / sum_pp;
     }
-    fit.freq[i] = est;
+    freq[i] = est;
   }
-  if (!fp32_values) {
-    fit.note = "a 16-bit table: the fp32 library error is below its resolution";
-    return fit;
-  }
+  return freq;
+}
 
-  // The library's error against a recipe's own angles, angle(k, i) of row k and pair i: the fp32
-  // value t the library returned is one whose product by m̂ rounds to the data, fl(t·m̂) = ĉ
-  // (t = ĉ when m̂ = 1); of those, the one nearest the exact cos θ̂ (the error the data proves, no
-  // more). None when some value has no such t (not this recipe).
+/// The library's error against a recipe's own angles, angle(k, i) of row k and pair i: the fp32
+/// value t the library returned is one whose product by m̂ rounds to the data, fl(t·m̂) = ĉ
+/// (t = ĉ when m̂ = 1); of those, the one nearest the exact cos θ̂ (the error the data proves, no
+/// more). Sets fit.trig_ulp and fit.trig_abs; false (nothing set) when some value has no such t
+/// (not this recipe).
+template <class T, class Angle>
+bool measure_trig(const fit_view<T>& v, Angle&& angle, table_fit& fit) {
   const auto mf = static_cast<float>(fit.m);
-  // Sets fit.trig_ulp and fit.trig_abs; false when some value has no such t.
-  auto measure = [&](auto&& angle) -> bool {
-    double trig = 0, abs_err = 0;
-    for (std::size_t k = 0; k < rows.size(); ++k) {
-      for (std::size_t i = 0; i < P; ++i) {
-        if (col[i] < 0) continue;
-        const double a = angle(k, i);
-        for (int which = 0; which < 2; ++which) {
-          const double want = which ? std::sin(a) : std::cos(a);
-          const double got = value(rows[k].r, col[i], which == 1);
-          if (want == 0 || !std::isfinite(got)) continue;
-          double t = got;
-          if (mf != 1.0f && mf != 0.0f) {
-            double best_t = std::numeric_limits<double>::infinity();
-            float c = static_cast<float>(got / mf);
-            for (int step = 0; step < 3; ++step) c = std::nextafter(c, -2.0f);
-            for (int step = 0; step <= 6; ++step, c = std::nextafter(c, 2.0f)) {
-              if (static_cast<double>(c * mf) == got &&
-                  std::fabs(c - want) < std::fabs(best_t - want)) {
-                best_t = c;
-              }
+  double trig = 0, abs_err = 0;
+  for (std::size_t k = 0; k < v.rows.size(); ++k) {
+    for (std::size_t i = 0; i < v.P; ++i) {
+      if (v.col[i] < 0) continue;
+      const double a = angle(k, i);
+      for (int which = 0; which < 2; ++which) {
+        const double want = which ? std::sin(a) : std::cos(a);
+        const double got = v.value(v.rows[k].r, v.col[i], which == 1);
+        if (want == 0 || !std::isfinite(got)) continue;
+        double t = got;
+        if (mf != 1.0f && mf != 0.0f) {
+          double best_t = std::numeric_limits<double>::infinity();
+          float c = static_cast<float>(got / mf);
+          for (int step = 0; step < 3; ++step) c = std::nextafter(c, -2.0f);
+          for (int step = 0; step <= 6; ++step, c = std::nextafter(c, 2.0f)) {
+            if (static_cast<double>(c * mf) == got &&
+                std::fabs(c - want) < std::fabs(best_t - want)) {
+              best_t = c;
             }
-            if (!std::isfinite(best_t)) return false;
-            t = best_t;
           }
-          trig =
-              std::max(trig, std::fabs(t - want) / metric::ulp_at(std::fabs(want), metric::kF32));
-          abs_err = std::max(abs_err, std::fabs(t - want));
+          if (!std::isfinite(best_t)) return false;
+          t = best_t;
         }
+        trig = std::max(trig, std::fabs(t - want) / metric::ulp_at(std::fabs(want), metric::kF32));
+        abs_err = std::max(abs_err, std::fabs(t - want));
       }
     }
-    fit.trig_ulp = trig;
-    fit.trig_abs = abs_err;
-    return true;
-  };
+  }
+  fit.trig_ulp = trig;
+  fit.trig_abs = abs_err;
+  return true;
+}
 
-  // The hf recipe: per pair, the fp32 frequency whose angles fl(fl(p)·f̂) explain every row (the
-  // neighbours of the estimate).
-  bool all_f32 = true;
-  for (std::size_t i = 0; i < P && all_f32; ++i) {
-    if (col[i] < 0 || std::isnan(fit.freq[i])) {
-      all_f32 = false;
-      break;
-    }
+constexpr const char* kNotOneProduct =
+    "the values are not fl(t·m̂) of an fp32 library result t: the magnitude is not one fp32 "
+    "product";
+
+/// The hf recipe: per pair, the fp32 frequency whose angles fl(fl(p)·f̂) explain every row (of
+/// the 17 neighbours of the estimate fit.freq) into fit.freq_f32; whether every pair has one.
+template <class T>
+bool hf_frequencies(const fit_view<T>& v, const std::vector<double>& obs, table_fit& fit) {
+  for (std::size_t i = 0; i < v.P; ++i) {
+    if (v.col[i] < 0 || std::isnan(fit.freq[i])) return false;
     float best = 0;
     double best_res = std::numeric_limits<double>::infinity();
     float cand = static_cast<float>(fit.freq[i]);
@@ -284,9 +259,11 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
     }
     for (int step = 0; step <= 16; ++step) {
       double res = 0;
-      for (std::size_t k = 0; k < rows.size() && res <= best_res; ++k) {
-        const double a = obs[k * P + i];
-        if (!std::isnan(a)) res = std::max(res, std::fabs(wrap(a - hf_angle(rows[k].p, cand))));
+      for (std::size_t k = 0; k < v.rows.size() && res <= best_res; ++k) {
+        const double a = obs[k * v.P + i];
+        if (!std::isnan(a)) {
+          res = std::max(res, std::fabs(wrap(a - hf_angle(v.rows[k].p, cand))));
+        }
       }
       if (res < best_res) {
         best_res = res;
@@ -294,49 +271,136 @@ table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const 
       }
       cand = std::nextafter(cand, std::numeric_limits<float>::infinity());
     }
-    if (best_res > kAngleTolerance) all_f32 = false;
     fit.freq_f32[i] = best;
+    if (best_res > kAngleTolerance) return false;
   }
-  const char* not_one_product =
-      "the values are not fl(t·m̂) of an fp32 library result t: the magnitude is not one fp32 "
-      "product";
-  fit.hf_angles = all_f32;
-  // The exact angles, where the values follow them (a correctly rounded or faithful table): the
-  // library measured against them when they explain the values better than hf's.
-  std::optional<std::pair<double, double>> exact_fit;
-  if (exact) exact_fit = exact_figures(*exact, rows, obs, col, fit.m, value);
-  if (fit.hf_angles) {
-    fit.angles = "hf";
-    if (!measure([&](std::size_t k, std::size_t i) {
-          return static_cast<double>(hf_angle(rows[k].p, static_cast<float>(fit.freq_f32[i])));
-        })) {
-      fit.note = not_one_product;
-    }
-    // pow and the reciprocal, against the recipe's own exponent fl(2i/d) and fp32 base.
-    if (s.type == spec::rope_type::default_ && s.freq_scale == 1.0) {
-      const auto b = static_cast<long double>(static_cast<float>(s.rope_theta));
-      double pw = 0;
-      for (std::size_t i = 0; i < P; ++i) {
-        const float x = static_cast<float>(2 * i) / static_cast<float>(s.rotary_dim);
-        const auto own = static_cast<double>(1.0L / std::pow(b, static_cast<long double>(x)));
-        pw = std::max(pw, std::fabs(fit.freq_f32[i] - own) / metric::ulp_at(own, metric::kF32));
+  return true;
+}
+
+/// The hf recipe's angles: its library measured against them, and for plain RoPE pow and the
+/// reciprocal against the recipe's own exponent fl(2i/d) and fp32 base.
+template <class T>
+void measure_hf(const spec::rope& s, const fit_view<T>& v, table_fit& fit) {
+  fit.angles = "hf";
+  if (!measure_trig(
+          v,
+          [&](std::size_t k, std::size_t i) {
+            return static_cast<double>(hf_angle(v.rows[k].p, static_cast<float>(fit.freq_f32[i])));
+          },
+          fit)) {
+    fit.note = kNotOneProduct;
+  }
+  if (s.type != spec::rope_type::default_ || s.freq_scale != 1.0) return;
+  const auto b = static_cast<long double>(static_cast<float>(s.rope_theta));
+  double pw = 0;
+  for (std::size_t i = 0; i < v.P; ++i) {
+    const float x = static_cast<float>(2 * i) / static_cast<float>(s.rotary_dim);
+    const auto own = static_cast<double>(1.0L / std::pow(b, static_cast<long double>(x)));
+    pw = std::max(pw, std::fabs(fit.freq_f32[i] - own) / metric::ulp_at(own, metric::kF32));
+  }
+  fit.pow_ulp = pw;
+}
+
+/// The ggml recipe: the recurrence's angles, with the implementation's own ratio theta_scale (its
+/// powf may round differently) and the rounding its build gives YaRN's angle mix (separate or
+/// fused by FMA: kernel::ggml_mix; docs/numerics.md §8.7): of the neighbours of ggml's ratio with
+/// each mix, the one whose angles agree with every observed angle within kAngleTolerance sets
+/// fit.angles "ggml", and its library is measured.
+template <class T>
+void measure_ggml(const spec::rope& s, std::optional<std::int64_t> seq, const fit_view<T>& v,
+                  const std::vector<double>& obs, table_fit& fit) {
+  kernel::ggml_angle_plan plan(s, seq);
+  const auto rot = static_cast<std::size_t>(std::min<std::int64_t>(plan.rotating(), s.pairs()));
+  std::vector<float> ang(rot);
+  const float own = plan.theta_scale();
+  float best_ts = 0;
+  kernel::ggml_mix best_mix = kernel::ggml_mix::separate;
+  double best_res = std::numeric_limits<double>::infinity();
+  for (const kernel::ggml_mix m : std::span(kernel::kGgmlMixes, plan.mixes() ? 3 : 1)) {
+    plan.set_mix(m);
+    float ts = own;
+    for (int step = 0; step < 8; ++step) ts = std::nextafter(ts, 0.0f);
+    for (int step = 0; step <= 16; ++step, ts = std::nextafter(ts, 2.0f)) {
+      plan.set_theta_scale(ts);
+      double res = 0;
+      for (std::size_t k = 0; k < v.rows.size() && res <= best_res; ++k) {
+        plan.angles(v.rows[k].p, ang);
+        for (std::size_t i = 0; i < rot; ++i) {
+          const double a = obs[k * v.P + i];
+          if (!std::isnan(a)) res = std::max(res, std::fabs(wrap(a - ang[i])));
+        }
       }
-      fit.pow_ulp = pw;
+      if (res < best_res) {
+        best_res = res;
+        best_ts = ts;
+        best_mix = m;
+      }
     }
+  }
+  if (best_res > kAngleTolerance) return;
+  plan.set_theta_scale(best_ts);
+  plan.set_mix(best_mix);
+  std::vector<double> all(v.rows.size() * rot);
+  for (std::size_t k = 0; k < v.rows.size(); ++k) {
+    plan.angles(v.rows[k].p, ang);
+    std::copy(ang.begin(), ang.end(), all.begin() + static_cast<std::ptrdiff_t>(k * rot));
+  }
+  fit.angles = "ggml";
+  if (!measure_trig(
+          v, [&](std::size_t k, std::size_t i) { return i < rot ? all[k * rot + i] : 0.0; }, fit)) {
+    fit.note = kNotOneProduct;
+  }
+}
+
+/// The exact angles, where the values follow them (a correctly rounded or faithful table) and
+/// explain them better than the recipe's measured above: the library is what made them from those
+/// (the whole evaluation of m·cos, m·sin), and pow takes no part.
+void prefer_exact(const std::optional<std::pair<double, double>>& exact_fit, table_fit& fit) {
+  if (!exact_fit || (fit.trig_ulp && exact_fit->first >= *fit.trig_ulp)) return;
+  fit.angles = "exact";
+  fit.hf_angles = false;
+  fit.trig_ulp = exact_fit->first;
+  fit.trig_abs = exact_fit->second;
+  fit.pow_ulp.reset();
+  fit.note.clear();
+}
+
+}  // namespace
+
+template <class T>
+table_fit fit_table(const spec::rope& s, std::optional<std::int64_t> seq, const table_source& t,
+                    const std::vector<std::int64_t>& pos, std::size_t max_rows,
+                    const ref::fast_rope_reference* exact) {
+  const auto P = static_cast<std::size_t>(s.pairs());
+  table_fit fit;
+  fit.freq.assign(P, kNaN);
+  fit.freq_f32.assign(P, kNaN);
+  std::vector<row_at> rows = fit_rows(pos, max_rows, fit);
+  const fit_view<T> v{t, std::move(rows), first_columns(t, P), P};
+  if (P == 0 || v.rows.empty() || v.col[0] < 0) {
+    fit.note = "no rows or pairs to fit";
+    return fit;
+  }
+  fit.m = fit_magnitude(v);
+  const std::vector<double> obs = observed_angles(v);
+  fit.freq = unwrapped_frequencies(v.rows, obs, P);
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+    fit.note = "a 16-bit table: the fp32 library error is below its resolution";
+    return fit;
+  }
+  fit.hf_angles = hf_frequencies(v, obs, fit);
+  std::optional<std::pair<double, double>> exact_fit;
+  if (exact) {
+    exact_fit = exact_figures(*exact, v.rows, obs, v.col, fit.m,
+                              [&](auto r, auto j, bool sin) { return v.value(r, j, sin); });
+  }
+  if (fit.hf_angles) {
+    measure_hf(s, v, fit);
   } else {
     std::fill(fit.freq_f32.begin(), fit.freq_f32.end(), kNaN);
-    ggml_angles(s, seq, rows, obs, P, fit, measure, not_one_product);
+    measure_ggml(s, seq, v, obs, fit);
   }
-  if (exact_fit && (!fit.trig_ulp || exact_fit->first < *fit.trig_ulp)) {
-    // The exact angles explain the values better: the library is what made them from those
-    // (the whole evaluation of m·cos, m·sin), and pow takes no part.
-    fit.angles = "exact";
-    fit.hf_angles = false;
-    fit.trig_ulp = exact_fit->first;
-    fit.trig_abs = exact_fit->second;
-    fit.pow_ulp.reset();
-    fit.note.clear();
-  }
+  prefer_exact(exact_fit, fit);
   if (fit.angles.empty()) {
     fit.note = exact ? "the angles are neither the exact p·θ_i, the hf recipe's fl(fl(p)·f) nor "
                        "ggml's recurrence"
