@@ -471,12 +471,16 @@ std::map<std::string, std::string> detail::certificate_plot_scripts(const result
 
 // ---- index.html --------------------------------------------------------------------------------
 
-std::string detail::certificate_html(const results& r,
-                                     const std::map<std::string, std::string>& svgs,
-                                     const site_selection& sel) {
-  const certification& c = cert_of(r, "certificate_html");
+namespace {
+
+// A row of a two-column table: a heading and its (already escaped) value.
+void html_row(std::ostream& os, const std::string& k, const std::string& v) {
+  os << "<tr><th>" << xml_escape(k) << "</th><td>" << v << "</td></tr>\n";
+}
+
+// The page's head and style, the verdict box and the contents line.
+void html_top(std::ostream& os, const certification& c) {
   const bool ok = c.exit_code() == 0;
-  std::ostringstream os;
   os << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>pev "
         "certificate: "
      << verdict(c) << " " << xml_escape(c.spec) << "</title>\n<style>\n"
@@ -498,64 +502,51 @@ std::string detail::certificate_html(const results& r,
         "and grade</a> · <a href=\"#library\">library</a> · <a href=\"#diagnosis\">diagnosis</a> "
         "· <a href=\"#properties\">properties</a> · <a href=\"#plots\">error against position</a>"
         " · <a href=\"#provenance\">provenance</a></p>\n";
-  auto row = [&](const std::string& k, const std::string& v) {
-    os << "<tr><th>" << xml_escape(k) << "</th><td>" << v << "</td></tr>\n";
-  };
-  os << layers_html(c, sel);
-  // What was checked.
+}
+
+// What was checked: spec, data, positions, bound, claim, and every input with its SHA-256.
+void html_checked(std::ostream& os, const certification& c) {
   os << "<h2 id=\"checked\">What was checked</h2>\n<table>\n";
-  row("spec", "<code>" + xml_escape(c.spec) + "</code>");
-  row("data read", xml_escape(c.what));
-  row("positions", xml_escape(positions_text(c)));
-  row("held to", xml_escape(held_text(c)));
-  row("claim", xml_escape(claim_text(c)));
+  html_row(os, "spec", "<code>" + xml_escape(c.spec) + "</code>");
+  html_row(os, "data read", xml_escape(c.what));
+  html_row(os, "positions", xml_escape(positions_text(c)));
+  html_row(os, "held to", xml_escape(held_text(c)));
+  html_row(os, "claim", xml_escape(claim_text(c)));
   os << "</table>\n<table>\n<tr><th>input</th><th>format</th><th>SHA-256</th></tr>\n";
   for (const auto& f : c.inputs) {
     os << "<tr><td>" << xml_escape(f.path) << "</td><td>" << xml_escape(f.format)
        << "</td><td><code>" << xml_escape(f.sha256) << "</code></td></tr>\n";
   }
   os << "</table>\n";
-  // Recipes and grade.
-  os << "<h2 id=\"recipes\">Recipes and grade</h2>\n<p>ρ = |data − exact| / B, B each recipe's "
-        "error bound for every value (docs/numerics.md §13.1). ✓: the check holds on that rung of "
-        "the ladder (every value within the largest bound of that rung and the tighter ones, none "
-        "of them vacuous); a check's grade is the first rung that holds, the certificate's the "
-        "worst over its checks. Grades, best first: correctly-rounded, faithful, drift-free, "
-        "recipe:hf, recipe:ggml, recipe:vllm, not certified.</p>\n<table>\n<tr><th>check</th>"
-        "<th>tensors</th><th>dtype</th><th>values</th><th>% CR</th><th>% faithful</th><th>max "
-        "abs</th><th>max ulp</th>";
-  for (const char* name : kRecipes) os << "<th>ρ " << name << "</th>";
-  os << "<th>grade</th><th>worst value</th></tr>\n";
-  for (const check& k : r.checks) {
-    if (is_property(k) || !sel.shows(k)) continue;
-    const double n = k.values ? static_cast<double>(k.values) : 1;
-    os << "<tr><td>" << xml_escape(k.id) << "</td><td>" << xml_escape(k.source) << "</td><td>"
-       << xml_escape(k.dtype) << "</td><td>" << k.values << "</td><td>"
-       << fmt::format("{:.4f}", 100.0 * double(k.correctly_rounded) / n) << "</td><td>"
-       << fmt::format("{:.4f}", 100.0 * double(k.faithful) / n) << "</td><td>" << figure(k.max_abs)
-       << "</td><td>" << figure(k.max_ulp_error) << "</td>";
-    for (const rung_cell& cell : rung_cells(k)) {
-      if (!cell.present) {
-        os << "<td class=\"na\">-</td>";
-      } else if (cell.vacuous) {
-        os << "<td class=\"fails\">" << cell.rho << " (vacuous)</td>";
-      } else {
-        os << "<td" << (cell.holds ? " class=\"holds\"" : "") << ">" << cell.rho
-           << (cell.holds ? " ✓" : "") << "</td>";
-      }
+}
+
+// A value check's row of the recipes table: its figures, ρ per rung, grade and worst value.
+void html_recipe_row(std::ostream& os, const check& k) {
+  const double n = k.values ? static_cast<double>(k.values) : 1;
+  os << "<tr><td>" << xml_escape(k.id) << "</td><td>" << xml_escape(k.source) << "</td><td>"
+     << xml_escape(k.dtype) << "</td><td>" << k.values << "</td><td>"
+     << fmt::format("{:.4f}", 100.0 * double(k.correctly_rounded) / n) << "</td><td>"
+     << fmt::format("{:.4f}", 100.0 * double(k.faithful) / n) << "</td><td>" << figure(k.max_abs)
+     << "</td><td>" << figure(k.max_ulp_error) << "</td>";
+  for (const rung_cell& cell : rung_cells(k)) {
+    if (!cell.present) {
+      os << "<td class=\"na\">-</td>";
+    } else if (cell.vacuous) {
+      os << "<td class=\"fails\">" << cell.rho << " (vacuous)</td>";
+    } else {
+      os << "<td" << (cell.holds ? " class=\"holds\"" : "") << ">" << cell.rho
+         << (cell.holds ? " ✓" : "") << "</td>";
     }
-    const bool good = k.best && *k.best != grade::not_certified;
-    os << "<td class=\"" << (good ? "holds" : "fails") << "\">"
-       << (k.best ? to_string(*k.best) : "-") << "</td><td><code>p=" << k.worst.position << " "
-       << xml_escape(k.worst.component) << "[" << k.worst.index << "] "
-       << xml_escape(k.worst.got_hex) << " vs " << xml_escape(k.worst.exact_hex)
-       << "</code></td></tr>\n";
   }
-  os << "</table>\n";
-  if (!sel.all) {
-    os << "<p>The checks of the " << sel.count << " sites shown in Layers; the other "
-       << sel.hidden.size() << " are in certificate.json and data/checks.csv.</p>\n";
-  }
+  const bool good = k.best && *k.best != grade::not_certified;
+  os << "<td class=\"" << (good ? "holds" : "fails") << "\">" << (k.best ? to_string(*k.best) : "-")
+     << "</td><td><code>p=" << k.worst.position << " " << xml_escape(k.worst.component) << "["
+     << k.worst.index << "] " << xml_escape(k.worst.got_hex) << " vs "
+     << xml_escape(k.worst.exact_hex) << "</code></td></tr>\n";
+}
+
+// The checks' notes, non-finite values and vacuous bounds, then the certificate's notes.
+void html_check_notes(std::ostream& os, const results& r, const site_selection& sel) {
   for (const check& k : r.checks) {
     if (!sel.shows(k)) continue;
     if (!k.note.empty() && !is_property(k)) {
@@ -572,113 +563,161 @@ std::string detail::certificate_html(const results& r,
     }
   }
   for (const auto& n : r.notes) os << "<p>Note: " << xml_escape(n) << "</p>\n";
-  os << "<p class=\"" << (ok ? "holds" : "fails") << "\">Grade: " << to_string(c.result)
-     << "; claim: " << xml_escape(claim_text(c)) << ".</p>\n";
-  // Library.
-  const library_figures& lib = c.library;
-  os << "<h2 id=\"library\">Library measured</h2>\n<table>\n";
-  row("bounds assume", xml_escape(lib.assumed));
-  row("trig error measured",
-      lib.trig_ulp ? fmt::format("{:.3g} ulp ({:.3g} absolute): {}", *lib.trig_ulp,
-                                 lib.trig_abs.value_or(0), xml_escape(lib.trig_class))
-                   : "not measured" + (lib.note.empty() ? "" : ": " + xml_escape(lib.note)));
-  if (lib.pow_ulp) row("pow error measured", fmt::format("{:.3g} ulp", *lib.pow_ulp));
-  if (!lib.angles.empty()) row("angles the data follows", xml_escape(lib.angles));
-  if (!lib.measured_on.empty()) row("measured on", xml_escape(lib.measured_on));
-  if (lib.max_trig_ulp) {
-    row("--max-trig-ulp", fmt::format("{:.3g} ulp{}", *lib.max_trig_ulp,
-                                      lib.trig_ulp && *lib.trig_ulp > *lib.max_trig_ulp
-                                          ? ": exceeded, the claim does NOT hold"
-                                          : ""));
+}
+
+// Recipes and grade: the ladder's table of the value checks shown, their notes, the grade.
+void html_recipes(std::ostream& os, const results& r, const certification& c,
+                  const site_selection& sel) {
+  os << "<h2 id=\"recipes\">Recipes and grade</h2>\n<p>ρ = |data − exact| / B, B each recipe's "
+        "error bound for every value (docs/numerics.md §13.1). ✓: the check holds on that rung of "
+        "the ladder (every value within the largest bound of that rung and the tighter ones, none "
+        "of them vacuous); a check's grade is the first rung that holds, the certificate's the "
+        "worst over its checks. Grades, best first: correctly-rounded, faithful, drift-free, "
+        "recipe:hf, recipe:ggml, recipe:vllm, not certified.</p>\n<table>\n<tr><th>check</th>"
+        "<th>tensors</th><th>dtype</th><th>values</th><th>% CR</th><th>% faithful</th><th>max "
+        "abs</th><th>max ulp</th>";
+  for (const char* name : kRecipes) os << "<th>ρ " << name << "</th>";
+  os << "<th>grade</th><th>worst value</th></tr>\n";
+  for (const check& k : r.checks) {
+    if (!is_property(k) && sel.shows(k)) html_recipe_row(os, k);
   }
   os << "</table>\n";
-  // Diagnosis.
-  os << "<h2 id=\"diagnosis\">Diagnosis</h2>\n";
-  if (!c.why) {
-    os << "<p>" << (ok ? "Certified: nothing to diagnose." : "Not searched (--no-diagnosis).")
-       << "</p>\n";
-  } else {
-    const diagnosis& d = *c.why;
-    os << "<p>max ρ against the exact value (" << xml_escape(c.held_to)
-       << " bounds): " << figure(d.max_rho_without) << "</p>\n";
-    if (!d.vacuous.empty()) {
-      os << "<p class=\"fails\">" << xml_escape(d.vacuous) << ".</p>\n";
-    } else if (d.named) {
-      const auto& x = d.explanations.front();
-      os << "<p class=\"fails\">Explained by <b>" << xml_escape(x.mutant) << "</b> — "
-         << xml_escape(x.description) << " (max ρ " << figure(x.max_rho) << " against it, at most "
-         << figure(c.explain_threshold) << " to explain).</p>\n";
-      if (!d.indistinguishable.empty()) {
-        os << "<p>Indistinguishable on this data (they make the same values): "
-           << xml_escape(fmt::format("{}", fmt::join(d.indistinguishable, ", "))) << "</p>\n";
-      }
-    } else if (!d.explanations.empty()) {
-      os << "<p>No known mistake explains the data (closest: "
-         << xml_escape(d.explanations.front().mutant) << ", max ρ "
-         << figure(d.explanations.front().max_rho) << ").</p>\n";
-    }
-    if (!d.findings.empty()) {
-      os << "<ul>\n";
-      for (const auto& f : d.findings) os << "<li>the data implies: " << xml_escape(f) << "</li>\n";
-      os << "</ul>\n";
-    }
-    if (!d.replayed_on.empty()) {
-      os << "<p>Mistakes replayed on " << xml_escape(d.replayed_on) << ".</p>\n";
-    }
-    if (!d.first.empty()) {
-      os << "<h3>First mismatches (beyond the " << xml_escape(c.held_to)
-         << " bound)</h3>\n<table>\n<tr><th>check</th><th>position</th><th>index</th><th>got"
-            "</th><th>want</th><th>bound</th></tr>\n";
-      for (const mismatch& m : d.first) {
-        os << "<tr><td>" << xml_escape(m.check) << "</td><td>" << m.position << "</td><td>"
-           << m.index << "</td><td><code>" << hex(m.got) << "</code> (" << g(m.got)
-           << ")</td><td><code>" << hex(m.want) << "</code> (" << g(m.want) << ")</td><td>"
-           << figure(m.bound) << "</td></tr>\n";
-      }
-      os << "</table>\n";
-    }
-    if (!d.explanations.empty()) {
-      os << "<h3>Known mistakes tried (best first)</h3>\n<table>\n<tr><th>mistake</th><th>what"
-            "</th><th>max ρ</th><th>RMS ρ</th><th>explains</th></tr>\n";
-      for (std::size_t k = 0; k < d.explanations.size() && k < 12; ++k) {
-        const explanation& x = d.explanations[k];
-        os << "<tr><td>" << xml_escape(x.mutant) << "</td><td>" << xml_escape(x.description)
-           << "</td><td>" << figure(x.max_rho) << "</td><td>" << figure(x.rms_rho) << "</td><td>"
-           << (x.explains ? "yes" : "no") << "</td></tr>\n";
-      }
-      os << "</table>\n";
-      if (d.explanations.size() > 12) {
-        os << "<p>… and " << d.explanations.size() - 12 << " more in certificate.json.</p>\n";
-      }
-    }
+  if (!sel.all) {
+    os << "<p>The checks of the " << sel.count << " sites shown in Layers; the other "
+       << sel.hidden.size() << " are in certificate.json and data/checks.csv.</p>\n";
   }
-  // Properties.
-  os << "<h2 id=\"properties\">Properties</h2>\n";
-  if (const property_counts n = count_properties(r); n.total() == 0) {
-    os << "<p>None run (a dump, or --no-properties).</p>\n";
-  } else {
-    os << "<p class=\"" << (n.failed ? "fails" : "holds") << "\">" << n.passed << " passed, "
-       << n.failed << " failed, " << n.not_applicable
-       << " not applicable (not counted as passes).</p>\n<table>\n<tr><th>property</th><th>"
-          "result</th><th>cases</th><th>what it checks</th><th>counterexample, replay or "
-          "reason</th></tr>\n";
-    for (const check& k : r.checks) {
-      if (!is_property(k)) continue;
-      const char* cls = k.property == "passed" ? "holds" : k.property == "failed" ? "fails" : "na";
-      os << "<tr><td>" << xml_escape(k.id) << "</td><td class=\"" << cls << "\">"
-         << xml_escape(k.property) << "</td><td>" << k.values << "</td><td>" << xml_escape(k.source)
-         << "</td><td>";
-      if (k.property == "failed") {
-        os << xml_escape(k.note) << "<pre>" << xml_escape(k.counterexample)
-           << "</pre>replay: <code>" << xml_escape(k.replay) << "</code>";
-      } else if (k.property == "not applicable") {
-        os << xml_escape(k.note);
-      }
-      os << "</td></tr>\n";
+  html_check_notes(os, r, sel);
+  os << "<p class=\"" << (c.exit_code() == 0 ? "holds" : "fails")
+     << "\">Grade: " << to_string(c.result) << "; claim: " << xml_escape(claim_text(c))
+     << ".</p>\n";
+}
+
+// The library measured: the class the bounds assume, the trig and pow errors, the angles.
+void html_library(std::ostream& os, const library_figures& lib) {
+  os << "<h2 id=\"library\">Library measured</h2>\n<table>\n";
+  html_row(os, "bounds assume", xml_escape(lib.assumed));
+  html_row(os, "trig error measured",
+           lib.trig_ulp ? fmt::format("{:.3g} ulp ({:.3g} absolute): {}", *lib.trig_ulp,
+                                      lib.trig_abs.value_or(0), xml_escape(lib.trig_class))
+                        : "not measured" + (lib.note.empty() ? "" : ": " + xml_escape(lib.note)));
+  if (lib.pow_ulp) html_row(os, "pow error measured", fmt::format("{:.3g} ulp", *lib.pow_ulp));
+  if (!lib.angles.empty()) html_row(os, "angles the data follows", xml_escape(lib.angles));
+  if (!lib.measured_on.empty()) html_row(os, "measured on", xml_escape(lib.measured_on));
+  if (lib.max_trig_ulp) {
+    html_row(os, "--max-trig-ulp",
+             fmt::format("{:.3g} ulp{}", *lib.max_trig_ulp,
+                         lib.trig_ulp && *lib.trig_ulp > *lib.max_trig_ulp
+                             ? ": exceeded, the claim does NOT hold"
+                             : ""));
+  }
+  os << "</table>\n";
+}
+
+// The diagnosis' verdict: the mistake named (and those indistinguishable), or the closest.
+void html_named(std::ostream& os, const certification& c, const diagnosis& d) {
+  os << "<p>max ρ against the exact value (" << xml_escape(c.held_to)
+     << " bounds): " << figure(d.max_rho_without) << "</p>\n";
+  if (!d.vacuous.empty()) {
+    os << "<p class=\"fails\">" << xml_escape(d.vacuous) << ".</p>\n";
+  } else if (d.named) {
+    const auto& x = d.explanations.front();
+    os << "<p class=\"fails\">Explained by <b>" << xml_escape(x.mutant) << "</b> — "
+       << xml_escape(x.description) << " (max ρ " << figure(x.max_rho) << " against it, at most "
+       << figure(c.explain_threshold) << " to explain).</p>\n";
+    if (!d.indistinguishable.empty()) {
+      os << "<p>Indistinguishable on this data (they make the same values): "
+         << xml_escape(fmt::format("{}", fmt::join(d.indistinguishable, ", "))) << "</p>\n";
+    }
+  } else if (!d.explanations.empty()) {
+    os << "<p>No known mistake explains the data (closest: "
+       << xml_escape(d.explanations.front().mutant) << ", max ρ "
+       << figure(d.explanations.front().max_rho) << ").</p>\n";
+  }
+  if (!d.findings.empty()) {
+    os << "<ul>\n";
+    for (const auto& f : d.findings) os << "<li>the data implies: " << xml_escape(f) << "</li>\n";
+    os << "</ul>\n";
+  }
+  if (!d.replayed_on.empty()) {
+    os << "<p>Mistakes replayed on " << xml_escape(d.replayed_on) << ".</p>\n";
+  }
+}
+
+// The diagnosis' tables: the first mismatches, and the known mistakes tried (the best 12).
+void html_tried(std::ostream& os, const certification& c, const diagnosis& d) {
+  if (!d.first.empty()) {
+    os << "<h3>First mismatches (beyond the " << xml_escape(c.held_to)
+       << " bound)</h3>\n<table>\n<tr><th>check</th><th>position</th><th>index</th><th>got"
+          "</th><th>want</th><th>bound</th></tr>\n";
+    for (const mismatch& m : d.first) {
+      os << "<tr><td>" << xml_escape(m.check) << "</td><td>" << m.position << "</td><td>" << m.index
+         << "</td><td><code>" << hex(m.got) << "</code> (" << g(m.got) << ")</td><td><code>"
+         << hex(m.want) << "</code> (" << g(m.want) << ")</td><td>" << figure(m.bound)
+         << "</td></tr>\n";
     }
     os << "</table>\n";
   }
-  // Plots.
+  if (d.explanations.empty()) return;
+  os << "<h3>Known mistakes tried (best first)</h3>\n<table>\n<tr><th>mistake</th><th>what"
+        "</th><th>max ρ</th><th>RMS ρ</th><th>explains</th></tr>\n";
+  for (std::size_t k = 0; k < d.explanations.size() && k < 12; ++k) {
+    const explanation& x = d.explanations[k];
+    os << "<tr><td>" << xml_escape(x.mutant) << "</td><td>" << xml_escape(x.description)
+       << "</td><td>" << figure(x.max_rho) << "</td><td>" << figure(x.rms_rho) << "</td><td>"
+       << (x.explains ? "yes" : "no") << "</td></tr>\n";
+  }
+  os << "</table>\n";
+  if (d.explanations.size() > 12) {
+    os << "<p>… and " << d.explanations.size() - 12 << " more in certificate.json.</p>\n";
+  }
+}
+
+void html_diagnosis(std::ostream& os, const certification& c) {
+  os << "<h2 id=\"diagnosis\">Diagnosis</h2>\n";
+  if (!c.why) {
+    os << "<p>"
+       << (c.exit_code() == 0 ? "Certified: nothing to diagnose."
+                              : "Not searched (--no-diagnosis).")
+       << "</p>\n";
+    return;
+  }
+  html_named(os, c, *c.why);
+  html_tried(os, c, *c.why);
+}
+
+// The property suites: counts, then each property with its counterexample and replay.
+void html_properties(std::ostream& os, const results& r) {
+  os << "<h2 id=\"properties\">Properties</h2>\n";
+  const property_counts n = count_properties(r);
+  if (n.total() == 0) {
+    os << "<p>None run (a dump, or --no-properties).</p>\n";
+    return;
+  }
+  os << "<p class=\"" << (n.failed ? "fails" : "holds") << "\">" << n.passed << " passed, "
+     << n.failed << " failed, " << n.not_applicable
+     << " not applicable (not counted as passes).</p>\n<table>\n<tr><th>property</th><th>"
+        "result</th><th>cases</th><th>what it checks</th><th>counterexample, replay or "
+        "reason</th></tr>\n";
+  for (const check& k : r.checks) {
+    if (!is_property(k)) continue;
+    const char* cls = k.property == "passed" ? "holds" : k.property == "failed" ? "fails" : "na";
+    os << "<tr><td>" << xml_escape(k.id) << "</td><td class=\"" << cls << "\">"
+       << xml_escape(k.property) << "</td><td>" << k.values << "</td><td>" << xml_escape(k.source)
+       << "</td><td>";
+    if (k.property == "failed") {
+      os << xml_escape(k.note) << "<pre>" << xml_escape(k.counterexample) << "</pre>replay: <code>"
+         << xml_escape(k.replay) << "</code>";
+    } else if (k.property == "not applicable") {
+      os << xml_escape(k.note);
+    }
+    os << "</td></tr>\n";
+  }
+  os << "</table>\n";
+}
+
+// Error against position: the plots drawn (inline SVG) and those skipped.
+void html_plots(std::ostream& os, const results& r, const std::map<std::string, std::string>& svgs,
+                const site_selection& sel) {
   os << "<h2 id=\"plots\">Error against position</h2>\n<p>Per check: max and p99 absolute error "
         "per position octave with the bound the data is held to (dashed), and max ρ per pair "
         "and octave"
@@ -698,20 +737,41 @@ std::string detail::certificate_html(const results& r,
     os << "<p class=\"fail\">" << xml_escape(skipped_note(sp)) << "</p>\n";
   }
   if (!any) os << "<p>No plots: no value with an error a log axis can show.</p>\n";
-  // Provenance.
+}
+
+// Provenance: pev's build, the host, the reference, the seed, the wall time; the page's end.
+void html_provenance(std::ostream& os, const results& r, const certification& c) {
   const provenance& p = r.prov;
   os << "<h2 id=\"provenance\">Provenance</h2>\n<table>\n";
-  row("pev", xml_escape(p.pev_version + " (git " + p.git_revision + ")"));
-  row("compiler", xml_escape(p.compiler));
-  row("floating-point flags", xml_escape(p.fp_flags));
-  row("build flags", xml_escape(p.build_flags));
-  row("libc", xml_escape(p.libc));
-  row("host", xml_escape(p.host));
-  row("cpu", xml_escape(p.cpu));
-  row("reference", xml_escape(reference_text(p)));
-  row("seed", xml_escape(seed_text(r)));
-  row("wall time", fmt::format("{:.2f} s", c.seconds));
+  html_row(os, "pev", xml_escape(p.pev_version + " (git " + p.git_revision + ")"));
+  html_row(os, "compiler", xml_escape(p.compiler));
+  html_row(os, "floating-point flags", xml_escape(p.fp_flags));
+  html_row(os, "build flags", xml_escape(p.build_flags));
+  html_row(os, "libc", xml_escape(p.libc));
+  html_row(os, "host", xml_escape(p.host));
+  html_row(os, "cpu", xml_escape(p.cpu));
+  html_row(os, "reference", xml_escape(reference_text(p)));
+  html_row(os, "seed", xml_escape(seed_text(r)));
+  html_row(os, "wall time", fmt::format("{:.2f} s", c.seconds));
   os << "</table>\n</body>\n</html>\n";
+}
+
+}  // namespace
+
+std::string detail::certificate_html(const results& r,
+                                     const std::map<std::string, std::string>& svgs,
+                                     const site_selection& sel) {
+  const certification& c = cert_of(r, "certificate_html");
+  std::ostringstream os;
+  html_top(os, c);
+  os << layers_html(c, sel);
+  html_checked(os, c);
+  html_recipes(os, r, c, sel);
+  html_library(os, c.library);
+  html_diagnosis(os, c);
+  html_properties(os, r);
+  html_plots(os, r, svgs, sel);
+  html_provenance(os, r, c);
   return os.str();
 }
 

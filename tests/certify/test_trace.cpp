@@ -131,14 +131,15 @@ TEST(Trace, GenuineModelIsCertifiedLayerByLayerWithTheNoPELayerAsIdentity) {
   add_layer(d, 3, k.full.get(), pos);
   ASSERT_TRUE(certify::is_trace(d));
   EXPECT_EQ(certify::traced_layers(d), (std::vector<std::int64_t>{0, 1, 2, 3}));
-  // Progress: one call per site, the count rising to the total.
-  certify::trace_options to;
+  // Progress: one call per site (a site's own rows are not counted), the count rising to the total.
+  certify::options o = opts();
   std::vector<std::size_t> seen;
-  to.on_site = [&](std::size_t done, std::size_t total) {
+  o.progress = [&](std::string_view what, std::size_t done, std::size_t total) {
+    EXPECT_EQ(what, "trace sites");
     EXPECT_EQ(total, 4u);
     seen.push_back(done);
   };
-  const auto c = certify::certify_trace(model(), d, opts(), to);
+  const auto c = certify::certify_trace(model(), d, o);
   EXPECT_EQ(seen, (std::vector<std::size_t>{1, 2, 3, 4}));
   const auto& z = *c.certification;
   ASSERT_EQ(z.layers.size(), 4u) << certify::to_text(c);

@@ -68,7 +68,4 @@ struct encoding_options {
 /// a certificate records for `pev verify` to re-run (docs/certify.md §7).
 std::vector<std::string>& invocation();
 
-/// Parses --shard I/N (0-based, 0 ≤ I < N; report and certify); pev::error naming --shard.
-std::pair<int, int> parse_shard(const std::string& text);
-
 }  // namespace pev::cli

@@ -100,25 +100,151 @@ int finish(const report::results& r, const std::string& out) {
   return failed == 0 ? 0 : 1;
 }
 
+/// The options of `pev report`, as given.
+struct report_state {
+  std::string suite;
+  std::vector<std::string> specs;
+  std::vector<std::string> configs;
+  std::vector<std::string> names;
+  std::string layer_type;
+  std::optional<std::int64_t> max_position;
+  std::int64_t threads = 0;
+  std::uint64_t seed = kDefaultSeed;
+  std::string shard;
+  std::string out = "pev-report";
+  std::string reference = "fast";
+  bool exhaustive = false;
+  std::int64_t samples = 64;
+};
+
+/// The sweep's options from the flags, checked before any work.
+sweep::options sweep_options(const report_state& st) {
+  sweep::options o;
+  if (st.max_position) {
+    app::require_range("--max-position", *st.max_position, 1, app::kMaxPositionLimit);
+    if (st.exhaustive && *st.max_position >= (std::int64_t{1} << 26)) {
+      // Every position is held in memory (8 bytes each) and computed: 2^26 is hours.
+      throw error("--exhaustive: --max-position must be below 2^26 = 67108864, got " +
+                  std::to_string(*st.max_position));
+    }
+  }
+  // oneTBB's allocator fails beyond a few tens of thousands of threads.
+  app::require_range("--threads", st.threads, 0, app::kMaxThreads);
+  app::require_range("--samples-per-octave", st.samples, 0, app::kMaxSamples);
+  const bool mpfr_reference = app::parse_mpfr_reference(st.reference);
+  if (!st.suite.empty() && st.suite != "default") {
+    throw error("--suite: the only built-in suite is 'default', got '" + st.suite + "'");
+  }
+  o.threads = static_cast<int>(st.threads);
+  o.seed = st.seed;
+  o.exhaustive = st.exhaustive;
+  o.samples_per_octave = static_cast<int>(st.samples);
+  o.mpfr_reference = mpfr_reference;
+  if (!st.shard.empty()) std::tie(o.shard_index, o.shard_count) = app::parse_shard(st.shard);
+  return o;
+}
+
+/// The suite swept: the built-in one and the --spec and --config given, each with its --name.
+struct given_suite {
+  std::vector<sweep::suite_entry> suite;
+  bool custom = false;
+  std::size_t builtin = 0;                        // the built-in entries first
+  std::vector<std::optional<std::string>> names;  // the --name of each given entry
+  std::int64_t config_max = -1;                   // the largest max_position_embeddings - 1
+};
+
+/// The options whose order matters: --spec and --config, each named by the --name after it.
+struct suite_flags {
+  const CLI::Option *spec, *config, *name;
+};
+
+/// A --config as a suite entry (its name from the config, its largest position into `g`).
+sweep::suite_entry config_entry(const report_state& st, const std::string& c, given_suite& g) {
+  spec::config_options co;
+  co.layer_type = st.layer_type;
+  const std::string text = io::read_file(c, spec::max_config_bytes);
+  const spec::rope r = spec::parse_config_text(text, c, co);
+  if (r.max_position_embeddings > 0) {
+    g.config_max = std::max(g.config_max, r.max_position_embeddings - 1);
+  }
+  return {config_name(c, config_model_type(text), st.layer_type), spec::encoding(r),
+          "--config " + c + (st.layer_type.empty() ? "" : " --layer-type " + st.layer_type)};
+}
+
+/// --spec and --config in command-line order, each with the --name after it.
+given_suite read_suite(const report_state& st, const CLI::App& cmd, suite_flags flags) {
+  given_suite g;
+  g.custom = !st.specs.empty() || !st.configs.empty();
+  if (!g.custom || st.suite == "default") g.suite = sweep::default_suite();
+  g.builtin = g.suite.size();
+  std::size_t next_spec = 0, next_config = 0, next_name = 0;
+  for (const CLI::Option* opt : cmd.parse_order()) {
+    if (opt == flags.spec) {
+      const std::size_t k = next_spec++;
+      g.suite.push_back({"spec" + std::to_string(k + 1), spec::parse_spec(st.specs[k]), "--spec"});
+      g.names.emplace_back();
+    } else if (opt == flags.config) {
+      g.suite.push_back(config_entry(st, st.configs[next_config++], g));
+      g.names.emplace_back();
+    } else if (opt == flags.name) {
+      const std::string& n = st.names[next_name++];
+      check_name(n);
+      if (g.names.empty() || g.names.back()) {
+        throw error("--name " + escaped(n) +
+                    ": names the --spec or --config just before it, and there is " +
+                    (g.names.empty() ? "none" : "another --name for it"));
+      }
+      g.names.back() = n;
+    }
+  }
+  return g;
+}
+
+/// Names are unique in their file-name form (plots, CSVs, JUnit): a given name that collides is
+/// refused, a derived one gets a suffix.
+void name_suite(given_suite& g) {
+  std::map<std::string, std::string> taken;  // file form → name
+  for (std::size_t k = 0; k < g.builtin; ++k) {
+    taken[report::file_stem(g.suite[k].name)] = g.suite[k].name;
+  }
+  for (std::size_t k = g.builtin; k < g.suite.size(); ++k) {
+    const auto& n = g.names[k - g.builtin];
+    if (n) {
+      const auto [it, fresh] = taken.emplace(report::file_stem(*n), *n);
+      if (!fresh) {
+        throw error("--name " + *n + ": the name of another spec (" + it->second +
+                    ") has the same file name; choose another");
+      }
+      g.suite[k].name = *n;
+      continue;
+    }
+    std::string name = g.suite[k].name;
+    for (int j = 2; taken.count(report::file_stem(name)); ++j) {
+      name = g.suite[k].name + "-" + std::to_string(j);
+    }
+    taken.emplace(report::file_stem(name), name);
+    g.suite[k].name = name;
+  }
+}
+
+/// --max-position, else the configs' largest position, else the sweep's default.
+std::int64_t max_position(const report_state& st, std::int64_t config_max, std::int64_t fallback) {
+  const std::int64_t m = st.max_position   ? *st.max_position
+                         : config_max >= 1 ? config_max
+                                           : fallback;
+  if (st.exhaustive && m >= (std::int64_t{1} << 26)) {
+    throw error(
+        "--exhaustive: --max-position must be below 2^26 = 67108864 (the default from the "
+        "configs is " +
+        std::to_string(m) + "); give --max-position");
+  }
+  return m;
+}
+
 }  // namespace
 
 command add_report(CLI::App& app) {
-  struct state {
-    std::string suite;
-    std::vector<std::string> specs;
-    std::vector<std::string> configs;
-    std::vector<std::string> names;
-    std::string layer_type;
-    std::optional<std::int64_t> max_position;
-    std::int64_t threads = 0;
-    std::uint64_t seed = kDefaultSeed;
-    std::string shard;
-    std::string out = "pev-report";
-    std::string reference = "fast";
-    bool exhaustive = false;
-    std::int64_t samples = 64;
-  };
-  auto st = std::make_shared<state>();
+  auto st = std::make_shared<report_state>();
   CLI::App* cmd = app.add_subcommand(
       "report",
       "Precision-drift report: every spec of the suite × strategy (hf, ggml for RoPE, table-fp16, "
@@ -174,118 +300,28 @@ command add_report(CLI::App& app) {
                   "Deterministic samples per octave above 4096 (at most 65536)")
       ->capture_default_str();
   return {cmd, [st, cmd, spec_opt, config_opt, name_opt]() -> int {
-            sweep::options o;
-            if (st->max_position) {
-              app::require_range("--max-position", *st->max_position, 1, app::kMaxPositionLimit);
-              if (st->exhaustive && *st->max_position >= (std::int64_t{1} << 26)) {
-                // Every position is held in memory (8 bytes each) and computed: 2^26 is hours.
-                throw error("--exhaustive: --max-position must be below 2^26 = 67108864, got " +
-                            std::to_string(*st->max_position));
-              }
-            }
-            // oneTBB's allocator fails beyond a few tens of thousands of threads.
-            app::require_range("--threads", st->threads, 0, app::kMaxThreads);
-            app::require_range("--samples-per-octave", st->samples, 0, app::kMaxSamples);
-            const bool mpfr_reference = app::parse_mpfr_reference(st->reference);
-            if (!st->suite.empty() && st->suite != "default") {
-              throw error("--suite: the only built-in suite is 'default', got '" + st->suite + "'");
-            }
-            o.threads = static_cast<int>(st->threads);
-            o.seed = st->seed;
-            o.exhaustive = st->exhaustive;
-            o.samples_per_octave = static_cast<int>(st->samples);
-            o.mpfr_reference = mpfr_reference;
-            if (!st->shard.empty()) std::tie(o.shard_index, o.shard_count) = parse_shard(st->shard);
+            sweep::options o = sweep_options(*st);
             // Inputs inside --out are refused before they are even parsed.
             std::vector<app::input_path> inputs;
             for (const auto& c : st->configs) inputs.push_back({"--config", c});
             app::refuse_inputs_inside_out(st->out, inputs);
-            std::vector<sweep::suite_entry> suite;
-            const bool custom = !st->specs.empty() || !st->configs.empty();
-            if (!custom || st->suite == "default") suite = sweep::default_suite();
-            const std::size_t builtin = suite.size();
-            // --spec and --config in command-line order, each with the --name after it.
-            std::vector<std::optional<std::string>> given;
-            std::size_t next_spec = 0, next_config = 0, next_name = 0;
-            std::int64_t config_max = -1;  // the largest max_position_embeddings - 1
-            for (const CLI::Option* opt : cmd->parse_order()) {
-              if (opt == spec_opt) {
-                const std::size_t k = next_spec++;
-                suite.push_back(
-                    {"spec" + std::to_string(k + 1), spec::parse_spec(st->specs[k]), "--spec"});
-                given.emplace_back();
-              } else if (opt == config_opt) {
-                const std::string& c = st->configs[next_config++];
-                spec::config_options co;
-                co.layer_type = st->layer_type;
-                const std::string text = io::read_file(c, spec::max_config_bytes);
-                const spec::rope r = spec::parse_config_text(text, c, co);
-                if (r.max_position_embeddings > 0) {
-                  config_max = std::max(config_max, r.max_position_embeddings - 1);
-                }
-                suite.push_back(
-                    {config_name(c, config_model_type(text), st->layer_type), spec::encoding(r),
-                     "--config " + c +
-                         (st->layer_type.empty() ? "" : " --layer-type " + st->layer_type)});
-                given.emplace_back();
-              } else if (opt == name_opt) {
-                const std::string& n = st->names[next_name++];
-                check_name(n);
-                if (given.empty() || given.back()) {
-                  throw error("--name " + escaped(n) +
-                              ": names the --spec or --config just before it, and there is " +
-                              (given.empty() ? "none" : "another --name for it"));
-                }
-                given.back() = n;
-              }
-            }
-            // Names are unique in their file-name form (plots, CSVs, JUnit): a given name that
-            // collides is refused, a derived one gets a suffix.
-            std::map<std::string, std::string> taken;  // file form → name
-            for (std::size_t k = 0; k < builtin; ++k) {
-              taken[report::file_stem(suite[k].name)] = suite[k].name;
-            }
-            for (std::size_t k = builtin; k < suite.size(); ++k) {
-              const auto& n = given[k - builtin];
-              if (n) {
-                const auto [it, fresh] = taken.emplace(report::file_stem(*n), *n);
-                if (!fresh) {
-                  throw error("--name " + *n + ": the name of another spec (" + it->second +
-                              ") has the same file name; choose another");
-                }
-                suite[k].name = *n;
-                continue;
-              }
-              std::string name = suite[k].name;
-              for (int j = 2; taken.count(report::file_stem(name)); ++j) {
-                name = suite[k].name + "-" + std::to_string(j);
-              }
-              taken.emplace(report::file_stem(name), name);
-              suite[k].name = name;
-            }
-            o.max_position = st->max_position  ? *st->max_position
-                             : config_max >= 1 ? config_max
-                                               : o.max_position;
-            if (st->exhaustive && o.max_position >= (std::int64_t{1} << 26)) {
-              throw error(
-                  "--exhaustive: --max-position must be below 2^26 = 67108864 (the default from "
-                  "the configs is " +
-                  std::to_string(o.max_position) + "); give --max-position");
-            }
-            for (const auto& entry : suite) {
+            given_suite g = read_suite(*st, *cmd, {spec_opt, config_opt, name_opt});
+            name_suite(g);
+            o.max_position = max_position(*st, g.config_max, o.max_position);
+            for (const auto& entry : g.suite) {
               for (auto& f : app::encoding_files(entry.encoding)) inputs.push_back(std::move(f));
             }
             app::refuse_inputs_inside_out(st->out, inputs);
             io::check_output_directory(st->out);  // before the sweep, not after it
             o.suite_name =
-                custom ? (st->suite == "default" ? "default+custom" : "custom") : "default";
+                g.custom ? (st->suite == "default" ? "default+custom" : "custom") : "default";
             if (isatty(STDERR_FILENO)) {
               o.progress = [](std::size_t done, std::size_t total) {
                 std::fprintf(stderr, "\rpev: report %zu/%zu specs", done, total);
                 if (done == total) std::fputc('\n', stderr);
               };
             }
-            report::results r = sweep::run(suite, o);
+            report::results r = sweep::run(g.suite, o);
             r.prov.generated_at = utc_now();
             return finish(r, st->out);
           }};

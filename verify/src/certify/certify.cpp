@@ -1,5 +1,6 @@
-// certify_dump (certify.h): the certificate's frame — spec, inputs, provenance — then the
-// family's checks (rope.cpp, sinusoidal.cpp, learned.cpp, alibi.cpp, t5.cpp), then grade, claim
+// certify_dump (certify.h): the certificate's frame (certificate_frame: provenance, suite, inputs,
+// claimed recipe, thresholds, library fields; every certificate of certify starts from it) — then
+// the family's checks (rope.cpp, sinusoidal.cpp, learned.cpp, alibi.cpp, t5.cpp), then grade, claim
 // and diagnosis.
 
 #include "pev/certify/certify.h"
@@ -56,6 +57,29 @@ std::string run_options(const options& o) {
 
 namespace detail {
 
+certificate certificate_frame(const options& o, const dump& d, bool compared) {
+  certificate cert;
+  cert.prov = report::this_build();
+  cert.prov.suite = "certify";
+  report::certification& z = cert.certification.emplace();
+  z.inputs = d.files;
+  // Files of an --impl directory that were not read are said, not dropped silently.
+  cert.notes.insert(cert.notes.end(), d.skipped.begin(), d.skipped.end());
+  z.claimed_recipe = o.recipe;
+  z.explain_threshold = kExplainRho;
+  if (!compared) return cert;
+  cert.prov.reference = o.mpfr_reference ? "mpfr" : "fast";
+  z.library.assumed = o.libm->name;
+  z.libm_claimed = o.libm != &metric::kAnyConforming;
+  z.library.max_trig_ulp = o.max_trig_ulp;
+  if (o.shard_count > 1) {
+    cert.prov.shard_index = o.shard_index;
+    cert.prov.shard_count = o.shard_count;
+    z.shard = report::certification::shard_of{o.shard_index, o.shard_count, run_options(o)};
+  }
+  return cert;
+}
+
 certificate certify_frame(const spec::encoding& e, const dump& d, const options& o,
                           const std::function<void(context&)>& checks) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -64,18 +88,9 @@ certificate certify_frame(const spec::encoding& e, const dump& d, const options&
     throw error(
         fmt::format("--shard: {}/{} is not a shard (0 <= I < N)", o.shard_index, o.shard_count));
   }
-  certificate cert;
-  cert.prov = report::this_build();
-  cert.prov.reference = o.mpfr_reference ? "mpfr" : "fast";
-  cert.prov.suite = "certify";
-  report::certification& z = cert.certification.emplace();
-  if (o.shard_count > 1) {
-    cert.prov.shard_index = o.shard_index;
-    cert.prov.shard_count = o.shard_count;
-    z.shard = report::certification::shard_of{o.shard_index, o.shard_count, run_options(o)};
-  }
+  certificate cert = certificate_frame(o, d, /*compared=*/true);
+  report::certification& z = *cert.certification;
   z.spec = spec::to_spec_string(e);
-  z.inputs = d.files;
   // Files read but not hashed yet (read_dump(files, false)): hashed beside the comparison — on a
   // thread of its own unless the run is held to one thread (--threads 1) — since hashing a dump
   // of gigabytes takes about as long as reading it.
@@ -85,13 +100,6 @@ certificate certify_frame(const spec::encoding& e, const dump& d, const options&
   if (unhashed && o.threads != 1) {
     hashing = std::async(std::launch::async, [&z] { hash_inputs(z.inputs); });
   }
-  // Files of an --impl directory that were not read are said, not dropped silently.
-  cert.notes.insert(cert.notes.end(), d.skipped.begin(), d.skipped.end());
-  z.claimed_recipe = o.recipe;
-  z.explain_threshold = kExplainRho;
-  z.library.assumed = o.libm->name;
-  z.libm_claimed = o.libm != &metric::kAnyConforming;
-  z.library.max_trig_ulp = o.max_trig_ulp;
   context k{e, d, o, cert, {}};
   checks(k);
   if (hashing.valid()) {

@@ -279,6 +279,12 @@ void certify_learned(const spec::learned& s, context& k);
 void certify_alibi(const spec::alibi& s, context& k);
 void certify_t5(const spec::t5& s, context& k);
 
+/// The frame every certificate of certify starts from (certify_dump's, certify_trace's,
+/// failed_certificate's; certify.cpp): pev's build and the suite, `d`'s files as inputs and its
+/// files not read as notes, the claimed recipe and the explain threshold; for a run that `compared`
+/// values (not an implementation that failed before any), the reference path, the library class
+/// and the claim's trig limit, and the shard.
+certificate certificate_frame(const options& o, const dump& d, bool compared);
 /// The certificate of `checks` run on dump `d` under encoding `e` (certify.cpp): its frame (spec,
 /// inputs, provenance, shard), then the checks, then the held bound, grade, claim and diagnosis.
 /// certify_dump is this with the family dispatch.

@@ -93,20 +93,17 @@ certificate failed_certificate(const spec::encoding& e, const std::string& what,
                                std::vector<input_file> inputs,
                                const std::optional<std::string>& recipe, const std::string& source,
                                dtype t, const std::string& note) {
-  certificate cert;
-  cert.prov = report::this_build();
-  cert.prov.suite = "certify";
-  report::certification& z = cert.certification.emplace();
-  z.spec = spec::to_spec_string(e);
-  z.inputs = std::move(inputs);
-  z.claimed_recipe = recipe;
   options held;
   held.recipe = recipe;
+  dump used;
+  used.files = std::move(inputs);
+  certificate cert = detail::certificate_frame(held, used, /*compared=*/false);
+  report::certification& z = *cert.certification;
+  z.spec = spec::to_spec_string(e);
   const auto* rope = std::get_if<spec::rope>(&e);
   z.held_to =
       detail::held_bound(held, rope != nullptr, !rope || rope->type != spec::rope_type::ggml);
   z.live = true;
-  z.explain_threshold = kExplainRho;
   z.what = what;
   cert.checks.push_back(failed_check(e, recipe, source, t, note));
   detail::finish(cert);

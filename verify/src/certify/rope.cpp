@@ -407,12 +407,16 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
                      w.rsin);
     }
   };
+  std::size_t compared = 0;  // rows, for options::progress
   in_groups<chunk_work>(arena, chunks, group, prepare, compare_chunk, [&](chunk_work& w) {
     cos.merge(*w.cos);
     sin.merge(*w.sin);
     rcos.merge(w.rcos);
     rsin.merge(w.rsin);
     append_mismatches(k, w.mismatches, opts.max_mismatches);
+    if (k.o.progress) {  // docs/certify.md §9.1
+      k.o.progress("table rows", compared += w.positions.size() / S, end_row - first_row);
+    }
   });
   refs.count(k);
   // The worst values' exact values from MPFR, so that the certificate's worst case does not
@@ -614,9 +618,11 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
       }
     }
   };
+  std::size_t compared = 0;  // tokens, for options::progress
   in_groups<chunk_work>(arena, chunks, group, prepare, compare_chunk, [&](chunk_work& w) {
     f.merge(*w.f);
     append_mismatches(k, w.mismatches, opts.max_mismatches);
+    if (k.o.progress) k.o.progress(name + " tokens", compared += w.n, end_token - first_token);
   });
   refs.count(k);
   check c = make_check(name, q.source, dtype_of<T>(), f, k.o);

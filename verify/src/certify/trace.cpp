@@ -148,24 +148,17 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
   const detail::tracer_record recorded = detail::read_tracer_record(d);
   hash_inputs(d.files);
 
-  certificate cert;
-  cert.prov = report::this_build();
-  cert.prov.reference = o.mpfr_reference ? "mpfr" : "fast";
-  cert.prov.suite = "certify";
-  report::certification& z = cert.certification.emplace();
-  z.inputs = d.files;
-  z.claimed_recipe = o.recipe;
-  z.explain_threshold = kExplainRho;
-  z.library.assumed = o.libm->name;
-  z.libm_claimed = o.libm != &metric::kAnyConforming;
-  z.library.max_trig_ulp = o.max_trig_ulp;
+  certificate cert = detail::certificate_frame(o, d, /*compared=*/true);
+  report::certification& z = *cert.certification;
   z.library.note = "measured per layer (each layer's table, where the trace holds one)";
   z.model = m.model_type;
-  cert.notes.insert(cert.notes.end(), d.skipped.begin(), d.skipped.end());
 
   // Every site certified on its own, sites in parallel (each site's rows are compared on the
   // same arena: oneTBB nests them).
   std::vector<detail::site_outcome> out(sites.size());
+  // The progress is the sites' (docs/certify.md §9.1): a site's own rows are not counted.
+  options site_options = o;
+  site_options.progress = nullptr;
   std::mutex progress;
   std::size_t done = 0;
   tbb::task_arena arena(detail::arena_threads(o));
@@ -173,11 +166,11 @@ certificate certify_trace(const spec::model_spec& m, dump d, const options& o,
     for (const auto& [first, last] : site_groups(sites)) {
       tbb::parallel_for(first, last, [&](std::size_t i) {
         try {
-          out[i] = detail::certify_site(sites[i], m, d, o);
+          out[i] = detail::certify_site(sites[i], m, d, site_options);
           let_go(sites[i]);
-          if (to.on_site) {
+          if (o.progress) {
             const std::lock_guard<std::mutex> lock(progress);
-            to.on_site(++done, sites.size());
+            o.progress("trace sites", ++done, sites.size());
           }
         } catch (const error& e) {
           // The site's tensors are named by their roles there: say which site.

@@ -202,6 +202,11 @@ struct options {
   /// (report::kExitPartial when its rows hold).
   int shard_index = 0;
   int shard_count = 1;
+  /// Progress of a long certification (docs/certify.md §9.1): called one call at a time (on the
+  /// certifying thread; a trace's from the worker that certified the site) as rows are compared —
+  /// `what` names them ("table rows", "q_out tokens", "trace sites") — with how many of `total`
+  /// are done (`done` == `total` last). None: nothing. It changes nothing in the certificate.
+  std::function<void(std::string_view what, std::size_t done, std::size_t total)> progress;
 };
 
 /// The options of a run that its shards must agree on, as canonical text (written in a shard's

@@ -37,9 +37,6 @@ struct trace_options {
   /// The layers the trace was made of (`--layers`); empty: every layer of the config, each of
   /// which the trace must hold (pev::error naming the first missing otherwise).
   std::vector<std::int64_t> layers;
-  /// Called as each site is certified (from the worker that certified it, one call at a time):
-  /// the sites done and their total, for progress on long traces. None: nothing.
-  std::function<void(std::size_t done, std::size_t total)> on_site;
   /// The most sites certified in one run (kMaxTraceSites).
   std::size_t max_sites = kMaxTraceSites;
 };

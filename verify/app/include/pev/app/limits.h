@@ -3,6 +3,8 @@
 // checked before any work.
 
 #include <cstdint>
+#include <string>
+#include <utility>
 
 namespace pev::app {
 
@@ -19,5 +21,8 @@ inline constexpr std::int64_t kMaxSamples = 65536;
 /// outside every range). Every numeric option is checked so before any work.
 void require_range(const char* flag, double v, double lo, double hi);
 void require_range(const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi);
+
+/// Parses --shard I/N (0-based, 0 ≤ I < N ≤ 2^20; report and certify); pev::error naming --shard.
+std::pair<int, int> parse_shard(const std::string& text);
 
 }  // namespace pev::app
