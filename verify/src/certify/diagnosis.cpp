@@ -143,50 +143,44 @@ struct replay {
   bool changes = false;  // some value differs from the correct pipeline's
 };
 
+/// The rows of a dump the RoPE mistakes are replayed on (replay_rows: table rows and q/k
+/// tokens), their positions, and an implementation's outputs there. MRoPE (docs/encodings.md
+/// §4.6): positions are [S, rows]; an implementation's tables and rotations compose its 1-D ones
+/// by its own pair → stream map, and the angle errors of pair i are those at its stream's
+/// position.
 template <class T>
-void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
-             const std::vector<replay_base>& bases, const table_source* t,
-             const std::vector<std::int64_t>& all_pos, const std::vector<qk_source>& qk,
-             const std::vector<std::int64_t>& all_qk_pos, evidence_map& ev) {
-  constexpr format out = format_of<T>();
-  const auto P = static_cast<std::size_t>(s.pairs());
-  // MRoPE (docs/encodings.md §4.6): positions are [S, rows]; an implementation's tables and
-  // rotations compose its 1-D ones by its own pair → stream map, and the angle errors of pair i
-  // are those at its stream's position.
-  const bool multi = s.streams() > 1;
-  const auto S = static_cast<std::size_t>(s.streams());
-  // The rows replayed (replay_rows): table rows and q/k tokens; `pos` and `qk_pos` below are
-  // theirs, and row r of the sample is row rsel[r] (token tsel[r]) of the dump.
-  const std::vector<std::size_t> rsel =
-      t ? replay_rows(all_pos, S, k.mismatches) : std::vector<std::size_t>{};
-  const std::vector<std::size_t> tsel =
-      qk.empty() ? std::vector<std::size_t>{} : replay_rows(all_qk_pos, S, k.mismatches);
-  const std::vector<std::int64_t> pos = positions_of(all_pos, S, rsel);
-  const std::vector<std::int64_t> qk_pos = positions_of(all_qk_pos, S, tsel);
-  record_replayed(k, {replayed_text(rsel.size(), all_pos.size() / S, "table rows"),
-                      replayed_text(tsel.size(), all_qk_pos.size() / S, "q/k tokens")});
-  const std::size_t rows = rsel.size(), tokens = tsel.size();
-  auto table_of = [&](const impl::implementation& m, std::span<T> c, std::span<T> sn) {
+struct rope_sample {
+  const spec::rope& s;
+  std::optional<std::int64_t> seq;
+  bool multi = false;
+  std::size_t S = 1, P = 0;
+  /// Row r of the sample is row rsel[r] (token tsel[r]) of the dump; `pos` and `qk_pos` theirs.
+  std::vector<std::size_t> rsel = {}, tsel = {};
+  std::vector<std::int64_t> pos = {}, qk_pos = {};
+  std::size_t rows = 0, tokens = 0;
+
+  void table_of(const impl::implementation& m, std::span<T> c, std::span<T> sn) const {
     if (multi) {
       m.rope_table_streams<T>(pos, seq, c, sn);
     } else {
       m.rope_table(pos, seq, c, sn);
     }
-  };
-  auto rotate_of = [&](const impl::implementation& m, kernel::heads_view<const T> in,
-                       kernel::heads_view<T> o) {
+  }
+  void rotate_of(const impl::implementation& m, kernel::heads_view<const T> in,
+                 kernel::heads_view<T> o) const {
     if (multi) {
       m.rope_rotate_streams<T>(qk_pos, seq, in, o);
     } else {
       m.rope_rotate(qk_pos, seq, in, o);
     }
-  };
-  // Angle errors of row r of `p` (rows n) under `judge`, pair i at its stream's position.
-  std::vector<double> tmp;
-  auto errors_at = [&](const impl::rope_contract& judge, const std::vector<std::int64_t>& p,
-                       std::size_t n, std::size_t r, const std::vector<std::int64_t>& map,
-                       std::vector<double>& row_out) {
+  }
+  /// Angle errors of row r of `p` (rows n) under `judge`, pair i at its stream's position
+  /// (`map`).
+  void errors_at(const impl::rope_contract& judge, const std::vector<std::int64_t>& p,
+                 std::size_t n, std::size_t r, const std::vector<std::int64_t>& map,
+                 std::vector<double>& row_out) const {
     if (!multi) return judge.angle_errors(p[r], row_out);
+    std::vector<double> tmp;
     for (std::size_t st = 0; st < S; ++st) {
       judge.angle_errors(p[st * n + r], tmp);
       row_out.resize(tmp.size());
@@ -196,177 +190,269 @@ void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
         if (own == st) row_out[i] = tmp[i];
       }
     }
+  }
+  /// The angle errors of every table row under `judge` ([rows, P]; the table holds the spec's P
+  /// pairs: a plan that rotates more pairs, a pass-through tail rotated, has no column for the
+  /// extra ones).
+  std::vector<double> table_errors(const impl::rope_contract& judge,
+                                   const std::vector<std::int64_t>& map) const {
+    std::vector<double> out(rows * P), row;
+    for (std::size_t r = 0; r < rows; ++r) {
+      errors_at(judge, pos, rows, r, map, row);
+      std::copy_n(row.begin(), std::min(row.size(), P),
+                  out.begin() + static_cast<std::ptrdiff_t>(r * P));
+    }
+    return out;
+  }
+};
+
+/// The sample of the dump the mistakes are replayed on, recorded in the certificate.
+template <class T>
+rope_sample<T> sample_rope(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
+                           const table_source* t, const std::vector<std::int64_t>& all_pos,
+                           const std::vector<qk_source>& qk,
+                           const std::vector<std::int64_t>& all_qk_pos) {
+  rope_sample<T> x{s, seq};
+  x.P = static_cast<std::size_t>(s.pairs());
+  x.multi = s.streams() > 1;
+  x.S = static_cast<std::size_t>(s.streams());
+  x.rsel = t ? replay_rows(all_pos, x.S, k.mismatches) : std::vector<std::size_t>{};
+  x.tsel = qk.empty() ? std::vector<std::size_t>{} : replay_rows(all_qk_pos, x.S, k.mismatches);
+  x.pos = positions_of(all_pos, x.S, x.rsel);
+  x.qk_pos = positions_of(all_qk_pos, x.S, x.tsel);
+  record_replayed(k, {replayed_text(x.rsel.size(), all_pos.size() / x.S, "table rows"),
+                      replayed_text(x.tsel.size(), all_qk_pos.size() / x.S, "q/k tokens")});
+  x.rows = x.rsel.size();
+  x.tokens = x.tsel.size();
+  return x;
+}
+
+/// What does not depend on the mistake, per pipeline: its angle errors per table row (ggml
+/// replays its recurrence once per position), its correct table, and each q/k's sampled inputs
+/// with their correct rotation.
+template <class T>
+struct base_outputs {
+  std::vector<double> dtheta;
+  std::vector<T> cc, cs;
+  struct qk_data {
+    std::vector<T> in, correct;
   };
+  std::vector<qk_data> qd;
+};
+
+template <class T>
+base_outputs<T> correct_outputs(const rope_sample<T>& x, const impl::implementation& control,
+                                const impl::rope_contract& contract, const table_source* t,
+                                const std::vector<qk_source>& qk) {
+  base_outputs<T> b;
+  b.dtheta.resize(x.rows * x.P);
+  b.cc.resize(x.rows * x.P);
+  b.cs.resize(b.cc.size());
+  if (t) {
+    b.dtheta = x.table_errors(contract, spec::mrope_streams(x.s));
+    x.table_of(control, std::span<T>(b.cc), std::span<T>(b.cs));
+  }
+  const auto nt = static_cast<std::int64_t>(x.tokens);
+  for (const qk_source& q : qk) {
+    const auto hd = static_cast<std::size_t>(q.heads * q.dim);
+    typename base_outputs<T>::qk_data d{std::vector<T>(x.tokens * hd),
+                                        std::vector<T>(x.tokens * hd)};
+    for (std::size_t r = 0; r < x.tokens; ++r) {
+      for (std::size_t u = 0; u < hd; ++u) d.in[r * hd + u] = element<T>(*q.in, x.tsel[r] * hd + u);
+    }
+    x.rotate_of(control, kernel::heads_view<const T>{d.in, nt, q.heads, q.dim},
+                kernel::heads_view<T>{d.correct, nt, q.heads, q.dim});
+    b.qd.push_back(std::move(d));
+  }
+  return b;
+}
+
+/// The contract a mistake that changes the spec (a plan, a sequence length) is judged with: the
+/// recipe's for the mistaken spec, on the pipeline it runs; none where it keeps the spec. Its
+/// sequence length into `own_seq`.
+std::optional<impl::rope_contract> mistake_contract(const context& k, const spec::rope& s,
+                                                    std::optional<std::int64_t> seq,
+                                                    const impl::mutant_info& info,
+                                                    const impl::mutant_options& mo,
+                                                    const replay_base& base,
+                                                    std::optional<std::int64_t>& own_seq) {
+  own_seq = seq;
+  if (info.hooks.sequence_length) own_seq = info.hooks.sequence_length(s, seq);
+  if (!info.hooks.plan && !info.hooks.sequence_length) return std::nullopt;
+  const spec::encoding planned = impl::planned_spec(info, k.e, mo);
+  const auto& ps = std::get<spec::rope>(planned);
+  const std::optional<std::int64_t> pseq = ps.stateful() ? own_seq : std::nullopt;
+  const double pm =
+      ref::rope_reference(ps, ref::exact_recipe(), pseq).attention_factor().convert_to<double>();
+  return impl::rope_contract(ps, base.st, pseq, pm, base.contract->lib(),
+                             base.contract->arithmetic());
+}
+
+/// The mistake's table against the dump's, judged with `judge` at the angle errors `dth`; a
+/// mistake in the library (fast-math trig) also within `library_gap` (the data's hardware and
+/// pev's model of it share the reduction and differ by the approximation after it).
+template <class T>
+void replay_table(const rope_sample<T>& x, const base_outputs<T>& b, const impl::implementation& m,
+                  const table_source& t, const impl::rope_contract& judge,
+                  const std::vector<double>& dth, double library_gap, replay& rp) {
+  constexpr format out = format_of<T>();
+  std::vector<T> mc(b.cc.size()), ms(b.cc.size());
+  x.table_of(m, std::span<T>(mc), std::span<T>(ms));
+  for (std::size_t r = 0; r < x.rows; ++r) {
+    for (std::int64_t j = 0; j < t.width; ++j) {
+      const auto i = static_cast<std::size_t>(t.pair[static_cast<std::size_t>(j)]);
+      const std::size_t e = r * x.P + i;
+      for (int which = 0; which < 2; ++which) {
+        const plane& pl = which == 0 ? t.cos : t.sin;
+        const T mt = which == 0 ? mc[e] : ms[e];
+        const T ct = which == 0 ? b.cc[e] : b.cs[e];
+        rp.changes = rp.changes || bits_of(mt) != bits_of(ct);
+        mix(rp.ev.digest, bits_of(mt));
+        const double g = scalar_traits<T>::to_double(
+            element<T>(*pl.a, pl.at(static_cast<std::int64_t>(x.rsel[r]), j)));
+        const double mv = scalar_traits<T>::to_double(mt);
+        // The recipe's bound at the larger magnitude of the two values compared (the bound
+        // depends on the exact value only through its magnitude).
+        const double bd =
+            judge.table_bound_at(dth[e], std::max(std::fabs(g), std::fabs(mv)), out) + library_gap;
+        rp.ev.add(rho_against(g, mv, bd));
+      }
+    }
+  }
+}
+
+/// The mistake's rotation of each sampled q/k against the dump's outputs, judged with the bound
+/// of the pairs of the layout it rotates (`rs`, the mistaken spec: pass-through dims rotated are
+/// judged by the contract of the pairs rotated), at its stream map `map`.
+template <class T>
+void replay_qk(const rope_sample<T>& x, const base_outputs<T>& b, const impl::implementation& m,
+               const std::vector<qk_source>& qk, const spec::rope& rs,
+               const impl::rope_contract& rjudge, const std::vector<std::int64_t>& map,
+               replay& rp) {
+  constexpr format out = format_of<T>();
+  const std::vector<std::int64_t> pair = spec::dim_pairs(rs);
+  const auto nt = static_cast<std::int64_t>(x.tokens);
+  std::vector<double> row;
+  for (std::size_t qi = 0; qi < qk.size(); ++qi) {
+    const qk_source& q = qk[qi];
+    const auto& d = b.qd[qi];
+    std::vector<T> got(d.in.size());
+    x.rotate_of(m, kernel::heads_view<const T>{d.in, nt, q.heads, q.dim},
+                kernel::heads_view<T>{got, nt, q.heads, q.dim});
+    std::vector<double> v(static_cast<std::size_t>(q.dim));
+    for (std::int64_t tok = 0; tok < nt; ++tok) {
+      // The dump's element of (tok, h, j) is at `dump_at` + (h·dim + j).
+      const auto dump_at = static_cast<std::size_t>(x.tsel[static_cast<std::size_t>(tok)]) *
+                           static_cast<std::size_t>(q.heads * q.dim);
+      x.errors_at(rjudge, x.qk_pos, x.tokens, static_cast<std::size_t>(tok), map, row);
+      for (std::int64_t h = 0; h < q.heads; ++h) {
+        const auto b0 = static_cast<std::size_t>((tok * q.heads + h) * q.dim);
+        for (std::size_t j = 0; j < v.size(); ++j) v[j] = scalar_traits<T>::to_double(d.in[b0 + j]);
+        for (std::size_t j = 0; j < v.size(); ++j) {
+          rp.changes = rp.changes || bits_of(got[b0 + j]) != bits_of(d.correct[b0 + j]);
+          mix(rp.ev.digest, bits_of(got[b0 + j]));
+          const std::int64_t i = std::max<std::int64_t>(pair[j], 0);
+          const auto [a, c] = spec::pair_dims(rs, i);
+          const double x0 = pair[j] >= 0 ? v[static_cast<std::size_t>(a)] : 0;
+          const double x1 = pair[j] >= 0 ? v[static_cast<std::size_t>(c)] : 0;
+          const double g =
+              element_value<T>(*q.out, dump_at + static_cast<std::size_t>(h * q.dim) + j);
+          const double mv = scalar_traits<T>::to_double(got[b0 + j]);
+          // Pairs the judging pipeline does not rotate pass through: no angle error.
+          const auto ui = static_cast<std::size_t>(i);
+          const double bd = rjudge.rotation_bound_at(ui < row.size() ? row[ui] : 0.0, x0, x1,
+                                                     std::max(std::fabs(g), std::fabs(mv)), out);
+          rp.ev.add(rho_against(g, mv, bd));
+        }
+      }
+    }
+  }
+}
+
+/// Keeps a mistake's replay on a base: a mistake that leaves the dumped quantities as the correct
+/// pipeline makes them cannot explain anything (e.g. a rotation mistake on a table); the first
+/// base (the recipe under test, hf before ggml) keeps a mistake it explains, otherwise the base
+/// that comes closest.
+void keep_replay(const std::string& id, const replay& rp, evidence_map& ev) {
+  if (!rp.changes || rp.ev.count == 0) return;
+  const auto it = ev.find(id);
+  if (it == ev.end() || (it->second.max_rho > kExplainRho && rp.ev.max_rho < it->second.max_rho)) {
+    ev[id] = rp.ev;
+  }
+}
+
+/// One mistake replayed on one base: its table and q/k against the dump's.
+template <class T>
+replay replay_mistake(const context& k, const rope_sample<T>& x, const base_outputs<T>& b,
+                      const impl::mutant_info& info, const impl::mutant_options& mo,
+                      const replay_base& base, const table_source* t,
+                      const std::vector<qk_source>& qk) {
+  constexpr format out = format_of<T>();
+  const spec::rope& s = x.s;
+  const auto m = impl::make_mutant(info.id, k.e, mo);
+  std::optional<std::int64_t> own_seq;
+  const std::optional<impl::rope_contract> own =
+      mistake_contract(k, s, x.seq, info, mo, base, own_seq);
+  const impl::rope_contract& judge = own ? *own : *base.contract;
+  const std::vector<std::int64_t> correct_map = spec::mrope_streams(s);
+  const std::vector<std::int64_t> map = x.multi ? m->stream_map() : correct_map;
+  const bool own_map = x.multi && map != correct_map;
+  replay rp;
+  rp.ev.description = info.description;
+  if (base.st != kernel::strategy::hf) rp.ev.description += " (on the ggml pipeline)";
+  if (info.hooks.implied_theta && mo.rope_theta) {
+    rp.ev.description += fmt::format(
+        " (replayed with rope_theta {:g}, the data's; the spec's "
+        "is {:g})",
+        *mo.rope_theta, s.rope_theta);
+  }
+  if (t && m->supports(impl::output::rope_table, dtype_of<T>())) {
+    const std::vector<double> own_dtheta =
+        own || own_map ? x.table_errors(judge, map) : std::vector<double>{};
+    // A mistake in the library (fast-math trig): at most kFastMathAbs times the magnitude
+    // (pev/kernel/fast_math.h) — which the recipe's bound, relative to the value, does not hold
+    // for small values.
+    const double library_gap =
+        info.hooks.trig ? metric::kFastMathAbs * std::fabs(judge.table_form_for(out).m) : 0;
+    replay_table(x, b, *m, *t, judge, own || own_map ? own_dtheta : b.dtheta, library_gap, rp);
+  }
+  if (!qk.empty() && m->supports(impl::output::rope_rotate, dtype_of<T>())) {
+    // Rotated q/k, judged with the bound of the mistaken layout's own pairs.
+    spec::rope rs = s;
+    if (info.hooks.rotation) info.hooks.rotation(rs);
+    std::optional<impl::rope_contract> layout_own;
+    if (info.hooks.rotation && rs.pairs() != s.pairs()) {
+      const std::optional<std::int64_t> rseq = rs.stateful() ? own_seq : std::nullopt;
+      const double rm = ref::rope_reference(rs, ref::exact_recipe(), rseq)
+                            .attention_factor()
+                            .convert_to<double>();
+      layout_own.emplace(rs, base.st, rseq, rm, base.contract->lib(), base.contract->arithmetic());
+    }
+    replay_qk(x, b, *m, qk, rs, layout_own ? *layout_own : judge, map, rp);
+  }
+  return rp;
+}
+
+/// RoPE's diagnosis (diagnose_rope): the sample, then on each base its correct outputs and every
+/// mistake of the catalogue that applies — a pipeline's own mistakes on it alone, the others on
+/// the recipe's.
+template <class T>
+void rope_as(context& k, const spec::rope& s, std::optional<std::int64_t> seq,
+             const std::vector<replay_base>& bases, const table_source* t,
+             const std::vector<std::int64_t>& all_pos, const std::vector<qk_source>& qk,
+             const std::vector<std::int64_t>& all_qk_pos, evidence_map& ev) {
+  const rope_sample<T> x = sample_rope<T>(k, s, seq, t, all_pos, qk, all_qk_pos);
   for (const replay_base& base : bases) {
     const impl::mutant_options mo{base.st, base.rotate_in_output_type, base.inv_freq,
                                   base.rope_theta};
-    const auto control = impl::make_control(k.e, mo);
-    const std::vector<std::int64_t> correct_map = spec::mrope_streams(s);
-    // What does not depend on the mistake: the pipeline's angle errors per row (ggml replays its
-    // recurrence once per position) and its correct outputs.
-    std::vector<double> dtheta(rows * P), row;
-    std::vector<T> cc(rows * P), cs(cc.size());
-    if (t) {
-      for (std::size_t r = 0; r < rows; ++r) {
-        errors_at(*base.contract, pos, rows, r, correct_map, row);
-        std::copy(row.begin(), row.end(), dtheta.begin() + static_cast<std::ptrdiff_t>(r * P));
-      }
-      table_of(*control, std::span<T>(cc), std::span<T>(cs));
-    }
-    struct qk_data {
-      std::vector<T> in, correct;
-    };
-    std::vector<qk_data> qd;
-    const auto nt = static_cast<std::int64_t>(tokens);
-    for (const qk_source& q : qk) {
-      const auto hd = static_cast<std::size_t>(q.heads * q.dim);
-      qk_data d{std::vector<T>(tokens * hd), std::vector<T>(tokens * hd)};
-      for (std::size_t r = 0; r < tokens; ++r) {
-        for (std::size_t u = 0; u < hd; ++u) d.in[r * hd + u] = element<T>(*q.in, tsel[r] * hd + u);
-      }
-      rotate_of(*control, kernel::heads_view<const T>{d.in, nt, q.heads, q.dim},
-                kernel::heads_view<T>{d.correct, nt, q.heads, q.dim});
-      qd.push_back(std::move(d));
-    }
+    const base_outputs<T> b =
+        correct_outputs(x, *impl::make_control(k.e, mo), *base.contract, t, qk);
     for (const impl::mutant_info& info : impl::mutant_catalogue()) {
       if (std::string_view(info.family) != "rope" || !info.applies(k.e)) continue;
-      // A pipeline's own mistakes are replayed on it alone; the others on the recipe's.
       if (info.base != kernel::strategy::hf && info.base != base.st) continue;
       if (!impl::mutant_replays_on(info, base.st)) continue;
       interruption_point();  // between replays (pev/core/interrupt.h)
-      const auto m = impl::make_mutant(info.id, k.e, mo);
-      // A mistake that changes the spec (a plan, a sequence length) is judged with the bounds of
-      // the pipeline it runs: the recipe's contract for the mistaken spec.
-      std::optional<impl::rope_contract> own;
-      std::optional<std::int64_t> own_seq = seq;
-      if (info.hooks.sequence_length) own_seq = info.hooks.sequence_length(s, seq);
-      if (info.hooks.plan || info.hooks.sequence_length) {
-        const spec::encoding planned = impl::planned_spec(info, k.e, mo);
-        const auto& ps = std::get<spec::rope>(planned);
-        const std::optional<std::int64_t> pseq = ps.stateful() ? own_seq : std::nullopt;
-        const double pm = ref::rope_reference(ps, ref::exact_recipe(), pseq)
-                              .attention_factor()
-                              .convert_to<double>();
-        own.emplace(ps, base.st, pseq, pm, base.contract->lib(), base.contract->arithmetic());
-      }
-      const impl::rope_contract& judge = own ? *own : *base.contract;
-      const std::vector<std::int64_t> map = multi ? m->stream_map() : correct_map;
-      const bool own_map = multi && map != correct_map;
-      std::vector<double> own_dtheta;
-      if ((own || own_map) && t) {
-        own_dtheta.resize(dtheta.size());
-        for (std::size_t r = 0; r < rows; ++r) {
-          errors_at(judge, pos, rows, r, map, row);
-          // The table holds the spec's P pairs; a plan that rotates more pairs (a pass-through
-          // tail rotated) has no column for the extra ones.
-          std::copy_n(row.begin(), std::min(row.size(), P),
-                      own_dtheta.begin() + static_cast<std::ptrdiff_t>(r * P));
-        }
-      }
-      const std::vector<double>& dth = own || own_map ? own_dtheta : dtheta;
-      // A mistake in the library (fast-math trig): the data's hardware and pev's model of it
-      // share the reduction, and differ by the approximation after it, at most kFastMathAbs
-      // times the magnitude (pev/kernel/fast_math.h) — which the recipe's bound, relative to the
-      // value, does not hold for small values.
-      const double library_gap =
-          info.hooks.trig ? metric::kFastMathAbs * std::fabs(judge.table_form_for(out).m) : 0;
-      replay rp;
-      rp.ev.description = info.description;
-      if (base.st != kernel::strategy::hf) rp.ev.description += " (on the ggml pipeline)";
-      if (info.hooks.implied_theta && mo.rope_theta) {
-        rp.ev.description += fmt::format(
-            " (replayed with rope_theta {:g}, the data's; the spec's "
-            "is {:g})",
-            *mo.rope_theta, s.rope_theta);
-      }
-      if (t && m->supports(impl::output::rope_table, dtype_of<T>())) {
-        std::vector<T> mc(cc.size()), ms(cc.size());
-        table_of(*m, std::span<T>(mc), std::span<T>(ms));
-        for (std::size_t r = 0; r < rows; ++r) {
-          for (std::int64_t j = 0; j < t->width; ++j) {
-            const auto i = static_cast<std::size_t>(t->pair[static_cast<std::size_t>(j)]);
-            const std::size_t e = r * P + i;
-            for (int which = 0; which < 2; ++which) {
-              const plane& pl = which == 0 ? t->cos : t->sin;
-              const T mt = which == 0 ? mc[e] : ms[e];
-              const T ct = which == 0 ? cc[e] : cs[e];
-              rp.changes = rp.changes || bits_of(mt) != bits_of(ct);
-              mix(rp.ev.digest, bits_of(mt));
-              const double g = scalar_traits<T>::to_double(
-                  element<T>(*pl.a, pl.at(static_cast<std::int64_t>(rsel[r]), j)));
-              const double mv = scalar_traits<T>::to_double(mt);
-              // The recipe's bound at the larger magnitude of the two values compared (the bound
-              // depends on the exact value only through its magnitude).
-              const double b =
-                  judge.table_bound_at(dth[e], std::max(std::fabs(g), std::fabs(mv)), out) +
-                  library_gap;
-              rp.ev.add(rho_against(g, mv, b));
-            }
-          }
-        }
-      }
-      // Rotated q/k, judged with the bound of the mistaken layout's own pairs.
-      spec::rope rs = s;
-      if (info.hooks.rotation) info.hooks.rotation(rs);
-      const std::vector<std::int64_t> pair = spec::dim_pairs(rs);
-      // A layout mistake that rotates another number of pairs (pass-through dims rotated) is
-      // judged by the contract of the pairs it rotates.
-      std::optional<impl::rope_contract> layout_own;
-      if (info.hooks.rotation && rs.pairs() != s.pairs()) {
-        const std::optional<std::int64_t> rseq = rs.stateful() ? own_seq : std::nullopt;
-        const double rm = ref::rope_reference(rs, ref::exact_recipe(), rseq)
-                              .attention_factor()
-                              .convert_to<double>();
-        layout_own.emplace(rs, base.st, rseq, rm, base.contract->lib(),
-                           base.contract->arithmetic());
-      }
-      const impl::rope_contract& rjudge = layout_own ? *layout_own : judge;
-      for (std::size_t qi = 0;
-           qi < qk.size() && m->supports(impl::output::rope_rotate, dtype_of<T>()); ++qi) {
-        const qk_source& q = qk[qi];
-        std::vector<T> got(qd[qi].in.size());
-        rotate_of(*m, kernel::heads_view<const T>{qd[qi].in, nt, q.heads, q.dim},
-                  kernel::heads_view<T>{got, nt, q.heads, q.dim});
-        std::vector<double> x(static_cast<std::size_t>(q.dim));
-        for (std::int64_t tok = 0; tok < nt; ++tok) {
-          // The dump's element of (tok, h, j) is at `dump_at` + (h·dim + j).
-          const auto dump_at = static_cast<std::size_t>(tsel[static_cast<std::size_t>(tok)]) *
-                               static_cast<std::size_t>(q.heads * q.dim);
-          errors_at(rjudge, qk_pos, tokens, static_cast<std::size_t>(tok), map, row);
-          for (std::int64_t h = 0; h < q.heads; ++h) {
-            const auto b0 = static_cast<std::size_t>((tok * q.heads + h) * q.dim);
-            for (std::size_t j = 0; j < x.size(); ++j) {
-              x[j] = scalar_traits<T>::to_double(qd[qi].in[b0 + j]);
-            }
-            for (std::size_t j = 0; j < x.size(); ++j) {
-              rp.changes = rp.changes || bits_of(got[b0 + j]) != bits_of(qd[qi].correct[b0 + j]);
-              mix(rp.ev.digest, bits_of(got[b0 + j]));
-              const std::int64_t i = std::max<std::int64_t>(pair[j], 0);
-              const auto [a, c] = spec::pair_dims(rs, i);
-              const double x0 = pair[j] >= 0 ? x[static_cast<std::size_t>(a)] : 0;
-              const double x1 = pair[j] >= 0 ? x[static_cast<std::size_t>(c)] : 0;
-              const double g =
-                  element_value<T>(*q.out, dump_at + static_cast<std::size_t>(h * q.dim) + j);
-              const double mv = scalar_traits<T>::to_double(got[b0 + j]);
-              // Pairs the judging pipeline does not rotate pass through: no angle error.
-              const auto ui = static_cast<std::size_t>(i);
-              const double b = rjudge.rotation_bound_at(ui < row.size() ? row[ui] : 0.0, x0, x1,
-                                                        std::max(std::fabs(g), std::fabs(mv)), out);
-              rp.ev.add(rho_against(g, mv, b));
-            }
-          }
-        }
-      }
-      // A mistake that leaves the dumped quantities as the correct pipeline makes them cannot
-      // explain anything: it is not a candidate (e.g. a rotation mistake on a table).
-      if (!rp.changes || rp.ev.count == 0) continue;
-      // The first base (the recipe under test, hf before ggml) keeps a mistake it explains;
-      // otherwise the base that comes closest.
-      auto it = ev.find(info.id);
-      if (it == ev.end() ||
-          (it->second.max_rho > kExplainRho && rp.ev.max_rho < it->second.max_rho)) {
-        ev[info.id] = rp.ev;
-      }
+      keep_replay(info.id, replay_mistake(k, x, b, info, mo, base, t, qk), ev);
     }
   }
 }
