@@ -12,10 +12,12 @@ import threading
 import traceback
 from collections.abc import Mapping
 
+import numpy as np
+
 from . import _pev
 from ._errors import Error, keyword_names
 from ._spec import Spec
-from ._tensors import named_tensors, prepare
+from ._tensors import named_tensors, prepare, shape_of
 from ._trace import Trace
 from ._values import positions_argument
 
@@ -282,16 +284,21 @@ def _describe(exc):
 
 
 class _Implementation:
-    """The adapter pev's live backend calls (python/src/certify.cpp, python_backend): the user's
-    callable asked for positions, answering tensors for pev to read."""
+    """The adapter pev's live backend calls (python/src/live_backend.cpp, python_backend): the
+    user's callable asked for positions, answering tensors for pev to read. A callable that takes
+    one position at a time (an int) is found at the first call and asked position by position, its
+    answers stacked (docs/python.md §4.2)."""
 
     _KEYWORDS = ("spec", "dtype", "seq_len")
+    # Roles that do not depend on the position: kept from the first answer, not stacked.
+    _PER_SPEC = ("inv_freq", "attention_factor")
 
     def __init__(self, fn, spec):
         self.fn = fn
         self.spec = spec
         self.exceptions = []
         self.watch = None  # the SIGINT handler noting a Ctrl-C (_watching_sigint)
+        self.one_at_a_time = None  # None until the first call tells (_ask)
         self._specs = {spec.text: spec}
         try:
             params = inspect.signature(fn).parameters
@@ -328,35 +335,104 @@ class _Implementation:
         if "seq_len" in self.takes:
             kwargs["seq_len"] = seq_len
         try:
-            out = self.fn(positions, **kwargs)
+            out = self._ask(positions, kwargs)
         except _pev._CallTimedOut:
-            raise  # past timeout=: pev says so (python/src/certify.cpp)
+            raise  # past timeout=: pev says so (python/src/live_backend.cpp)
         except BaseException as exc:
-            if self.sigint:  # a Ctrl-C came while it ran: it stops pev, whatever the callable did
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                raise KeyboardInterrupt from exc
-            if isinstance(exc, NotImplementedError):
-                return None
-            self._keep(exc)
-            # The implementation failed: a failed check with its message. SystemExit and a
-            # KeyboardInterrupt of its own end it (as an exit ends an --exec process).
-            if isinstance(exc, KeyboardInterrupt):
-                return ("ended", f"raised {_describe(exc)}, not a Ctrl-C (pev saw no SIGINT)")
-            if isinstance(exc, SystemExit):
-                return ("ended", f"raised {_describe(exc)}: it tried to end the process "
-                                 f"(exit status {exc.code!r})")
-            return _describe(exc)
+            return self._failed(exc)
         if self.sigint:
             raise KeyboardInterrupt  # a Ctrl-C that the callable caught
         if out is None:
             return None
-        return {name: prepare(name, t) for name, t in named_tensors(out, spec.family).items()}
+        if isinstance(out, _Rows):
+            rows = [named_tensors(row, spec.family) for row in out]
+            named = {name: (rows[0][name] if name in self._PER_SPEC
+                            else _stack(name, [row.get(name) for row in rows]))
+                     for name in rows[0]}
+        else:
+            named = named_tensors(out, spec.family)
+        return {name: prepare(name, t) for name, t in named.items()}
 
+    def _ask(self, positions, kwargs):
+        """The callable's answer for `positions`: one answer, or a one-position callable's answers
+        (_Rows). The first call (positions 0 … 15) tells which it is: the callable is asked for all
+        of them at once; when that raises, for the first position alone (an int). Answered, it
+        takes one position at a time; raising again, the first exception is its failure."""
+        if self.one_at_a_time:
+            return self._one_by_one(positions, kwargs)
+        if self.one_at_a_time is False:
+            return self.fn(positions, **kwargs)
+        try:
+            out = self.fn(positions, **kwargs)
+        except Exception as exc:  # the callable's own failure, unless it takes one position
+            if self.sigint or isinstance(exc, (NotImplementedError, _pev._CallTimedOut)):
+                raise
+            try:
+                one = self.fn(int(positions[0]), **kwargs)
+            except Exception:  # not a one-position callable either
+                one = None
+            if one is None or self.sigint:
+                raise exc from None
+            self.one_at_a_time = True
+            return self._one_by_one(positions, kwargs)
+        self.one_at_a_time = False
+        return out
+
+    def _one_by_one(self, positions, kwargs):
+        """A one-position callable asked for each of `positions` (an int); None if it answers None
+        for any."""
+        rows = _Rows()
+        for p in positions:
+            out = self.fn(int(p), **kwargs)
+            if out is None:
+                return None
+            rows.append(out)
+        return rows
+
+    def _failed(self, exc):
+        """What pev's backend is told when the callable raised `exc`."""
+        if self.sigint:  # a Ctrl-C came while it ran: it stops pev, whatever the callable did
+            if isinstance(exc, KeyboardInterrupt):
+                raise exc
+            raise KeyboardInterrupt from exc
+        if isinstance(exc, NotImplementedError):
+            return None
+        self._keep(exc)
+        # The implementation failed: a failed check with its message. SystemExit and a
+        # KeyboardInterrupt of its own end it (as an exit ends an --exec process).
+        if isinstance(exc, KeyboardInterrupt):
+            return ("ended", f"raised {_describe(exc)}, not a Ctrl-C (pev saw no SIGINT)")
+        if isinstance(exc, SystemExit):
+            return ("ended", f"raised {_describe(exc)}: it tried to end the process "
+                             f"(exit status {exc.code!r})")
+        return _describe(exc)
 
     def _keep(self, exc):
         if len(self.exceptions) < 16:
             self.exceptions.append(exc)
+
+
+class _Rows(list):
+    """A one-position callable's answers, one per position asked (_Implementation._one_by_one)."""
+
+
+def _stack(name, tensors):
+    """One-position answers' tensor `name` as rows [P, …]: each without its leading dimensions of
+    size 1 (a batch of one), stacked by its own library (PyTorch, numpy)."""
+    if any(t is None for t in tensors):
+        raise Error(f"tensor '{name}': missing from some answers of the one-position callable")
+    rows = []
+    for t in tensors:
+        shape = tuple(shape_of(t))
+        while shape and shape[0] == 1:
+            shape = shape[1:]
+        rows.append(t.reshape(shape) if hasattr(t, "reshape") else np.reshape(np.asarray(t), shape))
+    first = rows[0]
+    if type(first).__module__.split(".")[0] == "torch":
+        import torch  # only when the callable answers PyTorch tensors
+
+        return torch.stack(rows)
+    return np.stack([np.asarray(r) for r in rows])
 
 
 class _Record:

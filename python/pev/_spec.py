@@ -77,7 +77,12 @@ class Spec:
     @property
     def params(self):
         """The keys of the canonical SPEC string (defaults left out), with typed values."""
-        return _parse_items(self.text.partition(":")[2])
+        # Parsed once (a callable asked for generated specs reads it at every call, docs/python.md
+        # §4.2); each caller gets its own dict and lists.
+        parsed = self.__dict__.get("_params")
+        if parsed is None:
+            parsed = self.__dict__["_params"] = _parse_items(self.text.partition(":")[2])
+        return {k: list(v) if isinstance(v, list) else v for k, v in parsed.items()}
 
     @property
     def inputs(self):
