@@ -57,7 +57,7 @@ def _is_files(impl):
 
 def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, seq_len=None,
             exhaustive=False, diagnosis=True, reference="fast", libm="any", max_trig_ulp=None,
-            layer_type=None, dtype=None, max_position=None, samples=None, seed=None,
+            layer_type=None, layers=None, dtype=None, max_position=None, samples=None, seed=None,
             accuracy=None, properties=None, property_cases=None, timeout=None):
     """Certifies an implementation of `spec` — what `pev certify` does — and returns its
     pev.Certificate (check ``.ok``, print it, ``.write(dir)``).
@@ -73,10 +73,12 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
              ALiBi "slopes"/"bias"; T5 "buckets" with "distances". A (cos, sin) pair is read as
              "cos" and "sin". Leading dimensions of size 1 are dropped;
            * dump files: a path (or a list of paths) to a safetensors file or npy files;
-           * a model trace (pev.torch.Trace, docs/python.md §9) with `spec` the model's config
-             (a config.json path, a dict or a transformers config): every layer is certified
-             against the encoding the config gives it, as ``pev certify --config C --impl
-             trace.npz`` does (the trace is written to a temporary npz first);
+           * a model trace (pev.torch.Trace, docs/python.md §9, or dump files that hold one) with
+             `spec` the model's config (a config.json path, a dict or a transformers config):
+             every layer is certified against the encoding the config gives it, as ``pev certify
+             --config C --impl trace.safetensors`` does (a Trace is written to a temporary
+             safetensors file first); with `spec` a SPEC (or a pev.Spec), every layer against
+             that one encoding, as ``pev certify --spec S --impl trace.safetensors``;
            * a callable ``f(positions, [spec=], [dtype=], [seq_len=]) -> tensors``, certified as a
              live implementation (as ``pev certify --exec``): pev chooses the positions (int64
              numpy array), asks for tables (and inv_freq, when the answer holds it), certifies
@@ -95,11 +97,15 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
     reference     "fast" (default) or "mpfr" (MPFR for every value: slow, a cross-check).
     libm          the math-library class of the recipe bounds: "any" (default), "one-ulp",
                   "glibc", "cr"; max_trig_ulp tightens the claim with the measured trig error.
-    layer_type    the layer-type group of a per-layer-type config.
-    A callable only: dtype ("fp32", "fp16", "bf16"; default: the dtype of its first answer),
-    max_position (2**20), samples (64 per octave), seed (20261122), accuracy (the strategy whose
-    contract the property suites hold it to: "hf"), properties (True), property_cases (100),
-    timeout (seconds each call may take, 0.001 … 86400; default None: no limit): a call past it is
+    layer_type    the layer-type group of a per-layer-type config (not for a trace: each layer is
+                  certified against its own type's encoding).
+    layers        a model trace: the decoder layers it holds ("0:4,30", [0, 1, 5] or range(0, 4);
+                  ``pev certify --layers``); default: every layer of the config.
+    A callable only — defaults those of ``pev certify`` (docs/certify.md §9;
+    pev._pev.certify_defaults()): dtype ("fp32", "fp16", "bf16"; default: the dtype of its first
+    answer), max_position (the largest position asked: 2**20 − 1), samples (64 per octave), seed
+    (20261122), accuracy (the strategy whose contract the property suites hold it to: "hf"),
+    properties (True), property_cases (100), timeout (seconds each call may take, 0.001 … 86400; default None: no limit): a call past it is
     stopped (an exception raised in the callable's thread) and is a failed check.
     A callable that raises SystemExit (sys.exit()) or KeyboardInterrupt is a failed check naming
     it, and is not asked again; the script goes on.
@@ -112,11 +118,12 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
     if impl is None:
         raise Error("impl: the tensors (a dict), dump files or a callable to certify")
     trace = impl if isinstance(impl, Trace) else None
-    if trace is None and _is_files(impl) and _is_config(spec) and _pev.is_trace(_file_list(impl)):
+    if trace is None and _is_files(impl) and spec is not None and _pev.is_trace(_file_list(impl)):
         # Dump files that hold a model trace (docs/certify.md §8.1): layer by layer, as a Trace.
         trace = _file_list(impl)
     if trace is not None:
-        return _certify_trace(spec, trace, layer_type=layer_type, recipe=recipe, layout=layout,
+        return _certify_trace(spec, trace, layer_type=layer_type, layers=layers, recipe=recipe,
+                              layout=layout,
                               diagnose=bool(diagnosis), reference=reference, libm=libm,
                               max_trig_ulp=max_trig_ulp,
                               refused=dict(positions=positions, seq_len=seq_len, dtype=dtype,
@@ -124,6 +131,9 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
                                            accuracy=accuracy, properties=properties,
                                            property_cases=property_cases, timeout=timeout,
                                            exhaustive=exhaustive or None))
+    if layers is not None:
+        raise Error("layers: only for a model trace (docs/certify.md §8), and the implementation "
+                    "holds no layers.{i}.* tensor")
     s = None if spec is None else Spec(spec, layer_type=layer_type)
     common = dict(recipe=recipe, layout=layout, diagnose=bool(diagnosis), reference=reference,
                   libm=libm, max_trig_ulp=max_trig_ulp)
@@ -138,17 +148,19 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
                 raise Error(f"{name}: pev chooses a callable's positions and sequence length "
                             "(max_position=, samples=, exhaustive=)")
         adapter = _Implementation(impl, s)
+        # None: the default of `pev certify`, which the binding takes from the one certify request
+        # (docs/certify.md §9; pev._pev.certify_defaults()).
         with keyword_names(), _watching_sigint(adapter):
             handle = _pev.certify_callable(
                 s._handle, adapter, adapter.name, adapter.source, adapter.files,
                 dtype=dtype,
-                max_position=(1 << 20) if max_position is None else int(max_position),
-                samples=64 if samples is None else int(samples),
+                max_position=_int_or_none(max_position),
+                samples=_int_or_none(samples),
                 exhaustive=bool(exhaustive),
-                seed=20261122 if seed is None else int(seed),
-                accuracy="hf" if accuracy is None else accuracy,
-                properties=True if properties is None else bool(properties),
-                property_cases=100 if property_cases is None else int(property_cases),
+                seed=_int_or_none(seed),
+                accuracy=accuracy,
+                properties=None if properties is None else bool(properties),
+                property_cases=_int_or_none(property_cases),
                 timeout=_seconds(timeout),
                 **common)
         return Certificate(handle, exceptions=adapter.exceptions)
@@ -171,32 +183,55 @@ def certify(spec=None, impl=None, *, recipe=None, layout=None, positions=None, s
     return Certificate(handle)
 
 
-def _certify_trace(config, trace, *, layer_type, refused, **common):
-    """A model trace (a pev.torch.Trace, or dump files that hold one) against its config
-    (docs/certify.md §8): a Trace is saved to a temporary safetensors file (no size limit); both
-    are certified by the same code as `pev certify --config C --impl trace.safetensors`; a Trace's
-    notes and findings (what the tracer saw) travel in that file's metadata, which the engine puts
-    on the certificate (docs/certify.md §8.1, docs/python.md §9.2)."""
-    if config is None or isinstance(config, Spec) or (
-            isinstance(config, str) and not config.endswith(".json")):
+def _int_or_none(v):
+    return None if v is None else int(v)
+
+
+def _layers_text(layers):
+    """layers= as `pev certify --layers` reads it: "0:4,30" as given, or indices (0, 1, 5)."""
+    if layers is None or isinstance(layers, str):
+        return layers
+    if isinstance(layers, range) and layers.step == 1:
+        return f"{layers.start}:{layers.stop}"
+    try:
+        return ",".join(str(int(i)) for i in layers)
+    except (TypeError, ValueError):
+        raise Error(f"layers: expected indices and ranges ('0:4,30', [0, 1, 5] or range(0, 4)), "
+                    f"got {layers!r}") from None
+
+
+def _certify_trace(spec, trace, *, layer_type, layers, refused, **common):
+    """A model trace (a pev.torch.Trace, or dump files that hold one) against its config, or
+    against one spec for every layer (docs/certify.md §8): a Trace is saved to a temporary
+    safetensors file (no size limit); both are certified by the same code as `pev certify
+    --config C --impl trace.safetensors` (`--spec S`; `--layers L` for layers=); a Trace's notes
+    and findings (what the tracer saw) travel in that file's metadata, which the engine puts on the
+    certificate (docs/certify.md §8.1, docs/python.md §9.2)."""
+    if spec is None:
         raise Error("spec: a model trace is certified against the model's config (a config.json "
-                    "path, a dict or a transformers config), not a SPEC")
+                    "path, a dict or a transformers config) or one SPEC for every layer")
     if layer_type is not None:
         raise Error("layer_type: a trace holds every layer; each is certified against its own type")
     given = [k for k, v in refused.items() if v is not None]
     if given:
         raise Error(f"{given[0]}: does not apply to a model trace (it holds its own position_ids)")
+    layers = _layers_text(layers)
+    one = None if _is_config(spec) else Spec(spec)
     with _temporary_directory(trace) as tmp:
-        if isinstance(config, (str, os.PathLike)):
-            path = os.fspath(config)
+        path = None
+        if one is not None:
+            pass
+        elif isinstance(spec, (str, os.PathLike)):
+            path = os.fspath(spec)
         else:
-            data = dict(config) if isinstance(config, Mapping) else config.to_dict()
+            data = dict(spec) if isinstance(spec, Mapping) else spec.to_dict()
             path = _in_tmpdir(tmp, "config.json", trace,
                               lambda p: _write_json(p, data))
         files = trace if isinstance(trace, list) else [
             _in_tmpdir(tmp, "trace.safetensors", trace, trace.save)]
         with keyword_names():
-            handle = _pev.certify_trace(path, files, **common)
+            handle = _pev.certify_trace(path, None if one is None else one._handle, files,
+                                        layers=layers, **common)
     return Certificate(handle)
 
 

@@ -17,6 +17,7 @@
 #include "pev/app/limits.h"
 #include "pev/app/positions.h"
 #include "pev/app/properties.h"
+#include "pev/app/request.h"
 #include "pev/certify/trace.h"
 #include "pev/core/error.h"
 #include "pev/core/text.h"
@@ -71,6 +72,8 @@ certify::check ended_check(const impl::live_implementation& im, const certify::l
 
 // ---- Certification ----------------------------------------------------------------------------
 
+/// The options every pev.certify shares, into a request (pev/app/request.h): its defaults are the
+/// request's, which the binding's keywords replace only where given.
 struct common_options {
   std::optional<std::string> recipe;
   std::optional<std::string> layout;
@@ -79,21 +82,23 @@ struct common_options {
   std::string libm = "any";
   std::optional<double> max_trig_ulp;
 
-  certify::options make() const {
-    certify::options o;
-    o.recipe = recipe;
-    if (layout) o.layout = certify::parse_table_layout(*layout);
-    o.diagnose = diagnose;
-    app::set_certify_options(o, reference, libm, max_trig_ulp);
-    return o;
+  /// A Python request for `s` (none: the dump's metadata names the spec).
+  app::certify_request request(const spec_handle* s) const {
+    app::certify_request r;
+    r.front = app::front_end::python;
+    if (s) {
+      r.encoding = s->e;
+      r.encoding_inputs = s->inputs;
+    }
+    r.recipe = recipe.value_or("");
+    r.layout = layout.value_or("");
+    r.diagnose = diagnose;
+    r.reference = reference;
+    r.libm = libm;
+    r.max_trig_ulp = max_trig_ulp;
+    return r;
   }
 };
-
-void add_inputs(certify::certificate& c, const spec_handle* s) {
-  if (!s || !c.certification) return;
-  auto& in = c.certification->inputs;
-  in.insert(in.end(), s->inputs.begin(), s->inputs.end());
-}
 
 std::vector<app::input_path> input_files(const spec_handle* s, const std::vector<std::string>& f) {
   std::vector<app::input_path> v;
@@ -106,127 +111,122 @@ std::vector<app::input_path> input_files(const spec_handle* s, const std::vector
   return v;
 }
 
-certificate_handle certify_tensors(const spec_handle* s, const py::list& tensors,
-                                   const std::vector<std::string>& files, const common_options& co,
-                                   std::optional<std::vector<std::int64_t>> positions,
-                                   std::optional<std::int64_t> seq_len, bool exhaustive) {
-  certify::options o = co.make();
-  if (positions) o.positions = std::move(*positions);
-  if (seq_len) app::require_range("seq_len", *seq_len, 1, INT64_MAX);
-  o.seq_len = seq_len;
-  o.exhaustive = exhaustive;
-  certify::dump d;
+/// The live options given (none: the request's defaults, pev certify's; docs/certify.md §9).
+struct live_given {
+  std::optional<std::string> type;
+  std::optional<std::int64_t> max_position, samples, property_cases;
+  bool exhaustive = false;
+  std::optional<std::uint64_t> seed;
+  std::optional<std::string> accuracy;
+  std::optional<bool> properties;
+  std::optional<double> timeout;
+
+  void into(app::certify_request& r) const {
+    if (max_position) r.max_position = *max_position;
+    if (samples) r.samples = *samples;
+    if (property_cases) r.property_cases = *property_cases;
+    r.exhaustive = exhaustive;
+    if (seed) r.seed = *seed;
+    if (accuracy) r.accuracy = *accuracy;
+    if (properties) r.properties = *properties;
+  }
+};
+
+certificate_handle certify_tensors(app::certify_request r, const spec_handle* s,
+                                   const py::list& tensors, const std::vector<std::string>& files) {
   for (const auto& item : tensors) {
     const auto t = py::reinterpret_borrow<py::tuple>(item);
     const std::string name = t[0].cast<std::string>();
-    d.tensors.emplace(name, to_io_array(name, t[1]));
+    r.tensors.emplace(name, to_io_array(name, t[1]));
   }
+  r.files.assign(files.begin(), files.end());
   certificate_handle h;
   h.files = input_files(s, files);
-  h.c = run_long([&] {
-    if (!files.empty()) {
-      d = certify::read_dump(std::vector<fs::path>(files.begin(), files.end()));
-    } else {
-      // Each tensor is hashed as its row-major little-endian bytes (hashlib.sha256 of
-      // numpy's tobytes() gives the same).
-      for (const auto& [name, a] : d.tensors) {
-        d.files.push_back(
-            {"tensor '" + name + "' " + to_string(a.type) + " " + io::shape_string(a.shape),
-             "python",
-             certify::sha256_bytes(
-                 std::string_view(reinterpret_cast<const char*>(a.data.data()), a.data.size()))});
-      }
-    }
-    spec::encoding e;
-    if (s) {
-      e = s->e;
-    } else if (const auto it = d.metadata.find("spec"); it != d.metadata.end()) {
-      e = spec::parse_spec(it->second);
-    } else {
-      throw error("spec: required (the dump's metadata names no spec)");
-    }
-    return certify::certify_dump(e, d, o);
-  });
-  add_inputs(h.c, s);
+  h.c = run_long([&] { return app::certify(std::move(r)); });
   return h;
 }
 
-/// A model trace (docs/certify.md §8.1) in dump files, against the config.json at `config`: what
-/// `pev certify --config C --impl TRACE` does (pev.certify of a pev.torch.Trace saves it to a
-/// temporary safetensors file and comes here with what the tracer saw, docs/python.md §9).
-certificate_handle certify_trace(const std::string& config, const std::vector<std::string>& files,
-                                 const common_options& co) {
-  const certify::options o = co.make();
+/// A model trace (docs/certify.md §8.1) in dump files, against the config.json at `config` or one
+/// spec `s`, its layers `layers`: what `pev certify --config C --impl TRACE [--layers L]` does
+/// (pev.certify of a pev.torch.Trace saves it to a temporary safetensors file and comes here with
+/// what the tracer saw, docs/python.md §9).
+certificate_handle certify_trace(app::certify_request r, const std::optional<std::string>& config,
+                                 const spec_handle* s, const std::vector<std::string>& files) {
   certificate_handle h;
-  h.files.push_back({"config", config});
+  if (config) {
+    r.config_file = *config;
+    h.files.push_back({"config", *config});
+  } else {
+    h.files = input_files(s, {});
+  }
   for (const auto& f : files) h.files.push_back({"dump", f});
-  h.c = run_long([&]() -> certify::certificate {
-    certify::dump d = certify::read_dump(std::vector<fs::path>(files.begin(), files.end()));
-    // Every layer against the encoding the config gives it (pev/spec/model.h); the config's
-    // bytes are both parsed and hashed, as `pev certify` does.
-    const std::string text = io::read_file(config, spec::max_config_bytes);
-    certify::certificate c =
-        certify::certify_trace(spec::parse_config_model_text(text, config), std::move(d), o);
-    c.certification->inputs.push_back({config, "config", certify::sha256_bytes(text)});
-    return c;
-  });
+  r.files.assign(files.begin(), files.end());
+  h.c = run_long([&] { return app::certify(std::move(r)); });
   return h;
 }
 
-certificate_handle certify_callable(const spec_handle& s, py::object call, std::string name,
-                                    std::string source, const std::vector<std::string>& files,
-                                    const common_options& co, std::optional<std::string> type,
-                                    std::int64_t max_position, std::int64_t samples,
-                                    bool exhaustive, std::uint64_t seed,
-                                    const std::string& accuracy, bool properties,
-                                    std::int64_t property_cases, std::optional<double> timeout) {
-  app::require_range("max_position", max_position, 0, app::kMaxPositionLimit);
+certificate_handle certify_callable(app::certify_request r, const spec_handle& s, py::object call,
+                                    std::string name, std::string source,
+                                    const std::vector<std::string>& files, const live_given& lg) {
+  // Checked before the callable is first asked, as `pev certify` checks its flags.
+  lg.into(r);
+  (void)app::live_options(r);
   // As `pev certify --timeout`: NaN and infinities are out of range too.
-  if (timeout) app::require_range("timeout", *timeout, 0.001, 86400);
-  app::require_range("samples", samples, 0, app::kMaxSamples);
-  app::require_range("property_cases", property_cases, 1, 1000000);
-  certify::options o = co.make();
-  const std::optional<certify::table_layout> layout = o.layout;
-  o.layout.reset();  // the callable's layout; pev collects its answers as separate cos and sin
-  const kernel::strategy acc = kernel::parse_strategy(accuracy);
+  if (lg.timeout) app::require_range("timeout", *lg.timeout, 0.001, 86400);
+  certify::options checked;
+  app::set_certify_options(checked, r.reference, r.libm, r.max_trig_ulp);
+  std::optional<certify::table_layout> layout;
+  if (!r.layout.empty()) layout = certify::parse_table_layout(r.layout);
+  r.layout.clear();  // the callable's layout; pev collects its answers as separate cos and sin
+  (void)kernel::parse_strategy(r.accuracy);
   std::optional<dtype> t;
-  if (type) t = parse_float_dtype(*type);
+  if (lg.type) t = parse_float_dtype(*lg.type);
   if (t && !is_float(*t)) throw error("dtype: expected fp32, fp16 or bf16");
   std::optional<call_watchdog> watchdog;
-  if (timeout) watchdog.emplace(*timeout, timed_out_type);
+  if (lg.timeout) watchdog.emplace(*lg.timeout, timed_out_type);
   auto backend = std::make_shared<python_backend>(
       std::move(call), std::move(name), std::move(source),
       std::vector<fs::path>(files.begin(), files.end()), layout, watchdog ? &*watchdog : nullptr);
   backend->greet(s.e, t);
-  certify::live_options lo;
-  lo.max_position = max_position;
-  lo.samples = static_cast<int>(samples);
-  lo.exhaustive = exhaustive;
-  lo.seed = seed;
-  lo.type = t.value_or(backend->greeted_type().value_or(dtype::fp32));
-  if (lo.type == dtype::fp64) {
-    throw error(
-        "dtype: the callable answers float64; live certification asks for fp32, fp16 or bf16 "
-        "(certify float64 tensors as a dump: pev.certify(spec, {...}))");
-  }
-  lo.properties = properties;
-  lo.property_cases = static_cast<int>(property_cases);
-  lo.property_checks = [backend](const impl::live_implementation& live,
-                                 const certify::live_options& l) {
-    std::vector<certify::check> checks = app::live_property_checks(live, l);
-    if (const auto& why = backend->ended()) checks.push_back(ended_check(live, l, *why));
-    return checks;
+  r.live = [backend, t](const spec::encoding& e, kernel::strategy acc, certify::live_options& lo) {
+    lo.type = t.value_or(backend->greeted_type().value_or(dtype::fp32));
+    if (lo.type == dtype::fp64) {
+      throw error(
+          "dtype: the callable answers float64; live certification asks for fp32, fp16 or bf16 "
+          "(certify float64 tensors as a dump: pev.certify(spec, {...}))");
+    }
+    lo.property_checks = [backend](const impl::live_implementation& live,
+                                   const certify::live_options& l) {
+      std::vector<certify::check> checks = app::live_property_checks(live, l);
+      if (const auto& why = backend->ended()) checks.push_back(ended_check(live, l, *why));
+      return checks;
+    };
+    return std::make_unique<impl::live_implementation>(backend, e, acc);
   };
-  const impl::live_implementation im(backend, s.e, acc);
   certificate_handle h;
   h.files = input_files(&s, {});
-  h.c = run_long([&] { return certify::certify_live(s.e, im, o, lo); });
+  h.c = run_long([&] { return app::certify(std::move(r)); });
   h.callable_layout = backend->layout_seen();
   if (!h.callable_layout.empty()) {
     h.c.notes.push_back("the callable's tables: " + h.callable_layout);
   }
-  add_inputs(h.c, &s);
   return h;
+}
+
+/// The request's defaults for pev.certify's keywords (docs/certify.md §9).
+py::dict certify_defaults() {
+  const app::certify_request r;
+  py::dict d;
+  d["max_position"] = r.max_position;
+  d["samples"] = r.samples;
+  d["seed"] = r.seed;
+  d["accuracy"] = r.accuracy;
+  d["properties"] = r.properties;
+  d["property_cases"] = r.property_cases;
+  d["reference"] = r.reference;
+  d["libm"] = r.libm;
+  d["diagnosis"] = r.diagnose;
+  return d;
 }
 
 }  // namespace
@@ -276,6 +276,7 @@ void bind_certify(py::module_& m) {
         return py::make_tuple(tensors, metadata);
       },
       py::arg("files"));
+  m.def("certify_defaults", &certify_defaults);
   m.def(
       "certify_tensors",
       [](const spec_handle* s, const py::list& tensors, const std::vector<std::string>& files,
@@ -284,18 +285,20 @@ void bind_certify(py::module_& m) {
          const std::optional<positions_array>& positions, std::optional<std::int64_t> seq_len,
          bool exhaustive, bool diagnose, const std::string& reference, const std::string& libm,
          std::optional<double> max_trig_ulp) {
-        std::optional<std::vector<std::int64_t>> pos;
+        app::certify_request r =
+            common_options{std::move(recipe), std::move(layout), diagnose, reference, libm,
+                           max_trig_ulp}
+                .request(s);
         if (positions_range) {
           // "A:B[:STEP]" or a range, as `pev certify --positions` reads it.
-          pos = app::parse_position_range(*positions_range, false);
+          r.positions_given = app::parse_position_range(*positions_range, false);
         } else if (positions) {
           if (positions->ndim() != 1) throw error("positions: expected a 1-d array of integers");
-          pos.emplace(positions->data(), positions->data() + positions->size());
+          r.positions_given.emplace(positions->data(), positions->data() + positions->size());
         }
-        return certify_tensors(
-            s, tensors, files,
-            {std::move(recipe), std::move(layout), diagnose, reference, libm, max_trig_ulp},
-            std::move(pos), seq_len, exhaustive);
+        r.seq_len = seq_len;
+        r.exhaustive = exhaustive;
+        return certify_tensors(std::move(r), s, tensors, files);
       },
       py::arg("spec").none(true), py::arg("tensors"), py::arg("files"), py::arg("recipe"),
       py::arg("layout"), py::arg("positions_range"), py::arg("positions"), py::arg("seq_len"),
@@ -303,18 +306,23 @@ void bind_certify(py::module_& m) {
       py::arg("max_trig_ulp"));
   m.def(
       "certify_trace",
-      [](const std::string& config, const std::vector<std::string>& files,
+      [](const std::optional<std::string>& config, const spec_handle* s,
+         const std::vector<std::string>& files, const std::optional<std::string>& layers,
          std::optional<std::string> recipe, std::optional<std::string> layout, bool diagnose,
          const std::string& reference, const std::string& libm,
          std::optional<double> max_trig_ulp) {
         // What pev.torch's tracer saw travels in the trace's metadata (docs/certify.md §8.1), as
         // for `pev certify` of the saved file.
-        return certify_trace(
-            config, files,
-            {std::move(recipe), std::move(layout), diagnose, reference, libm, max_trig_ulp});
+        app::certify_request r =
+            common_options{std::move(recipe), std::move(layout), diagnose, reference, libm,
+                           max_trig_ulp}
+                .request(config ? nullptr : s);
+        r.layers = layers.value_or("");
+        return certify_trace(std::move(r), config, s, files);
       },
-      py::arg("config"), py::arg("files"), py::arg("recipe"), py::arg("layout"),
-      py::arg("diagnose"), py::arg("reference"), py::arg("libm"), py::arg("max_trig_ulp"));
+      py::arg("config").none(true), py::arg("spec").none(true), py::arg("files"),
+      py::arg("layers").none(true), py::arg("recipe"), py::arg("layout"), py::arg("diagnose"),
+      py::arg("reference"), py::arg("libm"), py::arg("max_trig_ulp"));
   m.def(
       "is_trace",
       [](const std::vector<std::string>& files) {
@@ -330,20 +338,26 @@ void bind_certify(py::module_& m) {
          const std::vector<std::string>& files, std::optional<std::string> recipe,
          std::optional<std::string> layout, bool diagnose, const std::string& reference,
          const std::string& libm, std::optional<double> max_trig_ulp,
-         std::optional<std::string> type, std::int64_t max_position, std::int64_t samples,
-         bool exhaustive, std::uint64_t seed, const std::string& accuracy, bool properties,
-         std::int64_t property_cases, std::optional<double> timeout) {
-        return certify_callable(
-            s, std::move(call), std::move(name), std::move(source), files,
-            {std::move(recipe), std::move(layout), diagnose, reference, libm, max_trig_ulp},
-            std::move(type), max_position, samples, exhaustive, seed, accuracy, properties,
-            property_cases, timeout);
+         std::optional<std::string> type, std::optional<std::int64_t> max_position,
+         std::optional<std::int64_t> samples, bool exhaustive, std::optional<std::uint64_t> seed,
+         std::optional<std::string> accuracy, std::optional<bool> properties,
+         std::optional<std::int64_t> property_cases, std::optional<double> timeout) {
+        app::certify_request r =
+            common_options{std::move(recipe), std::move(layout), diagnose, reference, libm,
+                           max_trig_ulp}
+                .request(&s);
+        const live_given lg{std::move(type),     max_position, samples,
+                            property_cases,      exhaustive,   seed,
+                            std::move(accuracy), properties,   timeout};
+        return certify_callable(std::move(r), s, std::move(call), std::move(name),
+                                std::move(source), files, lg);
       },
       py::arg("spec"), py::arg("call"), py::arg("name"), py::arg("source"), py::arg("files"),
       py::arg("recipe"), py::arg("layout"), py::arg("diagnose"), py::arg("reference"),
-      py::arg("libm"), py::arg("max_trig_ulp"), py::arg("dtype"), py::arg("max_position"),
-      py::arg("samples"), py::arg("exhaustive"), py::arg("seed"), py::arg("accuracy"),
-      py::arg("properties"), py::arg("property_cases"), py::arg("timeout"));
+      py::arg("libm"), py::arg("max_trig_ulp"), py::arg("dtype").none(true),
+      py::arg("max_position").none(true), py::arg("samples").none(true), py::arg("exhaustive"),
+      py::arg("seed").none(true), py::arg("accuracy").none(true), py::arg("properties").none(true),
+      py::arg("property_cases").none(true), py::arg("timeout").none(true));
 }
 
 }  // namespace pev::python

@@ -444,9 +444,10 @@ def test_engine_cli_reads_the_saved_trace(tmp_path, cli):
     assert not cert.ok and layer_rows(cert)[0]["named"] == "rope-of-other-layer-type"
 
 
-def test_certify_trace_refuses_a_spec_string():
+def test_certify_trace_needs_a_config_or_a_spec():
+    # A SPEC certifies every layer against that one encoding (test_certify_request.py).
     with pytest.raises(pev.Error, match="config"):
-        pev.certify("rope:head_dim=32", pev.torch.Trace({}))
+        pev.certify(None, pev.torch.Trace({}))
 
 
 def test_certify_trace_refuses_positions():
