@@ -29,6 +29,7 @@
 #include "qk_cache.h"
 #include "recover.h"
 #include "replay.h"
+#include "rope_run.h"
 
 namespace pev::certify::detail {
 
@@ -39,7 +40,7 @@ constexpr std::size_t kChunkRows = 1024;
 constexpr std::size_t kChunkValues = 131072;
 /// Positions the library measure reads (recover.h: fit_table): every one with --max-trig-ulp,
 /// which gates the claim on the measure.
-constexpr std::size_t kFitRows = 8192;
+constexpr std::size_t kFitRows = kLibraryFitRows;
 /// Rows (the largest positions) the replay chooses its frequencies and ratio on (replay.h).
 constexpr std::size_t kReplayChoiceRows = 4096;
 
@@ -640,24 +641,6 @@ void rotation_checks(context& k, compare::rope_reference& ref, compare::rope_bou
   k.cert.checks.push_back(std::move(c));
 }
 
-/// What certify_rope read and compared, kept for its diagnosis — which runs after the comparison,
-/// or later on the same data (context::later, docs/certify.md §8.3).
-struct rope_run {
-  explicit rope_run(const spec::rope& spec) : s(spec) {}
-  spec::rope s;
-  std::optional<table_source> t;
-  std::vector<qk_source> qk;
-  std::vector<std::int64_t> pos, qk_pos;  // MRoPE: [streams, rows] each
-  std::optional<std::int64_t> seq;
-  std::optional<compare::rope_reference> ref;
-  std::optional<compare::rope_bounds> bounds;
-  bool hf_pipeline = true;  // false: the ggml form, without a transformers pipeline
-  const impl::rope_contract* hf = nullptr;
-  const impl::rope_contract* ggml = nullptr;
-  table_fit fit;
-  std::vector<float> replayed;  // the frequencies the table's replay follows
-};
-
 /// The table (`table` when already read) and rotated q/k of the dump, their positions (MRoPE:
 /// [streams, rows], docs/encodings.md §4.6), and what the certificate says was read.
 void read_rope_inputs(rope_run& r, context& k, const table_source* table) {
@@ -773,66 +756,13 @@ void compare_rope(rope_run& r, context& k) {
   }
 }
 
-/// The pipelines the mistakes are replayed on, judged with their recipe's bounds: the claimed
-/// recipe's; without a claim, the one whose angles the table follows (recover.h), else both.
-std::vector<replay_base> replay_bases(const rope_run& r, const context& k) {
-  std::vector<replay_base> bases;
-  std::string pipeline = k.o.recipe.value_or(r.fit.angles);
-  if (pipeline == "exact" || pipeline == "vllm") pipeline = "hf";
-  if (!r.hf_pipeline) pipeline = "ggml";
-  if (pipeline != "ggml") {
-    bases.push_back({kernel::strategy::hf, r.hf, true});
-    // The frequencies the table's replay follows, where they are not pev's own (a GPU's powf may
-    // round an inv_freq differently, and the angles at 10^6 then differ by more than any bound):
-    // a second hf base, each mistake keeping the better of the two.
-    const kernel::rope_kernel own(r.s, kernel::strategy::hf, r.seq);
-    const std::span<const float> f = own.inv_freq();
-    if (!r.replayed.empty() &&
-        !std::equal(f.begin(), f.end(), r.replayed.begin(), r.replayed.end())) {
-      bases.push_back({kernel::strategy::hf, r.hf, true, r.replayed});
-    }
-  }
-  if (pipeline != "hf") bases.push_back({kernel::strategy::ggml, r.ggml, false});
-  return bases;
-}
-
-/// The diagnosis of a certificate that is not certified (docs/certify.md §3): the mistakes
-/// replayed (diagnosis.h), the parameters the data imply.
-void diagnose_run(rope_run& r, context& k) {
-  if (!k.o.diagnose || k.cert.exit_code() != 1) return;  // certified: nothing to explain
-  if (only_unchecked(*k.cert.certification)) return;     // every value holds: nothing either
-  const spec::rope& s = r.s;
-  // A failing shard diagnoses the whole dump (docs/design.md §9.3): the fit of every row first.
-  if (r.t && !whole_checks(k.o)) {
-    visit_tensor(*r.t->cos.a, r.t->source, [&](auto tag) {
-      table_library<typename decltype(tag)::type>(k, *r.ref, *r.t, r.pos, r.seq, r.fit);
-    });
-  }
-  std::vector<replay_base> bases = replay_bases(r, k);
-  // Without a table, the frequencies and attention factor of the rotation of the first q/k
-  // (recover.h: fit_rotation), 1-D only.
-  std::optional<table_fit> qk_fit;
-  if (!r.t && s.streams() == 1) qk_fit = fit_rotation(s, r.seq, r.qk.front(), r.qk_pos, kFitRows);
-  const table_fit* fitted = r.t ? &r.fit : qk_fit ? &*qk_fit : nullptr;
-  // The base the frequencies imply, for the mistakes that replay it (rope-theta-wrong).
-  if (fitted) {
-    const std::optional<double> theta = implied_base(s, *fitted);
-    for (replay_base& b : bases) b.rope_theta = theta;
-  }
-  evidence_map ev;
-  diagnose_rope(k, s, r.seq, bases, r.t ? &*r.t : nullptr, r.pos, r.qk, r.qk_pos, ev);
-  add_explanations(ev, k.cert);
-  std::vector<std::string>& found = k.c().why->findings;
-  if (fitted) {
-    found = parameter_findings(s, r.seq, r.ref->fast().inv_freq<double>(),
-                               r.ref->attention_factor(), *fitted);
-  }
-  for (std::string& line : mistake_parameters(k, s, r.seq, ev, fitted != nullptr)) {
-    if (std::find(found.begin(), found.end(), line) == found.end()) found.push_back(line);
-  }
-}
-
 }  // namespace
+
+void fit_whole_table(rope_run& r, context& k) {
+  visit_tensor(*r.t->cos.a, r.t->source, [&](auto tag) {
+    table_library<typename decltype(tag)::type>(k, *r.ref, *r.t, r.pos, r.seq, r.fit);
+  });
+}
 
 void certify_rope(const spec::rope& s, context& k, const table_source* table) {
   // A partial-rotary spec's tables, each read once: one of the whole head's width is a finding
@@ -853,14 +783,6 @@ void certify_rope(const spec::rope& s, context& k, const table_source* table) {
     return;
   }
   diagnose_run(*r, k);
-}
-
-void diagnose_later(const std::function<void(context&)>& later, const spec::encoding& e,
-                    const dump& d, const options& o, certificate& cert) {
-  report::certification& z = *cert.certification;
-  context k{e, d, o, cert, z.why ? z.why->first : std::vector<report::mismatch>{}};
-  later(k);
-  finish(cert);
 }
 
 }  // namespace pev::certify::detail
