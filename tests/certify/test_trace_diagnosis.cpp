@@ -216,7 +216,7 @@ TEST(TraceDiagnosis, TheSampleIsTheLargestPositionsAndEvenlySpacedCutInTheSitesL
   EXPECT_EQ(cols.front(), 0u);
   EXPECT_LE(cols.size(), 2 * certify::detail::kSampleLargest + certify::detail::kSampleEven);
   // A short site is certified whole.
-  EXPECT_TRUE(certify::detail::sample_columns({B, 300, positions(300)}, nullptr).empty());
+  EXPECT_TRUE(certify::detail::sample_columns({B, 100, positions(100)}, nullptr).empty());
 
   // The cut: q/k at the sampled tokens, in the layout read; position_ids as given.
   const certify::dump d = trace(T, kSliding, pos, pos);

@@ -73,7 +73,7 @@ batch_positions trace_batch_positions(const dump& d);
 /// positions of the trace's `b` and of the candidate's `candidate` (B·T, as b.ids; null: the
 /// trace's), and kSampleEven evenly spaced, in order. Empty where T is under twice their number
 /// (the whole site is as cheap).
-inline constexpr std::size_t kSampleLargest = 128, kSampleEven = 64;
+inline constexpr std::size_t kSampleLargest = 32, kSampleEven = 32;
 std::vector<std::size_t> sample_columns(const batch_positions& b,
                                         const std::vector<std::int64_t>* candidate);
 /// The sub-dump of `s`'s rotated q/k at `columns` (sample_columns) only: site_dump's tensors
