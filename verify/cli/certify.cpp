@@ -40,7 +40,7 @@ command add_certify(CLI::App& app) {
   // The request's defaults are the options' (pev/app/request.h: written there once).
   struct state : app::certify_request {
     std::vector<std::string> impl;
-    std::string dtype_text = "fp32", out_text = "pev-certificate";
+    std::string dtype_text = to_string(certify::live_options{}.type), out_text = "pev-certificate";
     bool isolate = false, no_properties = false, no_diagnosis = false;
   };
   auto st = std::make_shared<state>();
