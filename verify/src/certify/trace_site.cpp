@@ -2,7 +2,8 @@
 // §8.3): the identity of a NoPE layer bit for bit; a rotation by certify_dump on the site's
 // sub-dump; a site that fails tried against what integration mistakes would have made — another
 // layer type's RoPE, another batch row's positions, positions that run on across packed
-// sequences — before the one-dump diagnosis of its own encoding.
+// sequences, each on a sample of the site's tokens first — before the one-dump diagnosis of its own
+// encoding, which runs on what the site's certification compared: a site is compared once.
 
 #include <fmt/format.h>
 
