@@ -360,9 +360,9 @@ class _Implementation:
         if "spec" not in self.takes and spec_text != self.spec.text:
             return None  # asked only for the spec it was given
         kwargs = {}
-        spec = self._specs.get(spec_text)
-        if spec is None:
-            spec = self._specs.setdefault(spec_text, Spec(spec_text))
+        # The specs it answered, kept for their next requests; the many it refuses (the property
+        # suites probe every generated spec once, docs/python.md §4.2) are not kept.
+        spec = self._specs.get(spec_text) or Spec(spec_text)
         if "spec" in self.takes:
             kwargs["spec"] = spec
         if "dtype" in self.takes:
@@ -379,6 +379,7 @@ class _Implementation:
             raise KeyboardInterrupt  # a Ctrl-C that the callable caught
         if out is None:
             return None
+        self._specs.setdefault(spec_text, spec)
         if isinstance(out, _Rows):
             rows = [named_tensors(row, spec.family) for row in out]
             named = {name: (rows[0][name] if name in self._PER_SPEC

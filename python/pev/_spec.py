@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import warnings
 from collections.abc import Mapping
 
@@ -134,25 +135,17 @@ def _typed(text):
         return [_typed(x) for x in text[1:-1].split(",") if x]
     if text in ("true", "false"):
         return text == "true"
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
+    if text.isascii() and (text.isdigit() or (text[:1] == "-" and text[1:].isdigit())):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+# A canonical SPEC string's items: key=value, a value a [list] (one level) or up to the next comma.
+_ITEM = re.compile(r"([^=,\[\]]+)=(\[[^\]]*\]|[^,]*)")
 
 
 def _parse_items(text):
-    out, depth, start = {}, 0, 0
-    for i, c in enumerate(text + ","):
-        if c == "[":
-            depth += 1
-        elif c == "]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            item = text[start:i]
-            start = i + 1
-            if item:
-                key, _, value = item.partition("=")
-                out[key] = _typed(value)
-    return out
+    return {key: _typed(value) for key, value in _ITEM.findall(text)}

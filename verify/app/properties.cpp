@@ -10,10 +10,12 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "pev/core/error.h"
 #include "pev/prop/properties.h"
+#include "pev/spec/spec.h"
 
 namespace pev::app {
 namespace {
@@ -97,6 +99,30 @@ std::string trimmed_lines(const std::string& text) {
   return out;
 }
 
+/// Whether `im` serves the generated spec `e`: asked for position 0 (a spec it refuses, or fails
+/// for, is discarded by the property, not failed).
+bool probe(const impl::live_implementation& im, const spec::encoding& e) {
+  try {
+    const auto x = im.rebind(e);
+    const std::vector<std::int64_t> p0 = {0};
+    if (const auto* r = std::get_if<spec::rope>(&e)) {
+      if (x->supports(impl::output::rope_table, dtype::fp32)) {
+        std::vector<float> c(static_cast<std::size_t>(r->pairs())), sn(c.size());
+        x->rope_table(p0, r->stateful() ? std::optional<std::int64_t>(1) : std::nullopt, c, sn);
+      }
+      return true;
+    }
+    if (const auto* sp = std::get_if<spec::sinusoidal>(&e)) {
+      std::vector<float> v(static_cast<std::size_t>(sp->d_model));
+      x->sinusoidal_pe(p0, v);
+      return true;
+    }
+    return false;
+  } catch (const error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 std::vector<certify::check> live_property_checks(const impl::live_implementation& im,
@@ -109,27 +135,16 @@ std::vector<certify::check> live_property_checks(const impl::live_implementation
     return im.rebind(e);
   };
   // Generated specs the implementation serves: probed with one position (it may support only
-  // some rope types or layouts; what it refuses is discarded, not failed).
-  s.accepts = [&im](const spec::encoding& e) {
-    try {
-      const auto x = im.rebind(e);
-      const std::vector<std::int64_t> p0 = {0};
-      if (const auto* r = std::get_if<spec::rope>(&e)) {
-        if (x->supports(impl::output::rope_table, dtype::fp32)) {
-          std::vector<float> c(static_cast<std::size_t>(r->pairs())), sn(c.size());
-          x->rope_table(p0, r->stateful() ? std::optional<std::int64_t>(1) : std::nullopt, c, sn);
-        }
-        return true;
-      }
-      if (const auto* sp = std::get_if<spec::sinusoidal>(&e)) {
-        std::vector<float> v(static_cast<std::size_t>(sp->d_model));
-        x->sinusoidal_pe(p0, v);
-        return true;
-      }
-      return false;
-    } catch (const error&) {
-      return false;
-    }
+  // some rope types or layouts; what it refuses is discarded, not failed). A spec it refused is
+  // not probed again: every property draws from the same seed, so the same specs come back
+  // (docs/python.md §4.2).
+  std::unordered_set<std::string> refused;
+  s.accepts = [&im, &refused](const spec::encoding& e) {
+    std::string text = spec::to_spec_string(e);
+    if (refused.count(text)) return false;
+    if (probe(im, e)) return true;
+    refused.insert(std::move(text));
+    return false;
   };
   // --seed and --property-cases only (not PEV_SEED or RC_PARAMS), so that the replay line holds
   // everything the run depended on; quiet, so that nothing but the certificate reports.

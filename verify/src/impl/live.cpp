@@ -5,9 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-#include <mutex>
-#include <unordered_set>
 #include <utility>
 
 #include "pev/core/error.h"
@@ -16,42 +13,17 @@
 
 namespace pev::impl {
 
-namespace detail {
-
-/// The requests a backend answered "unsupported" (live.h): one key per request, its output, dtype,
-/// sequence length, positions and spec. Shared by the rebindings of one backend; locked, as
-/// certification may ask from several threads.
-struct refusals {
-  std::mutex m;
-  std::unordered_set<std::string> keys;
-};
-
-}  // namespace detail
-
 namespace {
 
 using detail::call_result;
 
 std::int64_t seq_or_none(std::optional<std::int64_t> s) { return s.value_or(-1); }
 
-std::string refusal_key(output what, dtype t, std::int64_t seq,
-                        std::span<const std::int64_t> positions, const std::string& spec) {
-  std::string k(3 + sizeof seq + positions.size_bytes(), '\0');
-  k[0] = static_cast<char>(what);
-  k[1] = static_cast<char>(t);
-  std::memcpy(k.data() + 2, &seq, sizeof seq);
-  if (!positions.empty())
-    std::memcpy(k.data() + 2 + sizeof seq, positions.data(), positions.size_bytes());
-  k[k.size() - 1] = '|';  // the positions end here; the spec follows
-  return k + spec;
-}
-
 }  // namespace
 
 live_implementation::live_implementation(std::shared_ptr<detail::live_backend> backend,
                                          spec::encoding claimed, kernel::strategy accuracy)
     : backend_(std::move(backend)),
-      refused_(std::make_shared<detail::refusals>()),
       claimed_(std::move(claimed)),
       spec_text_(spec::to_spec_string(claimed_)),
       accuracy_(accuracy) {}
@@ -59,24 +31,7 @@ live_implementation::live_implementation(std::shared_ptr<detail::live_backend> b
 live_implementation::~live_implementation() = default;
 
 std::unique_ptr<live_implementation> live_implementation::rebind(const spec::encoding& e) const {
-  auto im = std::make_unique<live_implementation>(backend_, e, accuracy_);
-  im->refused_ = refused_;
-  return im;
-}
-
-template <class Ask>
-void live_implementation::ask_once(output what, dtype t, std::int64_t seq,
-                                   std::span<const std::int64_t> positions, Ask&& ask) const {
-  const std::string key = refusal_key(what, t, seq, positions, spec_text_);
-  {
-    const std::lock_guard lock(refused_->m);
-    if (refused_->keys.count(key)) unsupported(what);
-  }
-  if (ask() == call_result::unsupported) {
-    const std::lock_guard lock(refused_->m);
-    refused_->keys.insert(key);
-    unsupported(what);
-  }
+  return std::make_unique<live_implementation>(backend_, e, accuracy_);
 }
 
 std::string live_implementation::kind() const { return backend_->kind(); }
@@ -104,11 +59,11 @@ bool live_implementation::supports(output what, dtype t) const {
 std::vector<float> live_implementation::inv_freq(std::optional<std::int64_t> seq_len) const {
   const auto& r = std::get<spec::rope>(claimed_);
   std::vector<float> out(static_cast<std::size_t>(r.pairs()));
-  if (!backend_->has(output::inv_freq)) unsupported(output::inv_freq);
-  const std::int64_t seq = seq_or_none(seq_len);
-  ask_once(output::inv_freq, dtype::fp32, seq, {}, [&] {
-    return backend_->inv_freq({spec_text_, dtype::fp32, seq, {}}, r.pairs(), out.data());
-  });
+  if (!backend_->has(output::inv_freq) ||
+      backend_->inv_freq({spec_text_, dtype::fp32, seq_or_none(seq_len), {}}, r.pairs(),
+                         out.data()) == call_result::unsupported) {
+    unsupported(output::inv_freq);
+  }
   return out;
 }
 
@@ -122,11 +77,10 @@ void live_implementation::table(std::span<const std::int64_t> positions,
   if (cos.size() != need || sin.size() != need) {
     throw error(fmt::format("{}: rope_table needs cos and sin of {} values", name(), need));
   }
-  const std::int64_t seq = seq_or_none(seq_len);
-  ask_once(output::rope_table, dtype_of<T>(), seq, positions, [&] {
-    return backend_->rope_table({spec_text_, dtype_of<T>(), seq, positions}, r->pairs(), cos.data(),
-                                sin.data());
-  });
+  if (backend_->rope_table({spec_text_, dtype_of<T>(), seq_or_none(seq_len), positions}, r->pairs(),
+                           cos.data(), sin.data()) == call_result::unsupported) {
+    unsupported(output::rope_table);
+  }
 }
 
 template <class T>
@@ -156,10 +110,10 @@ void live_implementation::pe(std::span<const std::int64_t> positions, std::span<
   if (out.size() != positions.size() * static_cast<std::size_t>(s->d_model)) {
     throw error(fmt::format("{}: sinusoidal_pe output has the wrong size", name()));
   }
-  ask_once(output::sinusoidal_pe, dtype_of<T>(), -1, positions, [&] {
-    return backend_->sinusoidal_pe({spec_text_, dtype_of<T>(), -1, positions}, s->d_model,
-                                   out.data());
-  });
+  if (backend_->sinusoidal_pe({spec_text_, dtype_of<T>(), -1, positions}, s->d_model, out.data()) ==
+      call_result::unsupported) {
+    unsupported(output::sinusoidal_pe);
+  }
 }
 
 void live_implementation::rope_table(std::span<const std::int64_t> p, std::optional<std::int64_t> s,

@@ -6,10 +6,7 @@
 // clang-format on
 // Both are implementations (pev::impl::implementation) of an encoding; `rebind` gives the same
 // backend (library, process) for another encoding, so properties can generate specs. Whatever
-// the backend answers "unsupported" to is reported by supports() as not supported, and is not
-// asked again: a request the backend refused (the same output, spec, dtype, sequence length and
-// positions) is refused at once by every rebinding — the property suites probe each generated spec,
-// and regenerate the same specs many times (docs/python.md §4.2).
+// the backend answers "unsupported" to is reported by supports() as not supported.
 //
 // A subprocess that does not answer within its timeout, answers more than the request asks for
 // (a header longer than 64 KiB, or a tensor of another shape or dtype), or exits, is killed
@@ -75,8 +72,7 @@ std::vector<std::filesystem::path> command_files(const std::string& command);
 
 namespace detail {
 class live_backend;
-struct refusals;
-}  // namespace detail
+}
 
 class live_implementation : public implementation {
  public:
@@ -131,13 +127,7 @@ class live_implementation : public implementation {
   template <class T>
   void pe(std::span<const std::int64_t> positions, std::span<T> out) const;
 
-  // Whether the backend refused this very request before; else asks it (docs/python.md §4.2).
-  template <class Ask>
-  void ask_once(output what, dtype t, std::int64_t seq, std::span<const std::int64_t> positions,
-                Ask&& ask) const;
-
   std::shared_ptr<detail::live_backend> backend_;
-  std::shared_ptr<detail::refusals> refused_;  // shared by every rebinding of the backend
   spec::encoding claimed_;
   std::string spec_text_;
   kernel::strategy accuracy_;
