@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -183,6 +184,38 @@ TEST(CertifyShard, NotCertifiedDumpMergesWithItsDiagnosis) {
   });
   const int code = expect_merges_equal_whole("planted bug", spec::parse_spec(spec), f, {});
   EXPECT_EQ(code, 1);
+}
+
+TEST(CertifyShard, ADeferredChoiceCheckMergesToTheShardsChoice) {
+  // Unsharded, an fp32 table's choice of hf frequencies on the rows of the largest positions is
+  // checked on every row by the replay of every row (docs/numerics.md §13.9); shards check it
+  // before their rows. The rows below 12288 of pair 1 follow the next fp32 frequency up: the
+  // choice on the top 4096 rows leaves values beyond every rung there, and the pair is chosen
+  // again on every row, where the frequency up fits more rows — the rows replayed again under it.
+  // The same choice and certificate either way. No inv_freq: the frequencies are chosen.
+  const std::string spec_text = "rope:head_dim=32,rope_theta=10000";
+  const spec::encoding e = spec::parse_spec(spec_text);
+  const auto& r = std::get<spec::rope>(e);
+  const auto im = impl::make_builtin(e, kernel::strategy::hf);
+  constexpr std::int64_t P = 16384;
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(P));
+  for (std::int64_t p = 0; p < P; ++p) pos[static_cast<std::size_t>(p)] = p;
+  std::vector<float> c(static_cast<std::size_t>(P * r.pairs())), s(c.size());
+  im->rope_table(pos, std::nullopt, std::span<float>(c), std::span<float>(s));
+  const float up = std::nextafter(im->inv_freq(std::nullopt)[1], 1.0f);
+  for (std::int64_t p = 0; p < 12288; ++p) {
+    const double angle = static_cast<float>(p) * up;
+    c[static_cast<std::size_t>(p * r.pairs() + 1)] = static_cast<float>(std::cos(angle));
+    s[static_cast<std::size_t>(p * r.pairs() + 1)] = static_cast<float>(std::sin(angle));
+  }
+  io::tensor_file tf;
+  tf.add("cos", io::array::from_values<float>({P, r.pairs()}, c));
+  tf.add("sin", io::array::from_values<float>({P, r.pairs()}, s));
+  const fs::path f = temp_dir("deferred") / "dump.safetensors";
+  io::write_safetensors(f, tf);
+  certify::options o;
+  o.diagnose = false;
+  expect_merges_equal_whole("deferred choice check", e, f, o);
 }
 
 TEST(CertifyShard, ShardRowsPartitionEveryRow) {

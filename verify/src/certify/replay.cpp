@@ -15,143 +15,22 @@
 #include <utility>
 
 #include "pev/metric/error_model.h"
+#include "pev/metric/format_round.h"
 #include "pev/metric/ulp.h"
+#include "replay_choice.h"
+#include "replay_interval.h"
 
 namespace pev::certify::detail {
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-/// fp32 frequencies tried per side of the exact one.
-constexpr int kMaxCandidates = 32;
 /// fp32 ratios tried per side of ggml's powf(b, −2/d) (recover.cpp's fit tries the same 17).
 constexpr int kRatioSteps = 8;
 /// Rows (the largest positions) ggml's ratios are ranked on.
 constexpr std::size_t kRankRows = 64;
 /// kReplayRungs' indices.
 constexpr std::size_t kHf = 0, kGgml = 3;
-
-/// x rounded to nearest (ties to even) in format f, from a double (no overflow: |x| is a table
-/// value's). x/ulp is an integer-spaced significand, so nearbyint rounds it as the format would.
-/// The smallest normal number of f, 2^emin (exact: a double's exponent field).
-inline double min_normal(format f) {
-  return std::bit_cast<double>(static_cast<std::uint64_t>(1023 + f.emin) << 52);
-}
-
-/// Where |x| is a normal number of f, on the encoding: the significand rounded to f.p bits, ties
-/// to even (a carry into the exponent is the next binade's first value, as it should be).
-double round_in(double x, format f) {
-  if (!std::isfinite(x) || x == 0) return x;
-  if (std::fabs(x) >= min_normal(f)) {
-    const int shift = 53 - f.p;
-    auto b = std::bit_cast<std::uint64_t>(x);
-    b += ((std::uint64_t{1} << (shift - 1)) - 1) + ((b >> shift) & 1);
-    b &= ~((std::uint64_t{1} << shift) - 1);
-    return std::bit_cast<double>(b);
-  }
-  const double u = metric::ulp_at_finite(std::fabs(x), f);
-  return std::nearbyint(x / u) * u;
-}
-
-/// Whether format `a` holds every value of format `b` (fp32 and fp64 hold the 16-bit formats).
-constexpr bool holds_every(format a, format b) { return a.p >= b.p && a.emin <= b.emin; }
-
-/// The value of format f after x (x finite, in f): the next one up.
-double next_up(double x, format f) {
-  // A normal value of f: one unit in its last place on the encoding, away from zero for x > 0 and
-  // towards it for x < 0 (a borrow from −2^e lands on the binade below, its spacing halved).
-  if (std::fabs(x) >= min_normal(f) * 2) {
-    const std::uint64_t unit = std::uint64_t{1} << (53 - f.p);
-    const auto b = std::bit_cast<std::uint64_t>(x);
-    return std::bit_cast<double>(x > 0 ? b + unit : b - unit);
-  }
-  if (x >= 0) return x + metric::ulp_at_finite(x, f);
-  double u = metric::ulp_at_finite(-x, f);
-  // −2^e: the values above it are the binade below's, half as far apart (not subnormals).
-  const bool power_of_two = (std::bit_cast<std::uint64_t>(x) & ((std::uint64_t{1} << 52) - 1)) == 0;
-  if (power_of_two && u > metric::ulp_at_finite(0, f)) u /= 2;
-  return x + u;
-}
-
-/// The outputs a rung can produce for one value: every one lies in [lo, hi]. ρ ≤ 1 exactly for
-/// them: where the interval was rounded to a format, ρ is measured against the midpoints between
-/// its ends and the next values out (the first values it cannot produce lie beyond them), so that
-/// a value at an end has ρ < 1 and the first one past it ρ > 1.
-struct span_of {
-  double lo = 0, hi = 0;
-  double room_up = 0, room_down = 0;  // from the centre to the limits ρ = 1
-};
-
-/// ρ of a value against the outputs a rung can produce around its centre c.
-double interval_rho(double got, double c, const span_of& s) {
-  if (!std::isfinite(got)) return kInf;
-  const double dev = got - c;
-  if (dev == 0) return 0;
-  const double room = dev > 0 ? s.room_up : s.room_down;
-  if (!(room > 0)) return kInf;
-  return std::fabs(dev) / room;
-}
-
-/// What a recipe can produce for one value: centre c = m·cos θ̂ (or sin) and the fp32 pipeline's
-/// radius r32 around it — the library class at the fp32 angle θ̂, times m̂, the product's
-/// rounding (docs/numerics.md §13.7).
-struct centre {
-  double c = 0, a = 0, r32 = 0, ulp_c = 0;
-};
-
-/// The centre and radius of a value whose exact trig of the fp32 angle is t.
-centre centre_at(const metric::libm& lib, const replay_magnitude& mg, float angle, double t) {
-  const double th = angle;
-  centre z;
-  z.a = std::fabs(t);
-  z.c = mg.m * t;
-  // The ulp of the library's result (|t| < 1 unless θ̂ = 0, where it is exact): trig_f32_bound's.
-  z.ulp_c = metric::ulp_at_finite(std::min(z.a, 1.0 - 0x1p-25), metric::kF32);
-  double r = impl::times_m(metric::trig_error(lib, z.ulp_c, th), {mg.m, mg.err}, z.a);
-  // An exact zero (θ̂ = 0: sin) computed as a difference of values of the scale's magnitude: at
-  // least ½ ulp_32(m), as the figures' zero floor (docs/numerics.md §13.1).
-  if (t == 0) r = std::max(r, metric::ulp_at_finite(mg.m, metric::kF32) / 2);
-  // The bound's own evaluation (kSlack) and the double centre's rounding.
-  z.r32 = r * (1 + 0x1p-40) + 0x1p-52 * std::fabs(z.c);
-  return z;
-}
-
-centre centre_of(const metric::libm& lib, const replay_magnitude& mg, float angle, bool is_sin) {
-  const double th = angle;
-  return centre_at(lib, mg, angle, is_sin ? std::sin(th) : std::cos(th));
-}
-
-/// The outputs of a rung: the fp32 interval through storage `s` (vLLM's cache), then the output's
-/// rounding.
-span_of interval(const centre& z, const format* s, format out) {
-  span_of v{z.c - z.r32, z.c + z.r32, z.r32, z.r32};
-  bool rounded = false;
-  format last = metric::kF32;
-  if (s) {
-    v.lo = round_in(v.lo, *s);
-    v.hi = round_in(v.hi, *s);
-    rounded = true;
-    last = *s;
-  }
-  if (!holds_every(out, last)) {
-    v.lo = round_in(v.lo, out);
-    v.hi = round_in(v.hi, out);
-    rounded = true;
-    last = out;
-  }
-  if (rounded) {
-    v.room_up = (v.hi + next_up(v.hi, last)) / 2 - z.c;
-    v.room_down = z.c - (v.lo - next_up(-v.lo, last)) / 2;
-  }
-  return v;
-}
-
-constexpr format kStorage[2] = {metric::kF16, metric::kBF16};
-
-/// The angle of pair i at position p in the hf recipe: fl32(fl32(p)·f̂_i).
-inline float hf_angle(std::int64_t p, float f) {
-  return static_cast<float>(p) * f;  // position_ids.float(), then one fp32 product
-}
 
 /// A pipeline's attention factor from its contract.
 replay_magnitude magnitude_of(const impl::rope_contract& c, double m) {
@@ -163,156 +42,6 @@ void ggml_row(const kernel::ggml_angle_plan& g, std::int64_t p, std::vector<floa
   std::fill(out.begin(), out.end(), 0.0f);
   const auto n = std::min<std::size_t>(out.size(), static_cast<std::size_t>(g.rotating()));
   g.angles(p, std::span<float>(out.data(), n));
-}
-
-/// The value at row r, column j of a plane of `t`, as a double.
-template <class T>
-double value_at(const plane& pl, std::size_t r, std::int64_t j) {
-  return scalar_traits<T>::to_double(element<T>(*pl.a, pl.at(static_cast<std::int64_t>(r), j)));
-}
-
-/// The rows of `pos` from the largest position down (ties in row order), at most `rows` of them
-/// (0: every row).
-std::vector<std::size_t> largest_first(const std::vector<std::int64_t>& pos, std::size_t rows) {
-  std::vector<std::size_t> order(pos.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return pos[a] > pos[b]; });
-  if (rows > 0 && order.size() > rows) order.resize(rows);
-  return order;
-}
-
-/// The hf frequencies of the plan: the dump's fp32 inv_freq, else per pair the best candidate.
-template <class T>
-void choose_frequencies(replay_plan& p, const impl::rope_contract& hf,
-                        const std::vector<double>& theta, float own0, bool own0_fixed,
-                        const table_source& t, const std::vector<std::int64_t>& pos,
-                        const io::array* inv_freq, std::size_t rows, tbb::task_arena& arena) {
-  const std::size_t pairs = theta.size();
-  p.freq.assign(pairs, 0.0f);
-  std::vector<std::vector<float>> cand(pairs);
-  // Pair 0's exponent fl(0/d) is 0, and pow(x, ±0) = 1 in every conforming library (C99 F.9.4.4):
-  // its frequency is what the recipe's exact operations make of 1 — pev's hf kernel's, alone.
-  if (pairs > 0 && own0_fixed) cand[0].push_back(own0);
-  for (std::size_t i = pairs > 0 && own0_fixed ? 1 : 0; i < pairs; ++i) {
-    const double eps = hf.inv_freq_bound(static_cast<std::int64_t>(i)).value_or(0) * (1 + 0x1p-40);
-    const float f0 = static_cast<float>(theta[i]);
-    cand[i].push_back(f0);
-    float dn = f0, up = f0;
-    for (int k = 0; k < kMaxCandidates; ++k) {
-      dn = std::nextafter(dn, -std::numeric_limits<float>::infinity());
-      up = std::nextafter(up, std::numeric_limits<float>::infinity());
-      const bool d_in = std::fabs(double(dn) - theta[i]) <= eps;
-      const bool u_in = std::fabs(double(up) - theta[i]) <= eps;
-      if (d_in) cand[i].push_back(dn);
-      if (u_in) cand[i].push_back(up);
-      if (!d_in && !u_in) break;
-    }
-  }
-  // The dump's own fp32 inv_freq, where every pair's lies within the contract.
-  if (inv_freq && inv_freq->type == dtype::fp32 &&
-      static_cast<std::size_t>(inv_freq->elements()) == pairs) {
-    bool within = true;
-    std::vector<float> f(pairs);
-    for (std::size_t i = 0; i < pairs; ++i) {
-      f[i] = element<float>(*inv_freq, i);
-      within = within && std::find(cand[i].begin(), cand[i].end(), f[i]) != cand[i].end();
-    }
-    if (within) {
-      p.freq = f;
-      p.frequencies = "hf: the dump's inv_freq (fp32, within the recipe's bound of every pair)";
-      return;
-    }
-  }
-  // Else per pair, the candidate that fits every row best (the nearest to the exact frequency
-  // first; a candidate stops at the first row that makes it worse than the best so far). Its
-  // score: the largest ρ over the rows on the rung that fits it best (hf, or a vLLM cache whose
-  // format holds every value).
-  std::vector<std::vector<std::int64_t>> columns(pairs);
-  for (std::int64_t j = 0; j < t.width; ++j) {
-    const std::int64_t i = t.pair[static_cast<std::size_t>(j)];
-    if (i >= 0 && static_cast<std::size_t>(i) < pairs) {
-      columns[static_cast<std::size_t>(i)].push_back(j);
-    }
-  }
-  constexpr format out = format_of<T>();
-  std::size_t tried = 0;
-  for (std::size_t i = 0; i < pairs; ++i) tried = std::max(tried, cand[i].size());
-  // The vLLM caches the choice weighs: those whose format holds every value of the table, and
-  // that differ from hf's rung (a cache in the output's own format is the output's rounding).
-  std::array<bool, 2> cache{};
-  for (std::size_t k = 0; k < 2; ++k) {
-    cache[k] = !(kStorage[k] == out);
-    for (std::size_t r = 0; r < pos.size() && cache[k]; ++r) {
-      for (std::int64_t j = 0; j < t.width && cache[k]; ++j) {
-        for (const plane* pl : {&t.cos, &t.sin}) {
-          const double got = value_at<T>(*pl, r, j);
-          if (std::isfinite(got) && round_in(got, kStorage[k]) != got) cache[k] = false;
-        }
-      }
-    }
-  }
-  // Rows from the largest position down: a wrong frequency fails there first. The choice is made
-  // on the `rows` of the largest positions; a pair whose choice leaves a value of any other row
-  // beyond every rung is chosen again on every row.
-  const std::vector<std::size_t> top = largest_first(pos, rows);
-  const std::vector<std::size_t> every = top.size() == pos.size() ? top : largest_first(pos, 0);
-  // A candidate's score on a rung: how many values lie beyond it (ρ > 1), then the largest ρ —
-  // so that one wild value does not decide; its score: that of the rung that fits it best.
-  using score_t = std::pair<std::uint64_t, double>;
-  const auto choose_on = [&](std::size_t i, const std::vector<std::size_t>& order,
-                             const std::vector<float>& fs) {
-    score_t best{std::numeric_limits<std::uint64_t>::max(), kInf};
-    const auto add = [](score_t& s, double rho) {
-      s.first += rho > 1;
-      s.second = std::max(s.second, rho);
-    };
-    for (const float f : fs) {
-      std::array<score_t, 3> worst{};
-      const auto score = [&] { return *std::min_element(worst.begin(), worst.end()); };
-      // Both parts of a score only grow: once above the best it cannot win.
-      for (std::size_t q = 0; q < order.size() && score() <= best; ++q) {
-        const std::size_t r = order[q];
-        const float angle = hf_angle(pos[r], f);
-        for (int w = 0; w < 2; ++w) {
-          const plane& pl = w == 0 ? t.cos : t.sin;
-          const centre z = centre_of(*p.lib, p.hf_m, angle, w == 1);
-          const span_of v0 = interval(z, nullptr, out);
-          span_of vs[2];
-          for (std::size_t k = 0; k < 2; ++k) {
-            if (cache[k]) vs[k] = interval(z, &kStorage[k], out);
-          }
-          for (const std::int64_t j : columns[i]) {
-            const double got = value_at<T>(pl, r, j);
-            add(worst[0], interval_rho(got, z.c, v0));
-            for (std::size_t k = 0; k < 2; ++k) {
-              add(worst[1 + k], cache[k] ? interval_rho(got, z.c, vs[k]) : kInf);
-            }
-          }
-        }
-      }
-      if (score() < best) {
-        best = score();
-        p.freq[i] = f;
-      }
-    }
-    return best;
-  };
-  const auto choose = [&](std::size_t i) {
-    p.freq[i] = cand[i][0];
-    if (cand[i].size() == 1) return;
-    choose_on(i, top, cand[i]);
-    if (top.size() < every.size() && choose_on(i, every, {p.freq[i]}).first > 0) {
-      choose_on(i, every, cand[i]);
-    }
-  };
-  arena.execute([&] { tbb::parallel_for(std::size_t{0}, pairs, choose); });
-  p.frequencies = fmt::format(
-      "hf: per pair, the fp32 frequency within the recipe's bound that fits {} best (up to {} "
-      "tried per pair; on every row where that choice leaves a value beyond every rung)",
-      top.size() == pos.size() ? std::string("every row")
-                               : fmt::format("the {} rows of the largest positions", top.size()),
-      tried);
 }
 
 /// ggml's ratio and angle mix: of the 17 fp32 ratios nearest the plan's own, and of the roundings
@@ -411,6 +140,8 @@ void choose_ratio(replay_plan& p, const table_source& t, const std::vector<std::
 }  // namespace
 
 void replay_acc::merge(const replay_acc& o) {
+  if (beyond.size() < o.beyond.size()) beyond.resize(o.beyond.size(), 0);
+  for (std::size_t i = 0; i < o.beyond.size(); ++i) beyond[i] |= o.beyond[i];
   for (std::size_t k = 0; k < rho.size(); ++k) rho[k] = std::max(rho[k], o.rho[k]);
   for (std::size_t k = 0; k < off_grid.size(); ++k) off_grid[k] += o.off_grid[k];
   trig_least = std::max(trig_least, o.trig_least);
@@ -432,7 +163,7 @@ replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
                         const impl::rope_contract* hf, const impl::rope_contract& ggml, double m,
                         const std::vector<double>& theta, const table_source& t,
                         const std::vector<std::int64_t>& pos, const io::array* inv_freq,
-                        const metric::libm& lib, int threads, std::size_t rows) {
+                        const metric::libm& lib, int threads, std::size_t rows, bool defer) {
   replay_plan p;
   if (s.streams() > 1) return p;
   p.on = true;
@@ -445,7 +176,7 @@ replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
     const kernel::rope_kernel own(s, kernel::strategy::hf, seq);
     const bool fixed = !own.inv_freq().empty() && s.type != spec::rope_type::ggml;
     choose_frequencies<T>(p, *hf, theta, fixed ? own.inv_freq()[0] : 0.0f, fixed, t, pos, inv_freq,
-                          rows, arena);
+                          rows, arena, defer);
   }
   p.ggml.emplace(s, seq);
   p.ggml_m = magnitude_of(ggml, m);
@@ -470,6 +201,8 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
     float angle = 0;
   };
   std::vector<per_pair> row(P);
+  cos.beyond.resize(std::max(cos.beyond.size(), P), 0);
+  sin.beyond.resize(std::max(sin.beyond.size(), P), 0);
   for (std::size_t q = 0; q < positions.size(); ++q) {
     const std::int64_t pq = positions[q];
     const auto key = static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(pq)));
@@ -502,6 +235,7 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
         const double got = value_at<T>(w == 0 ? t.cos : t.sin, r, j);
         const double y = (w == 0 ? exact_cos : exact_sin)[q * P + iu];
         const auto note = [&](std::size_t g, const span_of& v, double rho) {
+          if (g < kGgml && rho > 1) a.beyond[iu] |= static_cast<std::uint8_t>(1u << g);
           a.rho[g] = std::max(a.rho[g], rho);
           a.oct_rho[g][key] = std::max(a.oct_rho[g][key], rho);
           a.oct_bound[g][key] = std::max(a.oct_bound[g][key], std::max(v.hi - y, y - v.lo));
@@ -554,6 +288,42 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
       }
     }
   }
+}
+
+template <class T>
+void replay_again(const replay_plan& p, const compare::rope_reference& ref, const table_source& t,
+                  const std::vector<std::int64_t>& pos, std::size_t first, std::size_t end,
+                  replay_acc& cos, replay_acc& sin) {
+  constexpr std::size_t kRows = 1024;
+  cos = {};
+  sin = {};
+  // The reference's values as the comparison had them, from a copy of it: not counted again in
+  // its statistics (the certificate's provenance).
+  compare::rope_reference own = ref;
+  compare::typed_values<T> rc, rs;
+  for (std::size_t r0 = first; r0 < end; r0 += kRows) {
+    const std::span<const std::int64_t> at(pos.data() + r0, std::min(kRows, end - r0));
+    own.table<T>(at, rc, rs, /*rounded_doubles=*/false);
+    replay_rows<T>(p, t, r0, at, rc.exact, rs.exact, own.pairs(), cos, sin);
+  }
+}
+
+std::vector<std::size_t> pairs_beyond_every_rung(const replay_plan& p, const replay_acc& cos,
+                                                 const replay_acc& sin) {
+  std::vector<std::size_t> out;
+  if (!p.hf_on) return out;
+  const std::size_t pairs = p.freq.size();
+  for (std::size_t i = 0; i < pairs; ++i) {
+    const auto bits = static_cast<unsigned>((i < cos.beyond.size() ? cos.beyond[i] : 0) |
+                                            (i < sin.beyond.size() ? sin.beyond[i] : 0));
+    // A cache the choice does not weigh holds no value of the pair (choose_frequencies: ρ = +∞).
+    bool beyond = (bits & 1u) != 0;
+    for (std::size_t s = 0; s < 2; ++s) {
+      beyond = beyond && (!p.caches_weighed[s] || (bits & (2u << s)) != 0);
+    }
+    if (beyond) out.push_back(i);
+  }
+  return out;
 }
 
 bool follows_exact_angles(const std::vector<check>& checks) {
@@ -728,14 +498,18 @@ void decide_ladder(check& c, const std::string& held) {
   }
 }
 
-#define PEV_REPLAY(T)                                                                             \
-  template replay_plan plan_replay<T>(                                                            \
-      const spec::rope&, std::optional<std::int64_t>, const impl::rope_contract*,                 \
-      const impl::rope_contract&, double, const std::vector<double>&, const table_source&,        \
-      const std::vector<std::int64_t>&, const io::array*, const metric::libm&, int, std::size_t); \
-  template void replay_rows<T>(const replay_plan&, const table_source&, std::size_t,              \
-                               std::span<const std::int64_t>, std::span<const double>,            \
-                               std::span<const double>, std::int64_t, replay_acc&, replay_acc&);
+#define PEV_REPLAY(T)                                                                            \
+  template replay_plan plan_replay<T>(const spec::rope&, std::optional<std::int64_t>,            \
+                                      const impl::rope_contract*, const impl::rope_contract&,    \
+                                      double, const std::vector<double>&, const table_source&,   \
+                                      const std::vector<std::int64_t>&, const io::array*,        \
+                                      const metric::libm&, int, std::size_t, bool);              \
+  template void replay_rows<T>(const replay_plan&, const table_source&, std::size_t,             \
+                               std::span<const std::int64_t>, std::span<const double>,           \
+                               std::span<const double>, std::int64_t, replay_acc&, replay_acc&); \
+  template void replay_again<T>(const replay_plan&, const compare::rope_reference&,              \
+                                const table_source&, const std::vector<std::int64_t>&,           \
+                                std::size_t, std::size_t, replay_acc&, replay_acc&);
 PEV_REPLAY(float)
 PEV_REPLAY(double)
 PEV_REPLAY(half)

@@ -15,6 +15,7 @@
 
 #include "detail.h"
 #include "layout.h"
+#include "pev/compare/reference.h"
 #include "pev/impl/contract.h"
 #include "pev/kernel/rope.h"
 #include "pev/metric/libm.h"
@@ -37,6 +38,14 @@ struct replay_plan {
   bool on = false;          // a replay exists (a 1-D RoPE table)
   bool hf_on = false;       // the hf recipe's (and vLLM's caches): an hf pipeline
   std::vector<float> freq;  // per pair: the fp32 frequency f̂_i of the hf angles
+  /// The hf choice's check on every row (a pair whose choice leaves a value beyond every rung
+  /// there is chosen again on every row) is left to the caller, whose replay of every row tells
+  /// it (pairs_beyond_every_rung; docs/numerics.md §13.9).
+  bool every_row_deferred = false;
+  /// The vLLM caches the hf choice weighs (kReplayRungs 1, 2): every value on the cache's grid.
+  std::array<bool, 2> caches_weighed{};
+  /// With every_row_deferred: per pair, the candidate frequencies the choice weighed.
+  std::vector<std::vector<float>> candidates;
   replay_magnitude hf_m;
   std::string frequencies;  // how freq was taken, for the certificate
   /// ggml's recurrence (kernel::ggml_angle_plan) with the ratio ts that fits the table best.
@@ -57,6 +66,9 @@ struct replay_acc {
   /// Per kReplayRungs, by octave key bit_width(p): the replay's largest bound on |got − exact|
   /// and largest ρ.
   std::array<std::array<double, 65>, 4> oct_bound{}, oct_rho{};
+  /// Per pair: the rungs (bit g of kReplayRungs hf, vllm-fp16, vllm-bf16) some value of the pair
+  /// lies beyond (ρ > 1), for a deferred check of the hf choice (pairs_beyond_every_rung).
+  std::vector<std::uint8_t> beyond;
   void merge(const replay_acc& o);
 };
 
@@ -68,13 +80,35 @@ struct replay_acc {
 /// replay fits every row of the table best (on the rung that fits it best: hf or a vLLM cache).
 /// ggml's ratio: of the 17 fp32 values nearest powf(b, −2/d), the one that fits every row best.
 /// The same in every shard; chosen on `threads` threads, on the `rows` rows of the largest
-/// positions (0: every row).
+/// positions (0: every row). `defer`: the choice's check on every row is left to the caller
+/// (replay_plan::every_row_deferred), whose replay of every row tells it (docs/numerics.md §13.9).
 template <class T>
 replay_plan plan_replay(const spec::rope& s, std::optional<std::int64_t> seq,
                         const impl::rope_contract* hf, const impl::rope_contract& ggml, double m,
                         const std::vector<double>& theta, const table_source& t,
                         const std::vector<std::int64_t>& pos, const io::array* inv_freq,
-                        const metric::libm& lib, int threads, std::size_t rows = 0);
+                        const metric::libm& lib, int threads, std::size_t rows = 0,
+                        bool defer = false);
+
+/// Replays rows [first, end) of `t` (positions `pos`) again under plan `p` into `cos` and `sin`,
+/// emptied first, with the exact values from a copy of `ref`: the replay of a plan whose
+/// deferred check chose other frequencies.
+template <class T>
+void replay_again(const replay_plan& p, const compare::rope_reference& ref, const table_source& t,
+                  const std::vector<std::int64_t>& pos, std::size_t first, std::size_t end,
+                  replay_acc& cos, replay_acc& sin);
+
+/// The pairs whose hf choice leaves a value of the replay of every row (`cos`, `sin`) beyond
+/// every rung the choice weighs: those a deferred check chooses again on every row.
+std::vector<std::size_t> pairs_beyond_every_rung(const replay_plan& p, const replay_acc& cos,
+                                                 const replay_acc& sin);
+
+/// A deferred check of the hf choice (replay_plan::every_row_deferred): `pairs` chosen again on
+/// every row of `t`, each its best candidate; whether a frequency changed.
+template <class T>
+bool choose_again_on_every_row(replay_plan& p, const std::vector<std::size_t>& pairs,
+                               const table_source& t, const std::vector<std::int64_t>& pos,
+                               int threads);
 
 /// Replays rows r0 … r0 + positions.size() − 1 of `t` into the cos and sin checks' figures;
 /// exact_cos/exact_sin: the reference's exact values of those rows, [rows, pairs].

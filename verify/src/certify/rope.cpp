@@ -338,12 +338,16 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
   };
   // The recipe replay (replay.h): its frequencies from the whole table, the same in every shard.
   const io::array* inv_freq = k.d.find("inv_freq");
-  const replay_plan plan = plan_replay<T>(
+  // Unsharded, the replay of every row below checks an fp32 table's choice on every row
+  // (replay.h). A 16-bit table's choice on the top rows is often made again on every row (there
+  // its values do not tell an fp32 frequency from its neighbours), which would replay its rows
+  // twice: its check runs first. Either way the same choice (docs/numerics.md §13.9).
+  const bool defer = k.o.shard_count == 1 && sizeof(T) >= sizeof(float);
+  replay_plan plan = plan_replay<T>(
       ref.spec(), seq, hf ? bounds.contract(*bounds.find("hf")) : nullptr,
       *bounds.contract(*bounds.find("ggml")), ref.attention_factor(), ref.fast().inv_freq<double>(),
-      t, pos, inv_freq, *k.o.libm, arena_threads(k.o), kReplayChoiceRows);
+      t, pos, inv_freq, *k.o.libm, arena_threads(k.o), kReplayChoiceRows, defer);
   replay_acc rcos, rsin;
-  replayed = plan.freq;
   tbb::task_arena arena(arena_threads(k.o));
   // Eight chunks per thread in a group: a thread that finishes its last chunk waits for the
   // others' at the group's end, which a group of many short chunks keeps short.
@@ -420,6 +424,15 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     }
   });
   refs.count(k);
+  // The choice's check on every row, deferred to here: the pairs it leaves a value beyond every
+  // rung chosen again on every row, and the rows replayed again where that changed a frequency.
+  if (plan.every_row_deferred) {
+    const std::vector<std::size_t> again = pairs_beyond_every_rung(plan, rcos, rsin);
+    if (!again.empty() && choose_again_on_every_row<T>(plan, again, t, pos, arena_threads(k.o))) {
+      replay_again<T>(plan, ref, t, pos, first_row, end_row, rcos, rsin);
+    }
+  }
+  replayed = plan.freq;
   // The worst values' exact values from MPFR, so that the certificate's worst case does not
   // depend on the reference path (the fast path's doubles are within 2^−49·m; counts, ρ and
   // grades never depended on it).
