@@ -113,16 +113,11 @@ void python_backend::greet(const spec::encoding& e, std::optional<dtype> type) {
 call_result python_backend::rope_table(const live_request& r, std::int64_t pairs, void* cos,
                                        void* sin) {
   const gil g;
-  // One position is asked as two equal ones: a dump's leading dimensions of size 1 are dropped
-  // (a batch of one), so a table of one row would lose its row dimension.
-  const std::vector<std::int64_t> twice(2, r.positions.empty() ? 0 : r.positions[0]);
-  const bool one = r.positions.size() == 1;
-  const live_request asked{r.spec, r.type, r.seq_len,
-                           one ? std::span<const std::int64_t>(twice) : r.positions};
-  const std::optional<certify::dump> d = ask(asked, "rope_table");
+  std::size_t rows = 0;
+  const std::optional<certify::dump> d = ask_rows(r, "rope_table", rows);
   if (!d) return call_result::unsupported;
   const certify::table_read t = certify::read_rope_table(*d, rope_spec(r.spec), layout_);
-  const auto P = static_cast<std::int64_t>(asked.positions.size());
+  const auto P = static_cast<std::int64_t>(rows);
   if (t.cos.shape[0] != P) {
     throw error(name_ + ": " + t.source + " has " + std::to_string(t.cos.shape[0]) + " rows for " +
                 std::to_string(P) + " positions");
@@ -160,16 +155,11 @@ call_result python_backend::rope_rotate(const live_request&, std::int64_t, std::
 
 call_result python_backend::sinusoidal_pe(const live_request& r, std::int64_t d_model, void* out) {
   const gil g;
-  // One position is asked as two equal ones (see rope_table).
-  const std::vector<std::int64_t> twice(2, r.positions.empty() ? 0 : r.positions[0]);
-  const bool one = r.positions.size() == 1;
-  const live_request asked{r.spec, r.type, r.seq_len,
-                           one ? std::span<const std::int64_t>(twice) : r.positions};
-  const std::optional<certify::dump> d = ask(asked, "sinusoidal_pe");
+  std::size_t rows = 0;
+  const std::optional<certify::dump> d = ask_rows(r, "sinusoidal_pe", rows);
   if (!d) return call_result::unsupported;
   const io::array& pe = pe_of(*d);
-  const std::vector<std::int64_t> want = {static_cast<std::int64_t>(asked.positions.size()),
-                                          d_model};
+  const std::vector<std::int64_t> want = {static_cast<std::int64_t>(rows), d_model};
   if (squeezed(pe.shape) != want) {
     throw error(name_ + ": tensor 'pe' has shape " + io::shape_string(pe.shape) + ", expected " +
                 io::shape_string(want));
@@ -272,6 +262,18 @@ std::optional<certify::dump> python_backend::ask(const live_request& r, const ch
 }
 
 // The answer's tensors as a dump; a `positions` tensor must be the positions asked for.
+std::optional<certify::dump> python_backend::ask_rows(const live_request& r, const char* request,
+                                                      std::size_t& rows) {
+  // One position is asked as two equal ones: a dump's leading dimensions of size 1 are dropped
+  // (a batch of one), so a table of one row would lose its row dimension.
+  const std::vector<std::int64_t> twice(2, r.positions.empty() ? 0 : r.positions[0]);
+  const bool one = r.positions.size() == 1;
+  const live_request asked{r.spec, r.type, r.seq_len,
+                           one ? std::span<const std::int64_t>(twice) : r.positions};
+  rows = asked.positions.size();
+  return ask(asked, request);
+}
+
 certify::dump python_backend::to_dump(const py::object& res, const live_request& r) const {
   certify::dump d;
   for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(res)) {

@@ -72,6 +72,9 @@ class python_backend final : public impl::detail::live_backend {
   bool ctrl_c() const;
   [[noreturn]] void end_by_timeout(const live_request& r);
   std::optional<certify::dump> ask(const live_request& r, const char* request);
+  // Asks for r's positions as rows of a table (`rows`: how many the answer holds).
+  std::optional<certify::dump> ask_rows(const live_request& r, const char* request,
+                                        std::size_t& rows);
   certify::dump to_dump(const py::object& res, const live_request& r) const;
 
   py::object call_;
