@@ -132,7 +132,11 @@ def _spec_string(d):
 
 def _typed(text):
     if text.startswith("[") and text.endswith("]"):
-        return [_typed(x) for x in text[1:-1].split(",") if x]
+        items = [x for x in text[1:-1].split(",") if x]
+        try:  # numbers (longrope's factor lists): each an int or a float, as below
+            return [int(x) if x.lstrip("-").isdigit() else float(x) for x in items]
+        except ValueError:
+            return [_typed(x) for x in items]
     if text in ("true", "false"):
         return text == "true"
     if text.isascii() and (text.isdigit() or (text[:1] == "-" and text[1:].isdigit())):
