@@ -498,6 +498,32 @@ void decide_ladder(check& c, const std::string& held) {
   }
 }
 
+/// The choice's check on every row, deferred to the replay of every row (docs/numerics.md
+/// §13.9): the pairs it leaves a value beyond every rung chosen again on every row, and the rows
+/// replayed again where that changed a frequency.
+template <class T>
+void finish_choice(const context& k, const compare::rope_reference& ref, const table_source& t,
+                   const std::vector<std::int64_t>& pos, std::size_t first_row, std::size_t end_row,
+                   replay_plan& plan, replay_acc& rcos, replay_acc& rsin) {
+  if (!plan.every_row_deferred) return;
+  const std::vector<std::size_t> again = pairs_beyond_every_rung(plan, rcos, rsin);
+  if (!again.empty() && choose_again_on_every_row<T>(plan, again, t, pos, arena_threads(k.o))) {
+    replay_again<T>(plan, ref, t, pos, first_row, end_row, rcos, rsin);
+  }
+}
+
+/// The rungs the replay decides on the last two checks (the table's cos and sin); the library's
+/// least error around the angles the values follow (docs/numerics.md §13.7).
+void record_table_replay(context& k, const replay_plan& plan, const replay_acc& rcos,
+                         const replay_acc& rsin) {
+  for (int which = 0; which < 2; ++which) {
+    check& c = k.cert.checks[k.cert.checks.size() - 2 + static_cast<std::size_t>(which)];
+    record_replay(c, which == 0 ? rcos : rsin, plan);
+    settle(c, k.o);
+  }
+  library_from_replay(k.c().library, k.cert.checks);
+}
+
 #define PEV_REPLAY(T)                                                                            \
   template replay_plan plan_replay<T>(const spec::rope&, std::optional<std::int64_t>,            \
                                       const impl::rope_contract*, const impl::rope_contract&,    \
@@ -510,6 +536,16 @@ void decide_ladder(check& c, const std::string& held) {
   template void replay_again<T>(const replay_plan&, const compare::rope_reference&,              \
                                 const table_source&, const std::vector<std::int64_t>&,           \
                                 std::size_t, std::size_t, replay_acc&, replay_acc&);
+#define PEV_FINISH(T)                                                                   \
+  template void finish_choice<T>(const context&, const compare::rope_reference&,        \
+                                 const table_source&, const std::vector<std::int64_t>&, \
+                                 std::size_t, std::size_t, replay_plan&, replay_acc&,   \
+                                 replay_acc&);
+PEV_FINISH(float)
+PEV_FINISH(double)
+PEV_FINISH(half)
+PEV_FINISH(bfloat16)
+#undef PEV_FINISH
 PEV_REPLAY(float)
 PEV_REPLAY(double)
 PEV_REPLAY(half)

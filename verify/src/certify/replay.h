@@ -118,6 +118,19 @@ void replay_rows(const replay_plan& p, const table_source& t, std::size_t r0,
                  std::span<const double> exact_sin, std::int64_t pairs, replay_acc& cos,
                  replay_acc& sin);
 
+/// The choice's check on every row, deferred to the replay of every row (docs/numerics.md
+/// §13.9): the pairs it leaves a value beyond every rung chosen again on every row, and the rows
+/// [first_row, end_row) replayed again where that changed a frequency.
+template <class T>
+void finish_choice(const context& k, const compare::rope_reference& ref, const table_source& t,
+                   const std::vector<std::int64_t>& pos, std::size_t first_row, std::size_t end_row,
+                   replay_plan& plan, replay_acc& rcos, replay_acc& rsin);
+
+/// The rungs the replay decides on the last two checks of `k` (the table's cos and sin); the
+/// library's least error around the angles the values follow (docs/numerics.md §13.7).
+void record_table_replay(context& k, const replay_plan& plan, const replay_acc& rcos,
+                         const replay_acc& rsin);
+
 /// Whether the replayed checks' values (a table's cos and sin) imply a smaller trig error around
 /// the exact angles p·θ_i than around the hf recipe's (a correctly rounded or faithful table): the
 /// angles its library is measured against (docs/numerics.md §13.7). Decided from the checks'

@@ -311,6 +311,34 @@ struct dump_rows {
   }
 };
 
+/// The table's cos and sin checks from their merged figures, with their rows' digests.
+template <class T>
+void push_table_checks(context& k, const compare::rope_reference& ref, const table_source& t,
+                       const compare::figures& cos, const compare::figures& sin,
+                       std::size_t first_row, std::size_t end_row, std::size_t rows) {
+  // The worst values' exact values from MPFR, so that the certificate's worst case does not
+  // depend on the reference path (the fast path's doubles are within 2^−49·m; counts, ρ and
+  // grades never depended on it).
+  for (int which = 0; which < 2; ++which) {
+    const compare::figures& f = which == 0 ? cos : sin;
+    std::optional<double> exact;
+    if (f.values() > 0) {
+      const std::int64_t i = t.pair[static_cast<std::size_t>(f.worst().index)];
+      exact = ref.exact_value(f.worst().position, i, which == 1);
+    }
+    check c = make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact);
+    const plane& pl = which == 1 ? t.sin : t.cos;
+    record_rows(c, first_row, end_row, rows, t.pair.size(), arena_threads(k.o),
+                [&pl](std::size_t r, std::span<std::uint64_t> bits) {
+                  for (std::size_t j = 0; j < bits.size(); ++j) {
+                    bits[j] = static_cast<std::uint64_t>(scalar_traits<T>::to_bits(element<T>(
+                        *pl.a, pl.at(static_cast<std::int64_t>(r), static_cast<std::int64_t>(j)))));
+                  }
+                });
+    k.cert.checks.push_back(std::move(c));
+  }
+}
+
 template <class T>
 void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds& bounds,
                   const table_source& t, const std::vector<std::int64_t>& pos,
@@ -424,51 +452,15 @@ void table_checks(context& k, compare::rope_reference& ref, compare::rope_bounds
     }
   });
   refs.count(k);
-  // The choice's check on every row, deferred to here: the pairs it leaves a value beyond every
-  // rung chosen again on every row, and the rows replayed again where that changed a frequency.
-  if (plan.every_row_deferred) {
-    const std::vector<std::size_t> again = pairs_beyond_every_rung(plan, rcos, rsin);
-    if (!again.empty() && choose_again_on_every_row<T>(plan, again, t, pos, arena_threads(k.o))) {
-      replay_again<T>(plan, ref, t, pos, first_row, end_row, rcos, rsin);
-    }
-  }
+  finish_choice<T>(k, ref, t, pos, first_row, end_row, plan, rcos, rsin);
   replayed = plan.freq;
-  // The worst values' exact values from MPFR, so that the certificate's worst case does not
-  // depend on the reference path (the fast path's doubles are within 2^−49·m; counts, ρ and
-  // grades never depended on it).
-  for (int which = 0; which < 2; ++which) {
-    const compare::figures& f = which == 0 ? cos : sin;
-    std::optional<double> exact;
-    if (f.values() > 0) {
-      const std::int64_t i = t.pair[static_cast<std::size_t>(f.worst().index)];
-      exact = ref.exact_value(f.worst().position, i, which == 1);
-    }
-    check c = make_check(which == 0 ? "cos" : "sin", t.source, dtype_of<T>(), f, k.o, exact);
-    const plane& pl = which == 1 ? t.sin : t.cos;
-    record_rows(c, first_row, end_row, rows, t.pair.size(), arena_threads(k.o),
-                [&pl](std::size_t r, std::span<std::uint64_t> bits) {
-                  for (std::size_t j = 0; j < bits.size(); ++j) {
-                    bits[j] = static_cast<std::uint64_t>(scalar_traits<T>::to_bits(element<T>(
-                        *pl.a, pl.at(static_cast<std::int64_t>(r), static_cast<std::int64_t>(j)))));
-                  }
-                });
-    k.cert.checks.push_back(std::move(c));
-  }
+  push_table_checks<T>(k, ref, t, cos, sin, first_row, end_row, rows);
   if (fitting.valid()) {
     record_library(k, fitting.get(), fit);
   } else if (whole_checks(k.o)) {
     table_library<T>(k, ref, t, pos, seq, fit);
   }
-  if (plan.on) {
-    // The rungs the replay decides; the library's least error around the angles the values
-    // follow (docs/numerics.md §13.7).
-    for (int which = 0; which < 2; ++which) {
-      check& c = k.cert.checks[k.cert.checks.size() - 2 + static_cast<std::size_t>(which)];
-      record_replay(c, which == 0 ? rcos : rsin, plan);
-      settle(c, k.o);
-    }
-    library_from_replay(k.c().library, k.cert.checks);
-  }
+  if (plan.on) record_table_replay(k, plan, rcos, rsin);
 }
 
 /// The math library the table shows (library_figures), from a fit of every row.
